@@ -1,0 +1,74 @@
+//! Switchyard's user interface: the HTML shell, the router and the pages, with
+//! the server functions they call. Built twice: `ssr` for the server, `hydrate`
+//! for the browser.
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::components::{Route, Router, Routes, A};
+use leptos_router::path;
+
+mod error_view;
+pub mod pages;
+
+use pages::{InventoryPage, NotFoundPage, RecordSetsPage};
+
+/// The whole HTML document the server renders around the app.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
+                <AutoReload options=options.clone()/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// The app: header with navigation, and the routed page below it.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    mark_hydrated();
+
+    view! {
+        <Stylesheet id="leptos" href="/pkg/switchyard.css"/>
+        <Title formatter=|page: String| {
+            if page.is_empty() { "Switchyard".to_owned() } else { format!("{page} · Switchyard") }
+        }/>
+        <Router>
+            <header class="app-header">
+                <A href="/" attr:class="brand">"Switchyard"</A>
+                <nav aria-label="Main">
+                    <A href="/record-sets">"Record sets"</A>
+                    <A href="/inventory">"Inventory"</A>
+                </nav>
+            </header>
+            <main class="app-main">
+                <Routes fallback=NotFoundPage>
+                    <Route path=path!("/") view=RecordSetsPage/>
+                    <Route path=path!("/record-sets") view=RecordSetsPage/>
+                    <Route path=path!("/inventory") view=InventoryPage/>
+                </Routes>
+            </main>
+        </Router>
+    }
+}
+
+/// Sets `data-hydrated="true"` on `<body>` once the wasm bundle has taken over
+/// the page, so people's tools and the browser tests can tell when it is live.
+fn mark_hydrated() {
+    // Effects run only in the browser, after hydration.
+    Effect::new(|_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+}

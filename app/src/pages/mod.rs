@@ -1,0 +1,9 @@
+//! One module per page of the app.
+
+mod inventory;
+mod not_found;
+mod record_sets;
+
+pub use inventory::InventoryPage;
+pub use not_found::NotFoundPage;
+pub use record_sets::RecordSetsPage;

@@ -1,0 +1,30 @@
+import { test, expect, hydrated } from "./fixtures";
+
+test("the shell is rendered by the server", async ({ request }) => {
+  const res = await request.get("/record-sets");
+  expect(res.status()).toBe(200);
+  const html = await res.text();
+  expect(html).toContain("<h1>Record sets</h1>");
+  expect(html).toContain('href="/inventory"');
+  expect(html).toContain("/pkg/switchyard.js");
+});
+
+test("the page hydrates and navigates without a full reload", async ({ page }) => {
+  await page.goto("/record-sets");
+  await hydrated(page);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("Record sets");
+
+  // A full page load would wipe this marker; client-side routing keeps it.
+  await page.evaluate(() => ((window as any).__sameDocument = true));
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Inventory" }).click();
+  await expect(page).toHaveURL(/\/inventory$/);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("Inventory");
+  await expect(page.getByRole("link", { name: "Inventory" })).toHaveAttribute("aria-current", "page");
+  expect(await page.evaluate(() => (window as any).__sameDocument)).toBe(true);
+});
+
+test("an unknown address answers 404 with a page", async ({ page }) => {
+  const res = await page.goto("/no-such-page");
+  expect(res?.status()).toBe(404);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("Not found");
+});

@@ -1,0 +1,228 @@
+//! Persistence: one connection pool over SQLite (the embedded default) or
+//! PostgreSQL, chosen by the database URL, with migrations applied at connect.
+//!
+//! The same SQL runs on both back-ends: parameters are written `$1, $2, ...` in
+//! order of first appearance (SQLite binds them by position), times are
+//! `BIGINT` Unix milliseconds and structured fields are JSON text.
+
+use std::path::Path;
+use std::str::FromStr;
+
+use sqlx::any::{install_default_drivers, AnyPoolOptions};
+use sqlx::AnyPool;
+
+mod record_sets;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
+
+/// What went wrong talking to the database.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("unsupported database URL {0:?}: expected sqlite:... or postgres://...")]
+    UnsupportedUrl(String),
+    #[error("cannot create the database folder {path}: {source}")]
+    CreateDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Which database engine a [`Store`] talks to, for the few statements whose
+/// syntax differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl FromStr for Backend {
+    type Err = StoreError;
+
+    fn from_str(url: &str) -> Result<Self, Self::Err> {
+        if url.starts_with("sqlite:") {
+            Ok(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Backend::Postgres)
+        } else {
+            Err(StoreError::UnsupportedUrl(redact_url(url)))
+        }
+    }
+}
+
+/// The database handle shared by the whole process.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+impl Store {
+    /// Connects to `url`, creating a SQLite file (and its folder) when missing,
+    /// and applies every pending migration.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        install_default_drivers();
+        let backend: Backend = url.parse()?;
+        let url = match backend {
+            Backend::Sqlite => prepare_sqlite_url(url)?,
+            Backend::Postgres => url.to_owned(),
+        };
+        let max_connections = match backend {
+            // Each connection to `:memory:` is a database of its own: keep one.
+            Backend::Sqlite if url.contains(":memory:") => 1,
+            // One writer at a time is SQLite's rule anyway; a few readers help.
+            Backend::Sqlite => 4,
+            Backend::Postgres => 16,
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(max_connections)
+            // An idle in-memory database would vanish with its connection.
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect(&url)
+            .await?;
+        match backend {
+            Backend::Sqlite => sqlx::migrate!("./migrations/sqlite").run(&pool).await?,
+            Backend::Postgres => sqlx::migrate!("./migrations/postgres").run(&pool).await?,
+        }
+        Ok(Self { pool, backend })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// Answers whether the database is reachable.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+}
+
+/// Makes sure a file-backed SQLite URL creates its file and folder on first use.
+fn prepare_sqlite_url(url: &str) -> Result<String, StoreError> {
+    let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path.is_empty() || path == ":memory:" {
+        return Ok(url.to_owned());
+    }
+    if let Some(parent) = Path::new(path)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir {
+            path: parent.display().to_string(),
+            source,
+        })?;
+    }
+    let query = if query.split('&').any(|kv| kv.starts_with("mode=")) {
+        query.to_owned()
+    } else if query.is_empty() {
+        "mode=rwc".to_owned()
+    } else {
+        format!("{query}&mode=rwc")
+    };
+    Ok(format!("sqlite://{path}?{query}"))
+}
+
+/// A database URL safe to show: any password is replaced by `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, tail) = rest.split_once('/').map_or((rest, ""), |(a, t)| (a, t));
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+    let slash = if rest.contains('/') { "/" } else { "" };
+    if userinfo.contains(':') {
+        format!("{scheme}://{user}:***@{host}{slash}{tail}")
+    } else {
+        format!("{scheme}://{user}@{host}{slash}{tail}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_is_chosen_by_scheme() {
+        assert_eq!("sqlite://x.db".parse::<Backend>().unwrap(), Backend::Sqlite);
+        assert_eq!(
+            "sqlite::memory:".parse::<Backend>().unwrap(),
+            Backend::Sqlite
+        );
+        assert_eq!(
+            "postgres://u@h/db".parse::<Backend>().unwrap(),
+            Backend::Postgres
+        );
+        let err = "mysql://u:secret@h/db".parse::<Backend>().unwrap_err();
+        assert!(!err.to_string().contains("secret"), "{err}");
+    }
+
+    #[test]
+    fn sqlite_urls_create_their_file() {
+        let dir = std::env::temp_dir().join(format!("sy-store-{}", std::process::id()));
+        let url = format!("sqlite://{}/nested/db.sqlite", dir.display());
+        let prepared = prepare_sqlite_url(&url).unwrap();
+        assert!(prepared.ends_with("db.sqlite?mode=rwc"), "{prepared}");
+        assert!(dir.join("nested").is_dir());
+        std::fs::remove_dir_all(dir).unwrap();
+        assert_eq!(
+            prepare_sqlite_url("sqlite::memory:").unwrap(),
+            "sqlite::memory:"
+        );
+        assert_eq!(
+            prepare_sqlite_url("sqlite://a.db?mode=ro").unwrap(),
+            "sqlite://a.db?mode=ro"
+        );
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact_url("postgres://me:hunter2@db:5432/sy"),
+            "postgres://me:***@db:5432/sy"
+        );
+        assert_eq!(redact_url("postgres://me@db/sy"), "postgres://me@db/sy");
+        assert_eq!(redact_url("sqlite://data/x.db"), "sqlite://data/x.db");
+    }
+
+    #[tokio::test]
+    async fn connects_and_migrates_an_in_memory_database() {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        store.ping().await.unwrap();
+        assert_eq!(store.backend(), Backend::Sqlite);
+        assert!(store.list_record_sets().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn migrations_apply_on_every_backend_and_twice_is_harmless() {
+        for db in testing::all().await {
+            let store = Store::connect(&db.url).await.unwrap();
+            store.ping().await.unwrap();
+            assert!(
+                store.list_record_sets().await.unwrap().is_empty(),
+                "{}",
+                db.kind()
+            );
+            drop(store);
+            // A restart finds the migrations applied and changes nothing.
+            let again = Store::connect(&db.url).await.unwrap();
+            assert!(
+                again.list_record_sets().await.unwrap().is_empty(),
+                "{}",
+                db.kind()
+            );
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The command line of the `switchyard` binary.
+
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{Config, DEFAULT_DATABASE_URL, DEFAULT_SITE_ROOT};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "switchyard",
+    version,
+    about = "Enrich and triage lists of entities, one chip at a time."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options of `serve`, the default command.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the web app and the API (the default).
+    Serve(ServeArgs),
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "SWITCHYARD_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+    /// Database: `sqlite://path` (created when missing) or `postgres://...`.
+    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, hide_env_values = true)]
+    pub database_url: String,
+    /// Folder holding the built site (`pkg/` with the wasm, JavaScript and CSS).
+    #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = DEFAULT_SITE_ROOT)]
+    pub site_root: String,
+    /// Load the demo record set (plainly labelled demo data).
+    #[arg(long, env = "SWITCHYARD_DEMO")]
+    pub demo: bool,
+}
+
+impl Cli {
+    /// The serve settings, whether `serve` was named or not.
+    pub fn serve_args(&self) -> &ServeArgs {
+        match &self.command {
+            Some(Command::Serve(args)) => args,
+            None => &self.serve,
+        }
+    }
+}
+
+impl From<&ServeArgs> for Config {
+    fn from(args: &ServeArgs) -> Self {
+        Config {
+            addr: args.addr,
+            database_url: args.database_url.clone(),
+            site_root: args.site_root.clone(),
+            demo: args.demo,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serve_is_the_default_command() {
+        let cli = Cli::try_parse_from(["switchyard", "--addr", "127.0.0.1:9"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.serve_args().addr.port(), 9);
+
+        let cli = Cli::try_parse_from(["switchyard", "serve", "--demo"]).unwrap();
+        assert!(cli.serve_args().demo);
+    }
+
+    #[test]
+    fn a_bad_address_is_refused() {
+        let err = Cli::try_parse_from(["switchyard", "serve", "--addr", "nowhere"]).unwrap_err();
+        assert!(err.to_string().contains("--addr"), "{err}");
+    }
+}

@@ -1,0 +1,35 @@
+//! Everything `serve` needs to start, resolved from flags, environment and
+//! defaults in one place.
+
+use std::net::SocketAddr;
+
+use leptos::config::LeptosOptions;
+
+/// The default database: a SQLite file under `./data/`, created on first run.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/switchyard.db";
+/// Where `make build` puts the wasm, JavaScript, CSS and public files.
+pub const DEFAULT_SITE_ROOT: &str = "target/site";
+/// The name of the wasm, JavaScript and CSS files under `<site root>/pkg`.
+pub const OUTPUT_NAME: &str = "switchyard";
+
+/// Resolved settings for one `serve`.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub addr: SocketAddr,
+    pub database_url: String,
+    pub site_root: String,
+    pub demo: bool,
+}
+
+impl Config {
+    /// The options the Leptos integration reads: where the site files are and
+    /// what they are called.
+    pub fn leptos_options(&self) -> LeptosOptions {
+        LeptosOptions::builder()
+            .output_name(OUTPUT_NAME)
+            .site_root(self.site_root.as_str())
+            .site_pkg_dir("pkg")
+            .site_addr(self.addr)
+            .build()
+    }
+}

@@ -1,0 +1,78 @@
+//! The one test-server helper every integration test uses: the real router on
+//! 127.0.0.1:0 with its own database and an injected shutdown.
+#![allow(dead_code)] // each test binary uses a different part of it
+
+use engine::store::testing::TestDatabase;
+use server::{AppState, Config};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub struct TestServer {
+    /// `http://127.0.0.1:<port>`, no trailing slash.
+    pub url: String,
+    pub state: AppState,
+    pub client: reqwest::Client,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+    _db: TestDatabase,
+}
+
+impl TestServer {
+    /// Starts a server on a fresh SQLite database.
+    pub async fn start() -> Self {
+        Self::start_on(engine::store::testing::sqlite()).await
+    }
+
+    /// Starts a server on the given (empty) database.
+    pub async fn start_on(db: TestDatabase) -> Self {
+        let config = Config {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            database_url: db.url.clone(),
+            site_root: concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site").to_owned(),
+            demo: false,
+        };
+        let store = engine::store::Store::connect(&config.database_url)
+            .await
+            .expect("test database");
+        let state = AppState {
+            leptos_options: config.leptos_options(),
+            engine: engine::Engine::new(store),
+        };
+        let listener = tokio::net::TcpListener::bind(config.addr).await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(server::serve(listener, state.clone(), async {
+            let _ = rx.await;
+        }));
+        TestServer {
+            url,
+            state,
+            client: reqwest::Client::new(),
+            shutdown: Some(tx),
+            task: Some(task),
+            _db: db,
+        }
+    }
+
+    pub fn at(&self, path: &str) -> String {
+        format!("{}{}", self.url, path)
+    }
+
+    /// Asks the server to stop and waits until it has.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap().unwrap();
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
