@@ -1,8 +1,22 @@
 //! Wire types shared by the server and the browser: everything here compiles to
 //! WebAssembly and carries no server-only dependency.
 
+pub mod capability;
+pub mod connector;
+pub mod event;
+pub mod fire;
 pub mod health;
+pub mod item;
+pub mod job;
+pub mod record;
 pub mod record_set;
 
+pub use capability::{BuiltinCapability, Capability, InvalidCapability};
+pub use connector::{ConnectorInfo, ConnectorStatus, CostTier, RateHints};
+pub use event::{Event, EventKind};
+pub use fire::{ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy};
 pub use health::Health;
+pub use item::{Evidence, Item, TriageState, TriageVerb};
+pub use job::{Envelope, EnvelopeStatus, Job, JobStatus, Progress};
+pub use record::{Chip, Field, ImportReport, Record, Rejection};
 pub use record_set::RecordSetSummary;

@@ -40,6 +40,9 @@ pub struct ServeArgs {
     /// Load the demo record set (plainly labelled demo data).
     #[arg(long, env = "SWITCHYARD_DEMO")]
     pub demo: bool,
+    /// A packs-and-bundles TOML file replacing the shipped catalogue.
+    #[arg(long, env = "SWITCHYARD_PACKS")]
+    pub packs: Option<std::path::PathBuf>,
 }
 
 impl Cli {
@@ -59,6 +62,7 @@ impl From<&ServeArgs> for Config {
             database_url: args.database_url.clone(),
             site_root: args.site_root.clone(),
             demo: args.demo,
+            packs_file: args.packs.clone(),
         }
     }
 }

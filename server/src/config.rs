@@ -2,6 +2,7 @@
 //! defaults in one place.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use leptos::config::LeptosOptions;
 
@@ -19,6 +20,8 @@ pub struct Config {
     pub database_url: String,
     pub site_root: String,
     pub demo: bool,
+    /// A packs-and-bundles TOML file replacing the shipped catalogue.
+    pub packs_file: Option<PathBuf>,
 }
 
 impl Config {

@@ -6,6 +6,7 @@ pub mod api;
 pub mod cli;
 pub mod config;
 pub mod router;
+pub mod startup;
 
 use std::future::Future;
 

@@ -5,7 +5,7 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use server::cli::{Cli, Command};
-use server::{serve, shutdown_signal, AppState, Config};
+use server::{serve, shutdown_signal, startup, Config};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -28,19 +28,8 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn run_serve(config: Config) -> anyhow::Result<()> {
-    let store = engine::store::Store::connect(&config.database_url)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot open the database {}",
-                engine::store::redact_url(&config.database_url)
-            )
-        })?;
-    let engine = engine::Engine::new(store);
-    let state = AppState {
-        leptos_options: config.leptos_options(),
-        engine,
-    };
+    let state = startup::prepare(&config).await?;
+    startup::finish(&config, &state).await?;
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .with_context(|| format!("cannot listen on {}", config.addr))?;

@@ -11,6 +11,15 @@ use std::str::FromStr;
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::AnyPool;
 
+mod audit;
+pub use audit::StatusChange;
+pub use history::{AttemptEnd, FireContext};
+pub use items::TriageError;
+pub use jobs::Task;
+pub use record_sets::{NewRecord, StoredRecord};
+mod history;
+mod items;
+mod jobs;
 mod record_sets;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
@@ -29,6 +38,11 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("{0} not found")]
+    NotFound(String),
+    /// A stored value is not what this version of Switchyard writes.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
 }
 
 /// Which database engine a [`Store`] talks to, for the few statements whose
@@ -84,6 +98,12 @@ impl Store {
             .max_lifetime(None)
             .connect(&url)
             .await?;
+        if backend == Backend::Sqlite && !url.contains(":memory:") {
+            // Readers never wait for the writer. The setting is kept in the file.
+            sqlx::query("PRAGMA journal_mode = WAL")
+                .execute(&pool)
+                .await?;
+        }
         match backend {
             Backend::Sqlite => sqlx::migrate!("./migrations/sqlite").run(&pool).await?,
             Backend::Postgres => sqlx::migrate!("./migrations/postgres").run(&pool).await?,

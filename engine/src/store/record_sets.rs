@@ -1,31 +1,182 @@
 //! Record sets and their records.
 
-use model::RecordSetSummary;
+use model::{Field, RecordSetSummary};
+use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::{Store, StoreError};
+use crate::time::now_ms;
+
+/// A record about to be stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewRecord {
+    pub name: String,
+    /// The other columns, in the file's order.
+    pub fields: Vec<Field>,
+}
+
+/// A stored record, without its chips.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub id: i64,
+    pub record_set_id: i64,
+    pub name: String,
+    pub fields: Vec<Field>,
+}
+
+impl StoredRecord {
+    /// The fields as a map, for query templates and connectors.
+    pub fn field_map(&self) -> std::collections::BTreeMap<String, String> {
+        self.fields
+            .iter()
+            .map(|f| (f.name.clone(), f.value.clone()))
+            .collect()
+    }
+}
+
+const SUMMARY: &str = "SELECT s.id, s.name, s.bundle_id, s.is_demo, s.created_at, \
+     (SELECT COUNT(*) FROM records r WHERE r.record_set_id = s.id) AS records \
+     FROM record_sets s";
+
+fn summary(row: &AnyRow) -> Result<RecordSetSummary, StoreError> {
+    Ok(RecordSetSummary {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        bundle_id: row.try_get("bundle_id")?,
+        records: row.try_get("records")?,
+        is_demo: row.try_get::<i64, _>("is_demo")? != 0,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+fn record(row: &AnyRow) -> Result<StoredRecord, StoreError> {
+    let fields: String = row.try_get("fields")?;
+    let id: i64 = row.try_get("id")?;
+    let fields: Vec<Field> =
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&fields)
+            .map_err(|e| StoreError::Corrupt(format!("fields of record {id}: {e}")))?
+            .into_iter()
+            .map(|(name, value)| Field {
+                name,
+                value: value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned),
+            })
+            .collect();
+    Ok(StoredRecord {
+        id,
+        record_set_id: row.try_get("record_set_id")?,
+        name: row.try_get("name")?,
+        fields,
+    })
+}
 
 impl Store {
     /// Every record set, newest first, with its record count.
     pub async fn list_record_sets(&self) -> Result<Vec<RecordSetSummary>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT s.id, s.name, s.bundle_id, s.is_demo, s.created_at, \
-                    (SELECT COUNT(*) FROM records r WHERE r.record_set_id = s.id) AS records \
-             FROM record_sets s ORDER BY s.created_at DESC, s.id DESC",
+        let rows = sqlx::query(&format!("{SUMMARY} ORDER BY s.created_at DESC, s.id DESC"))
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(summary).collect()
+    }
+
+    pub async fn record_set(&self, id: i64) -> Result<RecordSetSummary, StoreError> {
+        let row = sqlx::query(&format!("{SUMMARY} WHERE s.id = $1"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("record set {id}")))?;
+        summary(&row)
+    }
+
+    /// Stores a record set and all its records in one transaction.
+    pub async fn create_record_set(
+        &self,
+        name: &str,
+        bundle_id: &str,
+        is_demo: bool,
+        records: &[NewRecord],
+    ) -> Result<i64, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO record_sets (name, bundle_id, is_demo, created_at) \
+             VALUES ($1, $2, $3, $4) RETURNING id",
         )
+        .bind(name)
+        .bind(bundle_id)
+        .bind(i64::from(is_demo))
+        .bind(now_ms())
+        .fetch_one(&mut *tx)
+        .await?;
+        // Many rows per statement: one round trip per chunk, not per record.
+        const CHUNK: usize = 200;
+        for (chunk_no, chunk) in records.chunks(CHUNK).enumerate() {
+            let mut sql =
+                String::from("INSERT INTO records (record_set_id, position, name, fields) VALUES ");
+            for i in 0..chunk.len() {
+                let p = i * 4;
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&format!("(${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4));
+            }
+            let mut query = sqlx::query(&sql);
+            for (i, r) in chunk.iter().enumerate() {
+                let fields: serde_json::Map<String, serde_json::Value> = r
+                    .fields
+                    .iter()
+                    .map(|f| (f.name.clone(), serde_json::Value::String(f.value.clone())))
+                    .collect();
+                let position = i64::try_from(chunk_no * CHUNK + i).unwrap_or(i64::MAX);
+                query = query
+                    .bind(id)
+                    .bind(position)
+                    .bind(r.name.clone())
+                    .bind(serde_json::Value::Object(fields).to_string());
+            }
+            query.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Deletes a record set with everything that hangs off it.
+    pub async fn delete_record_set(&self, id: i64) -> Result<(), StoreError> {
+        let done = sqlx::query("DELETE FROM record_sets WHERE id = $1")
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("record set {id}")));
+        }
+        Ok(())
+    }
+
+    /// A page of a record set's records, in file order.
+    pub async fn records(
+        &self,
+        record_set_id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, record_set_id, name, fields FROM records \
+             WHERE record_set_id = $1 ORDER BY position, id LIMIT $2 OFFSET $3",
+        )
+        .bind(record_set_id)
+        .bind(limit)
+        .bind(offset)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(RecordSetSummary {
-                    id: row.try_get("id")?,
-                    name: row.try_get("name")?,
-                    bundle_id: row.try_get("bundle_id")?,
-                    records: row.try_get("records")?,
-                    is_demo: row.try_get::<i64, _>("is_demo")? != 0,
-                    created_at: row.try_get("created_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(record).collect()
+    }
+
+    pub async fn record(&self, id: i64) -> Result<StoredRecord, StoreError> {
+        let row = sqlx::query("SELECT id, record_set_id, name, fields FROM records WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("record {id}")))?;
+        record(&row)
     }
 }

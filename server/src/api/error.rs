@@ -1,17 +1,31 @@
 //! The one error type of the REST door and how it becomes a response.
 
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use engine::dispatch::DispatchError;
+use engine::registry::RegistryError;
+use engine::store::{StoreError, TriageError};
+use model::Item;
 use serde::Serialize;
 
 /// An error answered as `{"error": kind, "detail": sentence}`.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
+    /// Bad input; the detail names the field.
     #[error("{0}")]
     BadRequest(String),
     #[error("{0}")]
     NotFound(String),
+    /// Someone acted first; `current` is the item as it is now.
+    #[error("{detail}")]
+    Conflict {
+        detail: String,
+        current: Option<Box<Item>>,
+    },
+    #[error("{0}")]
+    TooLarge(String),
     /// Something failed inside; the detail is logged, never sent.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -21,6 +35,8 @@ pub enum ApiError {
 struct Body<'a> {
     error: &'a str,
     detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    current: Option<Box<Item>>,
 }
 
 impl IntoResponse for ApiError {
@@ -28,6 +44,8 @@ impl IntoResponse for ApiError {
         let (status, error) = match &self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
+            ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::Internal(source) => {
                 tracing::error!(error = %source, "Request failed inside the server.");
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
@@ -37,12 +55,79 @@ impl IntoResponse for ApiError {
             ApiError::Internal(_) => "the server could not complete the request".to_owned(),
             other => other.to_string(),
         };
-        (status, Json(Body { error, detail })).into_response()
+        let current = match self {
+            ApiError::Conflict { current, .. } => current,
+            _ => None,
+        };
+        (
+            status,
+            Json(Body {
+                error,
+                detail,
+                current,
+            }),
+        )
+            .into_response()
     }
 }
 
-impl From<engine::store::StoreError> for ApiError {
-    fn from(e: engine::store::StoreError) -> Self {
-        ApiError::Internal(e.into())
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(what) => ApiError::NotFound(format!("{what} does not exist")),
+            other => ApiError::Internal(other.into()),
+        }
+    }
+}
+
+impl From<DispatchError> for ApiError {
+    fn from(e: DispatchError) -> Self {
+        match e {
+            DispatchError::UnknownPack(pack) => {
+                ApiError::BadRequest(format!("pack: no pack {pack:?}"))
+            }
+            DispatchError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<RegistryError> for ApiError {
+    fn from(e: RegistryError) -> Self {
+        match e {
+            RegistryError::Unknown(_) => ApiError::NotFound(e.to_string()),
+            other => ApiError::BadRequest(other.to_string()),
+        }
+    }
+}
+
+impl From<TriageError> for ApiError {
+    fn from(e: TriageError) -> Self {
+        let detail = e.to_string();
+        match e {
+            TriageError::Conflict { current, .. } => ApiError::Conflict {
+                detail,
+                current: Some(current),
+            },
+            TriageError::NothingToUndo(_) => ApiError::Conflict {
+                detail,
+                current: None,
+            },
+            TriageError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(e: JsonRejection) -> Self {
+        match e {
+            JsonRejection::BytesRejection(_) => ApiError::TooLarge(e.body_text()),
+            _ => ApiError::BadRequest(format!("request body: {}", e.body_text())),
+        }
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(e: QueryRejection) -> Self {
+        ApiError::BadRequest(format!("query string: {}", e.body_text()))
     }
 }

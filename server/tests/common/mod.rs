@@ -25,20 +25,35 @@ impl TestServer {
 
     /// Starts a server on the given (empty) database.
     pub async fn start_on(db: TestDatabase) -> Self {
-        let config = Config {
+        Self::start_with(db, |_| {}).await
+    }
+
+    /// Starts a server whose state `setup` prepares first (registering
+    /// connectors, say), the way `serve` does between its start-up steps.
+    pub async fn start_with(db: TestDatabase, setup: impl FnOnce(&AppState)) -> Self {
+        let config = Self::config(&db);
+        let state = server::startup::prepare(&config).await.expect("start-up");
+        setup(&state);
+        server::startup::finish(&config, &state)
+            .await
+            .expect("start-up");
+        Self::serve(db, state).await
+    }
+
+    /// The settings a test server runs with on `db`.
+    pub fn config(db: &TestDatabase) -> Config {
+        Config {
             addr: "127.0.0.1:0".parse().unwrap(),
             database_url: db.url.clone(),
             site_root: concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site").to_owned(),
             demo: false,
-        };
-        let store = engine::store::Store::connect(&config.database_url)
-            .await
-            .expect("test database");
-        let state = AppState {
-            leptos_options: config.leptos_options(),
-            engine: engine::Engine::new(store),
-        };
-        let listener = tokio::net::TcpListener::bind(config.addr).await.unwrap();
+            packs_file: None,
+        }
+    }
+
+    /// Serves an already prepared state.
+    pub async fn serve(db: TestDatabase, state: AppState) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(server::serve(listener, state.clone(), async {

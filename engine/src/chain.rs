@@ -1,0 +1,592 @@
+//! Chain resolution: which connectors a fire tries, in which order, and why
+//! the others are skipped. One pure function, `resolve`.
+//!
+//! The base chain is the first that is set of: the bundle member's override,
+//! the pack's `preferred_connectors`, then every connector serving the intent
+//! by cost tier (free, free-tier, paid) and id. A per-record override puts its
+//! connector first ("always start with X for this record"). A per-fire
+//! explicit connector is the whole chain. Connectors that are not registered,
+//! do not serve the intent, or are not available (disabled, needs-env,
+//! rate-limited, auth-failed) are skipped with the reason; an explicit or
+//! per-record choice that cannot fire falls back to the rest and says so. A
+//! default click also skips connectors that already found results for this
+//! record and intent.
+
+use model::{Capability, ConnectorStatus, CostTier, Skipped};
+
+/// A connector as chain resolution sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    pub id: String,
+    pub serves: Vec<Capability>,
+    pub cost_tier: CostTier,
+    pub status: ConnectorStatus,
+}
+
+/// Everything that can shape a chain for one fire of one pack on one record.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChainRequest<'a> {
+    /// The intent of the pack.
+    pub intent: Option<&'a Capability>,
+    /// A connector picked for this one fire (the chip menu).
+    pub explicit: Option<&'a str>,
+    /// The record's "always start with" connector for this pack.
+    pub record_override: Option<&'a str>,
+    /// The bundle member's chain, replacing the pack's.
+    pub bundle_override: Option<&'a [String]>,
+    /// The pack's preferred chain.
+    pub pack_preferred: &'a [String],
+    /// Connectors that already returned results for this record and intent.
+    pub already_found: &'a [String],
+}
+
+/// Which level of configuration the base chain came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainSource {
+    Explicit,
+    BundleOverride,
+    PackPreferred,
+    CostTierDefault,
+}
+
+/// The resolved chain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chain {
+    /// Connectors to try, in order; each is registered, serves the intent and
+    /// is available.
+    pub to_try: Vec<String>,
+    /// Connectors not tried, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Sentences for the person about fallbacks.
+    pub notes: Vec<String>,
+    pub source: ChainSource,
+}
+
+/// Resolves the chain for one fire. `connectors` is every registered connector.
+pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
+    let intent = req.intent;
+    let find = |id: &str| connectors.iter().find(|c| c.id == id);
+    // Why a connector cannot fire for this intent now, if it cannot.
+    let unfit = |id: &str| -> Option<String> {
+        match find(id) {
+            None => Some("not registered".to_owned()),
+            Some(c) if intent.is_some_and(|i| !c.serves.contains(i)) => Some(format!(
+                "does not serve {}",
+                intent.map(Capability::name).unwrap_or_default()
+            )),
+            Some(c) => c.status.reason(),
+        }
+    };
+
+    let mut notes = Vec::new();
+    let mut skipped = Vec::new();
+
+    if let Some(id) = req.explicit {
+        match unfit(id) {
+            None => {
+                return Chain {
+                    to_try: vec![id.to_owned()],
+                    skipped,
+                    notes,
+                    source: ChainSource::Explicit,
+                }
+            }
+            Some(reason) => {
+                notes.push(format!(
+                    "{id} cannot fire ({reason}); falling back to the chain"
+                ));
+                skipped.push(Skipped {
+                    connector_id: id.to_owned(),
+                    reason,
+                });
+            }
+        }
+    }
+
+    let (base, source): (Vec<String>, ChainSource) = if let Some(chain) = req.bundle_override {
+        (chain.to_vec(), ChainSource::BundleOverride)
+    } else if !req.pack_preferred.is_empty() {
+        (req.pack_preferred.to_vec(), ChainSource::PackPreferred)
+    } else {
+        let mut serving: Vec<&Candidate> = connectors
+            .iter()
+            .filter(|c| intent.is_none_or(|i| c.serves.contains(i)))
+            .collect();
+        serving.sort_by(|a, b| (a.cost_tier, &a.id).cmp(&(b.cost_tier, &b.id)));
+        (
+            serving.into_iter().map(|c| c.id.clone()).collect(),
+            ChainSource::CostTierDefault,
+        )
+    };
+
+    let mut ordered: Vec<String> = Vec::with_capacity(base.len() + 1);
+    if let Some(first) = req.record_override {
+        if req.explicit != Some(first) {
+            match unfit(first) {
+                None => ordered.push(first.to_owned()),
+                Some(reason) => {
+                    notes.push(format!(
+                        "this record starts with {first}, which cannot fire ({reason}); using the chain"
+                    ));
+                    skipped.push(Skipped {
+                        connector_id: first.to_owned(),
+                        reason,
+                    });
+                }
+            }
+        }
+    }
+    for id in base {
+        let seen = ordered.contains(&id)
+            || skipped.iter().any(|s| s.connector_id == id)
+            || req.explicit == Some(id.as_str());
+        if !seen {
+            ordered.push(id);
+        }
+    }
+
+    let mut to_try = Vec::with_capacity(ordered.len());
+    for id in ordered {
+        if let Some(reason) = unfit(&id) {
+            skipped.push(Skipped {
+                connector_id: id,
+                reason,
+            });
+        } else if req.already_found.contains(&id) {
+            skipped.push(Skipped {
+                connector_id: id,
+                reason: "already found results for this record".to_owned(),
+            });
+        } else {
+            to_try.push(id);
+        }
+    }
+    Chain {
+        to_try,
+        skipped,
+        notes,
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::BuiltinCapability as B;
+    use proptest::prelude::*;
+
+    fn web() -> Capability {
+        B::SearchWeb.into()
+    }
+
+    fn candidate(id: &str, tier: CostTier, status: ConnectorStatus) -> Candidate {
+        Candidate {
+            id: id.to_owned(),
+            serves: vec![web()],
+            cost_tier: tier,
+            status,
+        }
+    }
+
+    fn inventory() -> Vec<Candidate> {
+        use ConnectorStatus::*;
+        vec![
+            candidate("serpapi", CostTier::Paid, Available),
+            candidate("searxng", CostTier::Free, Available),
+            candidate("tavily", CostTier::FreeTier, Available),
+            candidate(
+                "brave",
+                CostTier::FreeTier,
+                NeedsEnv {
+                    vars: vec!["BRAVE_API_KEY".into()],
+                },
+            ),
+            candidate(
+                "off",
+                CostTier::Free,
+                Disabled {
+                    reason: "by ana".into(),
+                },
+            ),
+            candidate(
+                "limited",
+                CostTier::Free,
+                RateLimited {
+                    until: i64::MAX,
+                    reason: "429".into(),
+                },
+            ),
+            candidate(
+                "locked",
+                CostTier::Free,
+                AuthFailed {
+                    at: 0,
+                    reason: "401".into(),
+                },
+            ),
+            Candidate {
+                id: "wikipedia".into(),
+                serves: vec![B::FetchWikipedia.into()],
+                cost_tier: CostTier::Free,
+                status: Available,
+            },
+        ]
+    }
+
+    fn strings(ids: &[&str]) -> Vec<String> {
+        ids.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    struct Case {
+        name: &'static str,
+        explicit: Option<&'static str>,
+        record: Option<&'static str>,
+        bundle: Option<&'static [&'static str]>,
+        pack: &'static [&'static str],
+        found: &'static [&'static str],
+        to_try: &'static [&'static str],
+        skipped: &'static [&'static str],
+        source: ChainSource,
+        notes: usize,
+    }
+
+    #[test]
+    fn table() {
+        use ChainSource::*;
+        let cases = [
+            Case {
+                name: "cost-tier default when nothing is set",
+                explicit: None,
+                record: None,
+                bundle: None,
+                pack: &[],
+                found: &[],
+                to_try: &["searxng", "tavily", "serpapi"],
+                skipped: &["limited", "locked", "off", "brave"],
+                source: CostTierDefault,
+                notes: 0,
+            },
+            Case {
+                name: "pack chain is used as written",
+                explicit: None,
+                record: None,
+                bundle: None,
+                pack: &["serpapi", "searxng"],
+                found: &[],
+                to_try: &["serpapi", "searxng"],
+                skipped: &[],
+                source: PackPreferred,
+                notes: 0,
+            },
+            Case {
+                name: "bundle override beats the pack",
+                explicit: None,
+                record: None,
+                bundle: Some(&["tavily"]),
+                pack: &["serpapi", "searxng"],
+                found: &[],
+                to_try: &["tavily"],
+                skipped: &[],
+                source: BundleOverride,
+                notes: 0,
+            },
+            Case {
+                name: "record override starts the chain",
+                explicit: None,
+                record: Some("serpapi"),
+                bundle: None,
+                pack: &["searxng", "serpapi", "tavily"],
+                found: &[],
+                to_try: &["serpapi", "searxng", "tavily"],
+                skipped: &[],
+                source: PackPreferred,
+                notes: 0,
+            },
+            Case {
+                name: "record override beats the bundle too",
+                explicit: None,
+                record: Some("serpapi"),
+                bundle: Some(&["tavily"]),
+                pack: &["searxng"],
+                found: &[],
+                to_try: &["serpapi", "tavily"],
+                skipped: &[],
+                source: BundleOverride,
+                notes: 0,
+            },
+            Case {
+                name: "explicit is the whole chain",
+                explicit: Some("serpapi"),
+                record: Some("tavily"),
+                bundle: Some(&["tavily"]),
+                pack: &["searxng"],
+                found: &["serpapi"],
+                to_try: &["serpapi"],
+                skipped: &[],
+                source: Explicit,
+                notes: 0,
+            },
+            Case {
+                name: "disabled explicit falls back with a note",
+                explicit: Some("off"),
+                record: None,
+                bundle: None,
+                pack: &["off", "searxng"],
+                found: &[],
+                to_try: &["searxng"],
+                skipped: &["off"],
+                source: PackPreferred,
+                notes: 1,
+            },
+            Case {
+                name: "explicit needing env falls back with a note",
+                explicit: Some("brave"),
+                record: None,
+                bundle: None,
+                pack: &["searxng"],
+                found: &[],
+                to_try: &["searxng"],
+                skipped: &["brave"],
+                source: PackPreferred,
+                notes: 1,
+            },
+            Case {
+                name: "unknown explicit falls back",
+                explicit: Some("ghost"),
+                record: None,
+                bundle: None,
+                pack: &["searxng"],
+                found: &[],
+                to_try: &["searxng"],
+                skipped: &["ghost"],
+                source: PackPreferred,
+                notes: 1,
+            },
+            Case {
+                name: "explicit of another intent falls back",
+                explicit: Some("wikipedia"),
+                record: None,
+                bundle: None,
+                pack: &["tavily"],
+                found: &[],
+                to_try: &["tavily"],
+                skipped: &["wikipedia"],
+                source: PackPreferred,
+                notes: 1,
+            },
+            Case {
+                name: "unavailable record override is noted",
+                explicit: None,
+                record: Some("locked"),
+                bundle: None,
+                pack: &["searxng"],
+                found: &[],
+                to_try: &["searxng"],
+                skipped: &["locked"],
+                source: PackPreferred,
+                notes: 1,
+            },
+            Case {
+                name: "unavailable chain members are skipped",
+                explicit: None,
+                record: None,
+                bundle: None,
+                pack: &[
+                    "off",
+                    "limited",
+                    "locked",
+                    "brave",
+                    "ghost",
+                    "wikipedia",
+                    "tavily",
+                ],
+                found: &[],
+                to_try: &["tavily"],
+                skipped: &["off", "limited", "locked", "brave", "ghost", "wikipedia"],
+                source: PackPreferred,
+                notes: 0,
+            },
+            Case {
+                name: "connectors that found results are skipped",
+                explicit: None,
+                record: None,
+                bundle: None,
+                pack: &["searxng", "tavily", "serpapi"],
+                found: &["searxng"],
+                to_try: &["tavily", "serpapi"],
+                skipped: &["searxng"],
+                source: PackPreferred,
+                notes: 0,
+            },
+            Case {
+                name: "a chain whose every member found is empty",
+                explicit: None,
+                record: None,
+                bundle: None,
+                pack: &["searxng"],
+                found: &["searxng"],
+                to_try: &[],
+                skipped: &["searxng"],
+                source: PackPreferred,
+                notes: 0,
+            },
+            Case {
+                name: "duplicates in a chain are tried once",
+                explicit: None,
+                record: None,
+                bundle: None,
+                pack: &["searxng", "searxng", "tavily"],
+                found: &[],
+                to_try: &["searxng", "tavily"],
+                skipped: &[],
+                source: PackPreferred,
+                notes: 0,
+            },
+        ];
+        let inventory = inventory();
+        let intent = web();
+        for case in cases {
+            let bundle = case.bundle.map(strings);
+            let pack = strings(case.pack);
+            let found = strings(case.found);
+            let chain = resolve(
+                &ChainRequest {
+                    intent: Some(&intent),
+                    explicit: case.explicit,
+                    record_override: case.record,
+                    bundle_override: bundle.as_deref(),
+                    pack_preferred: &pack,
+                    already_found: &found,
+                },
+                &inventory,
+            );
+            assert_eq!(chain.to_try, strings(case.to_try), "{}", case.name);
+            let skipped: Vec<&str> = chain
+                .skipped
+                .iter()
+                .map(|s| s.connector_id.as_str())
+                .collect();
+            assert_eq!(skipped, case.skipped, "{}", case.name);
+            assert_eq!(chain.source, case.source, "{}", case.name);
+            assert_eq!(
+                chain.notes.len(),
+                case.notes,
+                "{}: {:?}",
+                case.name,
+                chain.notes
+            );
+        }
+    }
+
+    #[test]
+    fn skip_reasons_name_the_cause() {
+        let inventory = inventory();
+        let intent = web();
+        let pack = strings(&["brave", "off", "ghost"]);
+        let chain = resolve(
+            &ChainRequest {
+                intent: Some(&intent),
+                pack_preferred: &pack,
+                ..Default::default()
+            },
+            &inventory,
+        );
+        let reasons: Vec<&str> = chain.skipped.iter().map(|s| s.reason.as_str()).collect();
+        assert_eq!(
+            reasons,
+            ["needs BRAVE_API_KEY", "disabled: by ana", "not registered"]
+        );
+    }
+
+    fn any_status() -> impl Strategy<Value = ConnectorStatus> {
+        prop_oneof![
+            4 => Just(ConnectorStatus::Available),
+            1 => Just(ConnectorStatus::Disabled { reason: "x".into() }),
+            1 => Just(ConnectorStatus::NeedsEnv { vars: vec!["K".into()] }),
+            1 => Just(ConnectorStatus::AuthFailed { at: 0, reason: "401".into() }),
+        ]
+    }
+
+    fn any_inventory() -> impl Strategy<Value = Vec<Candidate>> {
+        prop::collection::vec((0..8u8, 0..3u8, any::<bool>(), any_status()), 0..8).prop_map(
+            |rows| {
+                let mut out: Vec<Candidate> = Vec::new();
+                for (n, tier, serves, status) in rows {
+                    let id = format!("c{n}");
+                    if out.iter().any(|c| c.id == id) {
+                        continue;
+                    }
+                    out.push(Candidate {
+                        id,
+                        serves: if serves {
+                            vec![web()]
+                        } else {
+                            vec![B::SearchNews.into()]
+                        },
+                        cost_tier: [CostTier::Free, CostTier::FreeTier, CostTier::Paid]
+                            [tier as usize],
+                        status,
+                    });
+                }
+                out
+            },
+        )
+    }
+
+    fn any_ids() -> impl Strategy<Value = Vec<String>> {
+        prop::collection::vec((0..10u8).prop_map(|n| format!("c{n}")), 0..6)
+    }
+
+    proptest! {
+        #[test]
+        fn chains_are_sound(
+            inventory in any_inventory(),
+            explicit in prop::option::of((0..10u8).prop_map(|n| format!("c{n}"))),
+            record in prop::option::of((0..10u8).prop_map(|n| format!("c{n}"))),
+            bundle in prop::option::of(any_ids()),
+            pack in any_ids(),
+            found in any_ids(),
+        ) {
+            let intent = web();
+            let chain = resolve(&ChainRequest {
+                intent: Some(&intent),
+                explicit: explicit.as_deref(),
+                record_override: record.as_deref(),
+                bundle_override: bundle.as_deref(),
+                pack_preferred: &pack,
+                already_found: &found,
+            }, &inventory);
+            let fit = |id: &str| inventory.iter().any(|c| c.id == id && c.status.is_available() && c.serves.contains(&intent));
+            // Everything tried can fire, once.
+            for (i, id) in chain.to_try.iter().enumerate() {
+                prop_assert!(fit(id), "{id} is not fit");
+                prop_assert!(!chain.to_try[..i].contains(id), "{id} twice");
+            }
+            // An explicit connector that can fire is fired alone.
+            if let Some(e) = explicit.as_deref().filter(|e| fit(e)) {
+                prop_assert_eq!(&chain.to_try, &vec![e.to_owned()]);
+            } else {
+                // Otherwise nothing that already found results is tried again.
+                for id in &chain.to_try {
+                    prop_assert!(!found.contains(id));
+                }
+                // Every connector named by the winning level is tried or skipped with a reason.
+                let base: Vec<String> = match (&bundle, pack.is_empty()) {
+                    (Some(b), _) => b.clone(),
+                    (None, false) => pack.clone(),
+                    (None, true) => inventory.iter().filter(|c| c.serves.contains(&intent)).map(|c| c.id.clone()).collect(),
+                };
+                for id in base {
+                    prop_assert!(
+                        chain.to_try.contains(&id) || chain.skipped.iter().any(|s| s.connector_id == id),
+                        "{id} vanished"
+                    );
+                }
+                // A fit record override goes first, unless it already found results.
+                if let Some(r) = record.as_deref().filter(|r| fit(r) && !found.iter().any(|f| f == r)) {
+                    prop_assert_eq!(chain.to_try.first().map(String::as_str), Some(r));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! The connector seam: the trait every adapter implements, what it returns,
+//! and how a failed attempt is classified.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use model::Capability;
+use serde::{Deserialize, Serialize};
+
+/// The record a fire is for, as a connector may use it (a site crawler reads
+/// the `website` field; most connectors only need the query).
+#[derive(Clone, Debug, Default)]
+pub struct FireOpts {
+    pub record_name: String,
+    pub record_fields: BTreeMap<String, String>,
+    /// How many results the caller wants at most.
+    pub max_results: usize,
+}
+
+/// One result a connector found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorResult {
+    pub url: String,
+    pub title: String,
+    #[serde(default)]
+    pub snippet: String,
+    /// Provider fields worth keeping (rank, date, handle...), as returned.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub raw: serde_json::Value,
+}
+
+/// Why an attempt produced no results. Finding nothing is not an error: a
+/// connector returns `Ok(vec![])` for that.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum FireError {
+    /// The provider said 429 (or its own quota error).
+    #[error("rate-limited by the provider: {reason}")]
+    RateLimited {
+        retry_after: Option<Duration>,
+        reason: String,
+    },
+    /// The provider refused the credentials (401, 403, "invalid key").
+    #[error("credentials refused: {reason}")]
+    AuthFailed { reason: String },
+    #[error("no answer within {} s", .after.as_secs_f64())]
+    Timeout { after: Duration },
+    /// 5xx, a refused connection, a reset: worth trying elsewhere.
+    #[error("provider error: {reason}")]
+    Upstream { reason: String },
+    /// The answer could not be understood.
+    #[error("unreadable answer: {reason}")]
+    Malformed { reason: String },
+}
+
+/// One way to serve one or more capabilities.
+#[async_trait]
+pub trait Connector: Send + Sync + 'static {
+    async fn fire(
+        &self,
+        intent: &Capability,
+        query: &str,
+        opts: &FireOpts,
+    ) -> Result<Vec<ConnectorResult>, FireError>;
+}

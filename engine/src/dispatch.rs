@@ -1,0 +1,588 @@
+//! The dispatcher: fires one pack for one record. It resolves the chain,
+//! walks it (daily cap -> throttle -> timeout -> call, in that order, one
+//! retry budget for the whole chain), writes every attempt to
+//! `connector_history` before the next one starts, merges results into the
+//! curated layer, and publishes each change on the event bus.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use model::{
+    Capability, Chip, ChipState, EventKind, FireOutcome, FireReport, HistoryEntry, Item, Skipped,
+    TriggeredBy,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::chain::{self, Candidate, Chain, ChainRequest};
+use crate::chip::{chip_state, ChipInputs};
+use crate::connector::{FireError, FireOpts};
+use crate::events::EventBus;
+use crate::packs::{render_query, BundleMember, Catalog, PackConfig};
+use crate::registry::{ConnectorHandle, Registry};
+use crate::store::{AttemptEnd, FireContext, Store, StoreError, StoredRecord};
+use crate::time::now_ms;
+
+/// Policy of every fire, with its defaults.
+#[derive(Clone, Copy, Debug)]
+pub struct DispatchConfig {
+    /// How long one connector attempt may take.
+    pub attempt_timeout: Duration,
+    /// How many times a whole chain may retry a transient failure (timeout,
+    /// provider error) on the same connector before walking on.
+    pub retry_budget: u32,
+    /// Pause before such a retry.
+    pub retry_pause: Duration,
+    /// Results asked of a connector.
+    pub max_results: usize,
+    /// Wait assumed when a 429 carries no Retry-After.
+    pub default_retry_after: Duration,
+}
+
+impl Default for DispatchConfig {
+    fn default() -> Self {
+        Self {
+            attempt_timeout: Duration::from_secs(20),
+            retry_budget: 1,
+            retry_pause: Duration::from_millis(250),
+            max_results: 10,
+            default_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One fire asked for.
+#[derive(Clone, Debug)]
+pub struct FireRequest {
+    pub record_id: i64,
+    pub pack_id: String,
+    /// Fire exactly this connector (the chip menu).
+    pub connector: Option<String>,
+    pub triggered_by: TriggeredBy,
+    pub actor: String,
+    pub job_id: Option<i64>,
+    /// Cancelling this cancels the fire too (a job's token).
+    pub parent: Option<CancellationToken>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    #[error("no pack {0:?}")]
+    UnknownPack(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Fires packs. Cheap to clone.
+#[derive(Clone)]
+pub struct Dispatcher {
+    store: Store,
+    registry: Registry,
+    catalog: Arc<RwLock<Catalog>>,
+    events: EventBus,
+    config: DispatchConfig,
+    in_flight: Arc<Mutex<HashMap<i64, CancellationToken>>>,
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Removes a fire from the in-flight table however its future ends.
+struct InFlight<'a> {
+    table: &'a Mutex<HashMap<i64, CancellationToken>>,
+    fire_id: i64,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        lock(self.table).remove(&self.fire_id);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How one call of one connector ended.
+enum Called {
+    Results(Vec<crate::connector::ConnectorResult>),
+    Failed(FireError),
+    Cancelled,
+}
+
+impl Dispatcher {
+    pub fn new(
+        store: Store,
+        registry: Registry,
+        catalog: Arc<RwLock<Catalog>>,
+        events: EventBus,
+        config: DispatchConfig,
+    ) -> Self {
+        Self {
+            store,
+            registry,
+            catalog,
+            events,
+            config,
+            in_flight: Arc::default(),
+        }
+    }
+
+    /// The pack and its bundle membership for a record set's bundle.
+    fn pack_in(
+        &self,
+        bundle_id: &str,
+        pack_id: &str,
+    ) -> Option<(PackConfig, Option<BundleMember>)> {
+        let catalog = self.catalog.read().unwrap_or_else(|e| e.into_inner());
+        let pack = catalog.pack(pack_id)?.clone();
+        let member = catalog
+            .bundle(bundle_id)
+            .and_then(|b| b.members.iter().find(|m| m.pack == pack_id).cloned());
+        Some((pack, member))
+    }
+
+    fn candidates(&self) -> Vec<Candidate> {
+        self.registry
+            .all()
+            .into_iter()
+            .map(|h| Candidate {
+                id: h.registration.id,
+                serves: h.registration.capabilities,
+                cost_tier: h.registration.cost_tier,
+                status: h.status,
+            })
+            .collect()
+    }
+
+    /// Resolves the chain a fire of `pack_id` on `record` would walk now.
+    pub async fn chain_for(
+        &self,
+        record: &StoredRecord,
+        bundle_id: &str,
+        pack_id: &str,
+        explicit: Option<&str>,
+    ) -> Result<(PackConfig, Chain), DispatchError> {
+        let (pack, member) = self
+            .pack_in(bundle_id, pack_id)
+            .ok_or_else(|| DispatchError::UnknownPack(pack_id.to_owned()))?;
+        let record_override = self.store.record_override(record.id, pack_id).await?;
+        let already_found = self
+            .store
+            .connectors_that_found(record.id, &pack.intent)
+            .await?;
+        let chain = chain::resolve(
+            &ChainRequest {
+                intent: Some(&pack.intent),
+                explicit,
+                record_override: record_override.as_deref(),
+                bundle_override: member
+                    .as_ref()
+                    .and_then(|m| m.connector_chain_override.as_deref()),
+                pack_preferred: &pack.preferred_connectors,
+                already_found: &already_found,
+            },
+            &self.candidates(),
+        );
+        Ok((pack, chain))
+    }
+
+    /// Fires one pack for one record and reports what happened.
+    pub async fn fire(&self, req: FireRequest) -> Result<FireReport, DispatchError> {
+        let record = self.store.record(req.record_id).await?;
+        let set = self.store.record_set(record.record_set_id).await?;
+        let (pack, chain) = self
+            .chain_for(
+                &record,
+                &set.bundle_id,
+                &req.pack_id,
+                req.connector.as_deref(),
+            )
+            .await?;
+        let mut report = FireReport {
+            fire_id: None,
+            record_id: record.id,
+            pack_id: pack.pack_id.clone(),
+            intent: pack.intent.clone(),
+            chip: ChipState::Idle,
+            attempts: Vec::new(),
+            skipped: chain.skipped,
+            items: Vec::new(),
+            notes: chain.notes,
+        };
+        if chain.to_try.is_empty() {
+            report.notes.push(if report.skipped.iter().any(|s| s.reason.starts_with("already found")) {
+                "every connector that can fire has already found results for this record; pick one in the menu to fire it again".to_owned()
+            } else {
+                "no connector of this pack can fire now".to_owned()
+            });
+            report.chip = self.chip_of(&record, &pack).await?;
+            return Ok(report);
+        }
+
+        let ctx = FireContext {
+            record_id: record.id,
+            pack_id: pack.pack_id.clone(),
+            intent: pack.intent.clone(),
+            triggered_by: req.triggered_by,
+            actor: req.actor.clone(),
+            job_id: req.job_id,
+        };
+        let fire_id = self.store.start_fire(&ctx).await?;
+        report.fire_id = Some(fire_id);
+        let cancel = req
+            .parent
+            .as_ref()
+            .map_or_else(CancellationToken::new, CancellationToken::child_token);
+        lock(&self.in_flight).insert(fire_id, cancel.clone());
+        let _guard = InFlight {
+            table: &self.in_flight,
+            fire_id,
+        };
+        self.publish_chip(
+            set.id,
+            &record,
+            &pack.pack_id,
+            ChipState::Firing,
+            &req.actor,
+        );
+
+        let query = render_query(&pack.query_template, &record.name, &record.field_map());
+        let opts = FireOpts {
+            record_name: record.name.clone(),
+            record_fields: record.field_map(),
+            max_results: self.config.max_results,
+        };
+        let mut budget = self.config.retry_budget;
+        let mut cancelled = false;
+        'chain: for connector_id in &chain.to_try {
+            let Some(handle) = self.registry.by_id(connector_id) else {
+                report
+                    .skipped
+                    .push(skip(connector_id, "unregistered while the fire ran"));
+                continue;
+            };
+            if !handle.status.is_available() {
+                let reason = handle.status.reason().unwrap_or_default();
+                report.skipped.push(skip(connector_id, &reason));
+                continue;
+            }
+            loop {
+                if let Some(cap) = handle.registration.rate_hints.daily_cap {
+                    if !self.store.take_daily_fire(connector_id, cap).await? {
+                        report.skipped.push(skip(
+                            connector_id,
+                            &format!("daily cap of {cap} fires reached"),
+                        ));
+                        continue 'chain;
+                    }
+                }
+                let attempt = self
+                    .store
+                    .start_attempt(fire_id, &ctx, connector_id)
+                    .await?;
+                self.publish_attempt(set.id, &attempt);
+                let called = self
+                    .call(&handle, &pack.intent, &query, &opts, &cancel)
+                    .await;
+                let (end, items, retry) = self
+                    .classify(&handle, &record, &ctx, fire_id, called, &mut budget)
+                    .await?;
+                let entry = self.store.finish_attempt(attempt.id, &end).await?;
+                self.publish_attempt(set.id, &entry);
+                report.attempts.push(entry);
+                for item in &items {
+                    self.events.publish(
+                        Some(set.id),
+                        EventKind::ItemChanged {
+                            item: item.clone(),
+                            actor: req.actor.clone(),
+                        },
+                    );
+                }
+                report.items.extend(items);
+                match end.outcome {
+                    Some(FireOutcome::Found) => break 'chain,
+                    Some(FireOutcome::Cancelled) => {
+                        cancelled = true;
+                        break 'chain;
+                    }
+                    _ if retry => {
+                        tokio::select! {
+                            () = tokio::time::sleep(self.config.retry_pause) => {}
+                            () = cancel.cancelled() => { cancelled = true; break 'chain; }
+                        }
+                    }
+                    _ => break,
+                }
+            }
+        }
+        self.store
+            .finish_fire(fire_id, if cancelled { "cancelled" } else { "done" })
+            .await?;
+        report.chip = self.chip_of(&record, &pack).await?;
+        self.publish_chip(
+            set.id,
+            &record,
+            &pack.pack_id,
+            report.chip.clone(),
+            &req.actor,
+        );
+        tracing::info!(
+            fire = fire_id,
+            pack = %pack.pack_id,
+            attempts = report.attempts.len(),
+            chip = report.chip.name(),
+            "Fire finished."
+        );
+        Ok(report)
+    }
+
+    /// Calls a connector under its throttle and the attempt timeout, giving up
+    /// at once when the fire is cancelled.
+    async fn call(
+        &self,
+        handle: &ConnectorHandle,
+        intent: &Capability,
+        query: &str,
+        opts: &FireOpts,
+        cancel: &CancellationToken,
+    ) -> Called {
+        let timeout = self.config.attempt_timeout;
+        let work = async {
+            handle.throttle().await;
+            match tokio::time::timeout(timeout, handle.connector.fire(intent, query, opts)).await {
+                Ok(Ok(results)) => Called::Results(results),
+                Ok(Err(e)) => Called::Failed(e),
+                Err(_) => Called::Failed(FireError::Timeout { after: timeout }),
+            }
+        };
+        tokio::select! {
+            called = work => called,
+            () = cancel.cancelled() => Called::Cancelled,
+        }
+    }
+
+    /// Turns a call's end into a history row, stores its results, updates the
+    /// connector's status, and says whether to retry the same connector.
+    async fn classify(
+        &self,
+        handle: &ConnectorHandle,
+        record: &StoredRecord,
+        ctx: &FireContext,
+        fire_id: i64,
+        called: Called,
+        budget: &mut u32,
+    ) -> Result<(AttemptEnd, Vec<Item>, bool), DispatchError> {
+        let id = &handle.registration.id;
+        let failed = |outcome, error: String| AttemptEnd {
+            outcome: Some(outcome),
+            result_count: None,
+            error: Some(error),
+            retry_after: None,
+        };
+        Ok(match called {
+            Called::Cancelled => (
+                failed(FireOutcome::Cancelled, "cancelled by a person".to_owned()),
+                Vec::new(),
+                false,
+            ),
+            Called::Results(results) => {
+                let items = self
+                    .store
+                    .add_results(
+                        record.id,
+                        &ctx.intent,
+                        fire_id,
+                        id,
+                        ctx.triggered_by,
+                        &results,
+                    )
+                    .await?;
+                let end = AttemptEnd {
+                    outcome: Some(if items.is_empty() {
+                        FireOutcome::NotFound
+                    } else {
+                        FireOutcome::Found
+                    }),
+                    result_count: Some(u32::try_from(items.len()).unwrap_or(u32::MAX)),
+                    error: (items.is_empty() && !results.is_empty()).then(|| {
+                        format!(
+                            "{} results without a web address were dropped",
+                            results.len()
+                        )
+                    }),
+                    retry_after: None,
+                };
+                (end, items, false)
+            }
+            Called::Failed(e) => {
+                let reason = e.to_string();
+                match e {
+                    FireError::RateLimited { retry_after, .. } => {
+                        let wait = retry_after.unwrap_or(self.config.default_retry_after);
+                        self.registry.mark_rate_limited(id, wait, &reason).await;
+                        let until =
+                            now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
+                        let mut end = failed(FireOutcome::RateLimited, reason);
+                        end.retry_after = Some(until);
+                        (end, Vec::new(), false)
+                    }
+                    FireError::AuthFailed { .. } => {
+                        self.registry.mark_auth_failed(id, &reason).await;
+                        (failed(FireOutcome::Error, reason), Vec::new(), false)
+                    }
+                    FireError::Timeout { .. } | FireError::Upstream { .. } => {
+                        let retry = *budget > 0;
+                        if retry {
+                            *budget -= 1;
+                        }
+                        (failed(FireOutcome::Error, reason), Vec::new(), retry)
+                    }
+                    FireError::Malformed { .. } => {
+                        (failed(FireOutcome::Error, reason), Vec::new(), false)
+                    }
+                }
+            }
+        })
+    }
+
+    /// Cancels a fire in flight in this process. `false` when it is not.
+    pub fn cancel(&self, fire_id: i64) -> bool {
+        match lock(&self.in_flight).get(&fire_id) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The chip of one record and pack now.
+    pub async fn chip_of(
+        &self,
+        record: &StoredRecord,
+        pack: &PackConfig,
+    ) -> Result<ChipState, DispatchError> {
+        let chips = self.chips(&[record.id], std::slice::from_ref(pack)).await?;
+        Ok(chips
+            .get(&record.id)
+            .and_then(|c| c.first())
+            .map_or(ChipState::Idle, |c| c.state.clone()))
+    }
+
+    /// The chips of many records for the given packs, in pack order.
+    pub async fn chips(
+        &self,
+        record_ids: &[i64],
+        packs: &[PackConfig],
+    ) -> Result<HashMap<i64, Vec<Chip>>, DispatchError> {
+        let history = self.store.history_of(record_ids).await?;
+        let counts = self.store.item_counts(record_ids).await?;
+        let candidates = self.candidates();
+        let needs_env: Vec<Option<Vec<String>>> = packs
+            .iter()
+            .map(|p| pack_needs_env(p, &candidates))
+            .collect();
+        let now = now_ms();
+        let empty: Vec<HistoryEntry> = Vec::new();
+        let mut out = HashMap::with_capacity(record_ids.len());
+        for id in record_ids {
+            let attempts = history.get(id).unwrap_or(&empty);
+            let chips = packs
+                .iter()
+                .zip(&needs_env)
+                .map(|(pack, needs)| {
+                    let mine: Vec<HistoryEntry> = attempts
+                        .iter()
+                        .filter(|a| a.intent == pack.intent)
+                        .cloned()
+                        .collect();
+                    Chip {
+                        pack_id: pack.pack_id.clone(),
+                        state: chip_state(ChipInputs {
+                            attempts: &mine,
+                            item_count: counts
+                                .get(&(*id, pack.intent.name().to_owned()))
+                                .copied()
+                                .unwrap_or(0),
+                            needs_env: needs.as_deref(),
+                            now,
+                        }),
+                    }
+                })
+                .collect();
+            out.insert(*id, chips);
+        }
+        Ok(out)
+    }
+
+    fn publish_chip(
+        &self,
+        set_id: i64,
+        record: &StoredRecord,
+        pack_id: &str,
+        chip: ChipState,
+        actor: &str,
+    ) {
+        self.events.publish(
+            Some(set_id),
+            EventKind::ChipChanged {
+                record_id: record.id,
+                pack_id: pack_id.to_owned(),
+                chip,
+                actor: actor.to_owned(),
+            },
+        );
+    }
+
+    fn publish_attempt(&self, set_id: i64, entry: &HistoryEntry) {
+        self.events.publish(
+            Some(set_id),
+            EventKind::Attempt {
+                entry: entry.clone(),
+            },
+        );
+    }
+}
+
+fn skip(connector_id: &str, reason: &str) -> Skipped {
+    Skipped {
+        connector_id: connector_id.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// The variables a pack's chain waits for, when nothing else stops it: every
+/// connector it would try is registered but needs environment variables.
+fn pack_needs_env(pack: &PackConfig, candidates: &[Candidate]) -> Option<Vec<String>> {
+    let chain = chain::resolve(
+        &ChainRequest {
+            intent: Some(&pack.intent),
+            pack_preferred: &pack.preferred_connectors,
+            ..Default::default()
+        },
+        candidates,
+    );
+    if !chain.to_try.is_empty() {
+        return None;
+    }
+    let mut vars: Vec<String> = Vec::new();
+    for s in &chain.skipped {
+        if let Some(c) = candidates.iter().find(|c| c.id == s.connector_id) {
+            if let model::ConnectorStatus::NeedsEnv { vars: v } = &c.status {
+                for var in v {
+                    if !vars.contains(var) {
+                        vars.push(var.clone());
+                    }
+                }
+            }
+        }
+    }
+    (!vars.is_empty()).then_some(vars)
+}

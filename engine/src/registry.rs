@@ -1,0 +1,407 @@
+//! The registry: the runtime set of connectors. Register, unregister, disable
+//! and enable while fires are in flight; look up by id or by intent; keep each
+//! connector's status (needs-env, rate-limited, auth-failed...) with an audit
+//! trail; and throttle every caller of a connector together.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use model::{Capability, ConnectorInfo, ConnectorStatus, CostTier, RateHints};
+
+use crate::connector::Connector;
+use crate::events::EventBus;
+use crate::store::{Store, StoreError};
+use crate::time::now_ms;
+use model::EventKind;
+
+/// What a connector declares about itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Registration {
+    pub id: String,
+    pub display_name: String,
+    /// Shown in the per-record connector menu, e.g. `SerpApi/G`.
+    pub short_label: String,
+    pub capabilities: Vec<Capability>,
+    pub cost_tier: CostTier,
+    /// Environment variables the connector needs; names only.
+    pub requires_env: Vec<String>,
+    pub rate_hints: RateHints,
+}
+
+/// Why a registration was refused.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RegistryError {
+    #[error("connector id {0:?} is invalid: use 1 to 64 of a-z, 0-9, '-' and '_'")]
+    InvalidId(String),
+    #[error("connector {id}: {what}")]
+    InvalidRegistration { id: String, what: String },
+    #[error("no connector {0:?} is registered")]
+    Unknown(String),
+}
+
+/// How the registry reads environment variables (tests inject their own).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+struct Entry {
+    registration: Registration,
+    connector: Arc<dyn Connector>,
+    /// Set by people or by provider answers; `NeedsEnv` is derived instead.
+    status: ConnectorStatus,
+    limiter: Option<Arc<DefaultDirectRateLimiter>>,
+}
+
+/// A registered connector as a caller gets it: the registration, the status in
+/// force now and the handle to fire it.
+#[derive(Clone)]
+pub struct ConnectorHandle {
+    pub registration: Registration,
+    pub status: ConnectorStatus,
+    pub connector: Arc<dyn Connector>,
+    limiter: Option<Arc<DefaultDirectRateLimiter>>,
+}
+
+impl std::fmt::Debug for ConnectorHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectorHandle")
+            .field("id", &self.registration.id)
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConnectorHandle {
+    /// Waits until the connector's per-second hint allows one more fire; every
+    /// caller in the process shares the same budget.
+    pub async fn throttle(&self) {
+        if let Some(limiter) = &self.limiter {
+            limiter.until_ready().await;
+        }
+    }
+
+    pub fn info(&self) -> ConnectorInfo {
+        let r = &self.registration;
+        ConnectorInfo {
+            id: r.id.clone(),
+            display_name: r.display_name.clone(),
+            short_label: r.short_label.clone(),
+            capabilities: r.capabilities.clone(),
+            cost_tier: r.cost_tier,
+            requires_env: r.requires_env.clone(),
+            rate_hints: r.rate_hints,
+            status_reason: self.status.reason(),
+            status: self.status.clone(),
+        }
+    }
+}
+
+/// The shared, concurrent set of connectors. Cheap to clone.
+#[derive(Clone)]
+pub struct Registry {
+    entries: Arc<RwLock<HashMap<String, Entry>>>,
+    env: EnvLookup,
+    store: Store,
+    events: EventBus,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry").finish_non_exhaustive()
+    }
+}
+
+/// Who changed a status, for the audit trail: a user's name or `system`.
+pub const SYSTEM_ACTOR: &str = "system";
+
+impl Registry {
+    pub fn new(store: Store, events: EventBus) -> Self {
+        Self::with_env(store, events, Arc::new(|name| std::env::var(name).ok()))
+    }
+
+    /// A registry reading environment variables through `env`.
+    pub fn with_env(store: Store, events: EventBus, env: EnvLookup) -> Self {
+        Self {
+            entries: Arc::default(),
+            env,
+            store,
+            events,
+        }
+    }
+
+    /// Adds or replaces a connector. A replaced connector keeps a status a
+    /// person set (disabled) or a provider set (rate-limited, auth-failed).
+    pub fn register(
+        &self,
+        registration: Registration,
+        connector: Arc<dyn Connector>,
+    ) -> Result<(), RegistryError> {
+        validate(&registration)?;
+        let limiter = registration.rate_hints.per_second.and_then(limiter_for);
+        let id = registration.id.clone();
+        {
+            let mut entries = self.write();
+            let status = entries
+                .get(&id)
+                .map_or(ConnectorStatus::Available, |old| old.status.clone());
+            entries.insert(
+                id.clone(),
+                Entry {
+                    registration,
+                    connector,
+                    status,
+                    limiter,
+                },
+            );
+        }
+        tracing::info!(connector = %id, "Connector registered.");
+        self.announce(&id);
+        Ok(())
+    }
+
+    /// Removes a connector; fires already running through it finish.
+    pub fn unregister(&self, id: &str) -> Result<(), RegistryError> {
+        self.write()
+            .remove(id)
+            .ok_or_else(|| RegistryError::Unknown(id.to_owned()))?;
+        tracing::info!(connector = %id, "Connector unregistered.");
+        self.events
+            .publish(None, EventKind::ConnectorRemoved { id: id.to_owned() });
+        Ok(())
+    }
+
+    /// The connector with this id, with its status in force now.
+    pub fn by_id(&self, id: &str) -> Option<ConnectorHandle> {
+        let entries = self.read();
+        entries.get(id).map(|e| self.handle(e, now_ms()))
+    }
+
+    /// Every connector, ordered by id.
+    pub fn all(&self) -> Vec<ConnectorHandle> {
+        let now = now_ms();
+        let mut all: Vec<_> = self.read().values().map(|e| self.handle(e, now)).collect();
+        all.sort_by(|a, b| a.registration.id.cmp(&b.registration.id));
+        all
+    }
+
+    /// Every connector serving `intent`, in the cost-tier default order (free,
+    /// free-tier, paid, then id), whatever its status.
+    pub fn serving(&self, intent: &Capability) -> Vec<ConnectorHandle> {
+        let mut serving: Vec<_> = self
+            .all()
+            .into_iter()
+            .filter(|h| h.registration.capabilities.contains(intent))
+            .collect();
+        serving.sort_by(|a, b| {
+            (a.registration.cost_tier, &a.registration.id)
+                .cmp(&(b.registration.cost_tier, &b.registration.id))
+        });
+        serving
+    }
+
+    /// Connectors serving `intent` that can fire now, for the chip menu.
+    pub fn available_for(&self, intent: &Capability) -> Vec<ConnectorHandle> {
+        self.serving(intent)
+            .into_iter()
+            .filter(|h| h.status.is_available())
+            .collect()
+    }
+
+    /// Every capability some connector serves, built-in ones first.
+    pub fn capabilities(&self) -> Vec<Capability> {
+        let mut caps: Vec<Capability> = Capability::builtins().collect();
+        for entry in self.read().values() {
+            for cap in &entry.registration.capabilities {
+                if !caps.contains(cap) {
+                    caps.push(cap.clone());
+                }
+            }
+        }
+        caps
+    }
+
+    /// Switches a connector off by a person's choice.
+    pub async fn disable(&self, id: &str, actor: &str, reason: &str) -> Result<(), RegistryError> {
+        let reason = if reason.trim().is_empty() {
+            format!("by {actor}")
+        } else {
+            reason.trim().to_owned()
+        };
+        self.set_status(id, actor, ConnectorStatus::Disabled { reason })
+            .await
+    }
+
+    /// Switches a connector back on; also clears auth-failed and rate-limited.
+    pub async fn enable(&self, id: &str, actor: &str) -> Result<(), RegistryError> {
+        self.set_status(id, actor, ConnectorStatus::Available).await
+    }
+
+    /// The provider said 429: skip the connector until `retry_after` passes.
+    pub async fn mark_rate_limited(&self, id: &str, retry_after: Duration, reason: &str) {
+        let until = now_ms() + i64::try_from(retry_after.as_millis()).unwrap_or(i64::MAX / 2);
+        let status = ConnectorStatus::RateLimited {
+            until,
+            reason: reason.to_owned(),
+        };
+        let _ = self.set_status(id, SYSTEM_ACTOR, status).await;
+    }
+
+    /// The provider refused the credentials: skip the connector until a person
+    /// re-enables it.
+    pub async fn mark_auth_failed(&self, id: &str, reason: &str) {
+        let status = ConnectorStatus::AuthFailed {
+            at: now_ms(),
+            reason: reason.to_owned(),
+        };
+        let _ = self.set_status(id, SYSTEM_ACTOR, status).await;
+    }
+
+    async fn set_status(
+        &self,
+        id: &str,
+        actor: &str,
+        status: ConnectorStatus,
+    ) -> Result<(), RegistryError> {
+        {
+            let mut entries = self.write();
+            let entry = entries
+                .get_mut(id)
+                .ok_or_else(|| RegistryError::Unknown(id.to_owned()))?;
+            if entry.status == status {
+                return Ok(());
+            }
+            entry.status = status.clone();
+        }
+        tracing::info!(connector = %id, status = status.kind(), actor, "Connector status changed.");
+        if let Err(e) = self.record_status(id, actor, &status).await {
+            tracing::error!(connector = %id, error = %e, "Recording a status change failed.");
+        }
+        self.announce(id);
+        Ok(())
+    }
+
+    async fn record_status(
+        &self,
+        id: &str,
+        actor: &str,
+        status: &ConnectorStatus,
+    ) -> Result<(), StoreError> {
+        self.store
+            .record_connector_status(id, status.kind(), status.reason().as_deref(), actor)
+            .await
+    }
+
+    fn announce(&self, id: &str) {
+        if let Some(handle) = self.by_id(id) {
+            self.events.publish(
+                None,
+                EventKind::ConnectorChanged {
+                    connector: handle.info(),
+                },
+            );
+        }
+    }
+
+    fn handle(&self, entry: &Entry, now: i64) -> ConnectorHandle {
+        ConnectorHandle {
+            registration: entry.registration.clone(),
+            status: self.effective_status(entry, now),
+            connector: entry.connector.clone(),
+            limiter: entry.limiter.clone(),
+        }
+    }
+
+    /// A person's choice and a provider's refusal outrank missing variables;
+    /// a rate limit whose time has passed has lifted by itself.
+    fn effective_status(&self, entry: &Entry, now: i64) -> ConnectorStatus {
+        match &entry.status {
+            ConnectorStatus::Disabled { .. } | ConnectorStatus::AuthFailed { .. } => {
+                return entry.status.clone()
+            }
+            ConnectorStatus::RateLimited { until, .. } if *until > now => {
+                return entry.status.clone()
+            }
+            _ => {}
+        }
+        let missing: Vec<String> = entry
+            .registration
+            .requires_env
+            .iter()
+            .filter(|name| (self.env)(name).is_none_or(|v| v.trim().is_empty()))
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            ConnectorStatus::Available
+        } else {
+            ConnectorStatus::NeedsEnv { vars: missing }
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Entry>> {
+        // A panic while holding the lock cannot leave an entry half-written
+        // (every write is one insert or one field store), so poison is moot.
+        self.entries.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Entry>> {
+        self.entries.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn limiter_for(per_second: f64) -> Option<Arc<DefaultDirectRateLimiter>> {
+    if !(per_second.is_finite() && per_second > 0.0) {
+        return None;
+    }
+    let quota = if per_second >= 1.0 {
+        // Whole fires per second; no burst beyond one second's worth.
+        let n = NonZeroU32::new(per_second.floor() as u32).unwrap_or(NonZeroU32::MIN);
+        Quota::per_second(n)
+    } else {
+        Quota::with_period(Duration::from_secs_f64(1.0 / per_second))?
+    };
+    Some(Arc::new(RateLimiter::direct(quota)))
+}
+
+fn validate(r: &Registration) -> Result<(), RegistryError> {
+    let id_ok = !r.id.is_empty()
+        && r.id.len() <= 64
+        && r.id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    if !id_ok {
+        return Err(RegistryError::InvalidId(r.id.clone()));
+    }
+    let invalid = |what: &str| RegistryError::InvalidRegistration {
+        id: r.id.clone(),
+        what: what.to_owned(),
+    };
+    if r.display_name.trim().is_empty() {
+        return Err(invalid("display_name is empty"));
+    }
+    if r.short_label.trim().is_empty() || r.short_label.chars().count() > 16 {
+        return Err(invalid("short_label must be 1 to 16 characters"));
+    }
+    if r.capabilities.is_empty() {
+        return Err(invalid("it serves no capability"));
+    }
+    if let Some(ps) = r.rate_hints.per_second {
+        if !(ps.is_finite() && ps > 0.0) {
+            return Err(invalid("rate_hints.per_second must be a positive number"));
+        }
+    }
+    if r.rate_hints.daily_cap == Some(0) {
+        return Err(invalid("rate_hints.daily_cap must be at least 1"));
+    }
+    if let Some(bad) = r.requires_env.iter().find(|v| {
+        v.is_empty()
+            || !v
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    }) {
+        return Err(invalid(&format!(
+            "requires_env entry {bad:?} is not an environment variable name (A-Z, 0-9, _)"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! Connector bookkeeping: the status audit trail, daily usage against caps,
+//! and per-record "always start with" overrides.
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use super::{Store, StoreError};
+use crate::time::{now_ms, utc_day_start};
+
+/// One status change of a connector.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusChange {
+    pub connector_id: String,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub actor: String,
+    /// Unix milliseconds.
+    pub at: i64,
+}
+
+impl Store {
+    pub async fn record_connector_status(
+        &self,
+        connector_id: &str,
+        status: &str,
+        reason: Option<&str>,
+        actor: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO connector_status_log (connector_id, status, reason, actor, at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(connector_id)
+        .bind(status)
+        .bind(reason)
+        .bind(actor)
+        .bind(now_ms())
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// A connector's status changes, newest first.
+    pub async fn connector_status_log(
+        &self,
+        connector_id: &str,
+    ) -> Result<Vec<StatusChange>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT connector_id, status, reason, actor, at FROM connector_status_log \
+             WHERE connector_id = $1 ORDER BY id DESC LIMIT 200",
+        )
+        .bind(connector_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(StatusChange {
+                    connector_id: row.try_get("connector_id")?,
+                    status: row.try_get("status")?,
+                    reason: row.try_get("reason")?,
+                    actor: row.try_get("actor")?,
+                    at: row.try_get("at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Counts one fire against a connector's daily cap, atomically across
+    /// every process sharing the database. `false` when the cap is reached
+    /// (and nothing is counted).
+    pub async fn take_daily_fire(&self, connector_id: &str, cap: u32) -> Result<bool, StoreError> {
+        let counted: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO connector_usage (connector_id, day, fires) VALUES ($1, $2, 1) \
+             ON CONFLICT (connector_id, day) DO UPDATE SET fires = connector_usage.fires + 1 \
+             WHERE connector_usage.fires < $3 RETURNING fires",
+        )
+        .bind(connector_id)
+        .bind(utc_day_start(now_ms()))
+        .bind(i64::from(cap))
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(counted.is_some())
+    }
+
+    /// Fires counted today for a connector.
+    pub async fn fires_today(&self, connector_id: &str) -> Result<i64, StoreError> {
+        let n: Option<i64> = sqlx::query_scalar(
+            "SELECT fires FROM connector_usage WHERE connector_id = $1 AND day = $2",
+        )
+        .bind(connector_id)
+        .bind(utc_day_start(now_ms()))
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(n.unwrap_or(0))
+    }
+
+    /// The connector a record starts with for a pack, if a person set one.
+    pub async fn record_override(
+        &self,
+        record_id: i64,
+        pack_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let id = sqlx::query_scalar(
+            "SELECT connector_id FROM record_overrides WHERE record_id = $1 AND pack_id = $2",
+        )
+        .bind(record_id)
+        .bind(pack_id)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(id)
+    }
+
+    /// Sets (or with `None`, clears) the connector a record starts with for a pack.
+    pub async fn set_record_override(
+        &self,
+        record_id: i64,
+        pack_id: &str,
+        connector_id: Option<&str>,
+        actor: &str,
+    ) -> Result<(), StoreError> {
+        match connector_id {
+            Some(connector_id) => {
+                sqlx::query(
+                    "INSERT INTO record_overrides (record_id, pack_id, connector_id, set_by, set_at) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (record_id, pack_id) DO UPDATE \
+                     SET connector_id = excluded.connector_id, set_by = excluded.set_by, set_at = excluded.set_at",
+                )
+                .bind(record_id)
+                .bind(pack_id)
+                .bind(connector_id)
+                .bind(actor)
+                .bind(now_ms())
+                .execute(self.pool())
+                .await?;
+            }
+            None => {
+                sqlx::query("DELETE FROM record_overrides WHERE record_id = $1 AND pack_id = $2")
+                    .bind(record_id)
+                    .bind(pack_id)
+                    .execute(self.pool())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}

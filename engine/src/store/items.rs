@@ -1,0 +1,334 @@
+//! The curated layer: items, their evidence, and triage with optimistic
+//! concurrency.
+
+use std::collections::HashMap;
+
+use model::{Capability, Evidence, Item, TriageState, TriageVerb, TriggeredBy};
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::{Store, StoreError};
+use crate::connector::ConnectorResult;
+use crate::time::now_ms;
+use crate::urlnorm::{parse_web_url, url_key};
+
+const ITEM: &str = "SELECT id, record_id, intent, url, title, snippet, raw, state, version, \
+     triaged_by, triaged_at, first_seen_at FROM items";
+
+fn item(row: &AnyRow) -> Result<Item, StoreError> {
+    let id: i64 = row.try_get("id")?;
+    let corrupt = |what: &str| StoreError::Corrupt(format!("item {id}: {what}"));
+    let intent: String = row.try_get("intent")?;
+    let state: String = row.try_get("state")?;
+    let raw: String = row.try_get("raw")?;
+    Ok(Item {
+        id,
+        record_id: row.try_get("record_id")?,
+        intent: intent.parse().map_err(|_| corrupt("intent"))?,
+        url: row.try_get("url")?,
+        title: row.try_get("title")?,
+        snippet: row.try_get("snippet")?,
+        state: TriageState::from_name(&state).ok_or_else(|| corrupt("state"))?,
+        version: row.try_get("version")?,
+        triaged_by: row.try_get("triaged_by")?,
+        triaged_at: row.try_get("triaged_at")?,
+        first_seen_at: row.try_get("first_seen_at")?,
+        evidence: Vec::new(),
+        raw: serde_json::from_str(&raw).unwrap_or(serde_json::Value::Null),
+    })
+}
+
+/// Why a triage verb was not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum TriageError {
+    /// Someone acted first: the item is not at the version the verb named.
+    #[error("item {} changed since version {expected}: it is now {} at version {}", .current.id, .current.state.name(), .current.version)]
+    Conflict { expected: i64, current: Box<Item> },
+    #[error("nothing to undo on item {0}")]
+    NothingToUndo(i64),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Longest title and snippet kept from a provider.
+const MAX_TITLE: usize = 500;
+const MAX_SNIPPET: usize = 2_000;
+
+fn clip(s: &str, max: usize) -> String {
+    let s = s.trim();
+    match s.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+        None => s.to_owned(),
+    }
+}
+
+impl Store {
+    /// Adds a fire's results to the curated layer: a URL seen before for this
+    /// record and intent gains evidence; a new one becomes a new item. Triage
+    /// state is never touched. Results whose URL is not http(s) are dropped.
+    /// Returns the items in result order, without duplicates.
+    pub async fn add_results(
+        &self,
+        record_id: i64,
+        intent: &Capability,
+        fire_id: i64,
+        connector_id: &str,
+        triggered_by: TriggeredBy,
+        results: &[ConnectorResult],
+    ) -> Result<Vec<Item>, StoreError> {
+        let now = now_ms();
+        let mut ids: Vec<i64> = Vec::with_capacity(results.len());
+        let mut tx = self.pool().begin().await?;
+        for result in results {
+            let Some(url) = parse_web_url(&result.url) else {
+                tracing::warn!(connector = %connector_id, "Dropped a result whose URL is not http(s).");
+                continue;
+            };
+            let key = url_key(&url);
+            let inserted: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO items (record_id, intent, url, url_key, title, snippet, raw, first_seen_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 ON CONFLICT (record_id, intent, url_key) DO NOTHING RETURNING id",
+            )
+            .bind(record_id)
+            .bind(intent.name())
+            .bind(url.as_str())
+            .bind(key.as_str())
+            .bind(clip(&result.title, MAX_TITLE))
+            .bind(clip(&result.snippet, MAX_SNIPPET))
+            .bind(result.raw.to_string())
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let id = match inserted {
+                Some(id) => id,
+                None => sqlx::query_scalar(
+                    "SELECT id FROM items WHERE record_id = $1 AND intent = $2 AND url_key = $3",
+                )
+                .bind(record_id)
+                .bind(intent.name())
+                .bind(key.as_str())
+                .fetch_one(&mut *tx)
+                .await?,
+            };
+            sqlx::query(
+                "INSERT INTO item_evidence (item_id, fire_id, connector_id, triggered_by, found_at) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (item_id, fire_id, connector_id) DO NOTHING",
+            )
+            .bind(id)
+            .bind(fire_id)
+            .bind(connector_id)
+            .bind(triggered_by.name())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        tx.commit().await?;
+        let mut by_id: HashMap<i64, Item> = self
+            .items_where("id", &ids)
+            .await?
+            .into_iter()
+            .map(|i| (i.id, i))
+            .collect();
+        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+    }
+
+    /// A record's items with their evidence, per intent, oldest first.
+    pub async fn items(&self, record_id: i64) -> Result<Vec<Item>, StoreError> {
+        self.items_where("record_id", &[record_id]).await
+    }
+
+    /// The items of many records.
+    pub async fn items_of(&self, record_ids: &[i64]) -> Result<Vec<Item>, StoreError> {
+        self.items_where("record_id", record_ids).await
+    }
+
+    pub async fn item(&self, id: i64) -> Result<Item, StoreError> {
+        self.items_where("id", &[id])
+            .await?
+            .pop()
+            .ok_or_else(|| StoreError::NotFound(format!("item {id}")))
+    }
+
+    async fn items_where(&self, column: &str, values: &[i64]) -> Result<Vec<Item>, StoreError> {
+        debug_assert!(column == "id" || column == "record_id");
+        let mut items = Vec::new();
+        for chunk in values.chunks(500) {
+            let ph = (1..=chunk.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "{ITEM} WHERE {column} IN ({ph}) ORDER BY record_id, intent, first_seen_at, id"
+            );
+            let mut query = sqlx::query(&sql);
+            for v in chunk {
+                query = query.bind(*v);
+            }
+            for row in query.fetch_all(self.pool()).await? {
+                items.push(item(&row)?);
+            }
+        }
+        let ids: Vec<i64> = items.iter().map(|i| i.id).collect();
+        let mut evidence = self.evidence_of(&ids).await?;
+        for item in &mut items {
+            item.evidence = evidence.remove(&item.id).unwrap_or_default();
+        }
+        Ok(items)
+    }
+
+    async fn evidence_of(
+        &self,
+        item_ids: &[i64],
+    ) -> Result<HashMap<i64, Vec<Evidence>>, StoreError> {
+        let mut out: HashMap<i64, Vec<Evidence>> = HashMap::new();
+        for chunk in item_ids.chunks(500) {
+            let ph = (1..=chunk.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT item_id, fire_id, connector_id, triggered_by, found_at FROM item_evidence \
+                 WHERE item_id IN ({ph}) ORDER BY found_at, id"
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(self.pool()).await? {
+                let item_id: i64 = row.try_get("item_id")?;
+                let triggered_by: String = row.try_get("triggered_by")?;
+                out.entry(item_id).or_default().push(Evidence {
+                    connector_id: row.try_get("connector_id")?,
+                    fire_id: row.try_get("fire_id")?,
+                    found_at: row.try_get("found_at")?,
+                    triggered_by: TriggeredBy::from_name(&triggered_by).ok_or_else(|| {
+                        StoreError::Corrupt(format!("evidence of item {item_id}: triggered_by"))
+                    })?,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Applies a triage verb if the item is still at `expected_version`.
+    pub async fn triage(
+        &self,
+        item_id: i64,
+        verb: TriageVerb,
+        expected_version: i64,
+        actor: &str,
+    ) -> Result<Item, TriageError> {
+        let current = self.item(item_id).await?;
+        if current.version != expected_version {
+            return Err(TriageError::Conflict {
+                expected: expected_version,
+                current: Box::new(current),
+            });
+        }
+        let to = match verb.target() {
+            Some(state) => state,
+            None => {
+                // Undo goes back to the state before the last verb not yet undone.
+                let last: Option<String> = sqlx::query_scalar(
+                    "SELECT from_state FROM triage_log WHERE item_id = $1 AND undone_at IS NULL \
+                     ORDER BY id DESC LIMIT 1",
+                )
+                .bind(item_id)
+                .fetch_optional(self.pool())
+                .await
+                .map_err(StoreError::from)?;
+                match last.as_deref().and_then(TriageState::from_name) {
+                    Some(state) => state,
+                    None => return Err(TriageError::NothingToUndo(item_id)),
+                }
+            }
+        };
+        let now = now_ms();
+        let mut tx = self.pool().begin().await.map_err(StoreError::from)?;
+        let updated = sqlx::query(
+            "UPDATE items SET state = $1, version = version + 1, triaged_by = $2, triaged_at = $3 \
+             WHERE id = $4 AND version = $5",
+        )
+        .bind(to.name())
+        .bind(actor)
+        .bind(now)
+        .bind(item_id)
+        .bind(expected_version)
+        .execute(&mut *tx)
+        .await
+        .map_err(StoreError::from)?;
+        if updated.rows_affected() == 0 {
+            drop(tx);
+            let current = self.item(item_id).await?;
+            return Err(TriageError::Conflict {
+                expected: expected_version,
+                current: Box::new(current),
+            });
+        }
+        if verb == TriageVerb::Undo {
+            // The undone verb stays in the log, marked, so a second undo goes further back.
+            sqlx::query(
+                "UPDATE triage_log SET undone_by = $1, undone_at = $2 WHERE id = \
+                 (SELECT MAX(id) FROM triage_log WHERE item_id = $3 AND undone_at IS NULL)",
+            )
+            .bind(actor)
+            .bind(now)
+            .bind(item_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreError::from)?;
+        } else {
+            sqlx::query(
+                "INSERT INTO triage_log (item_id, verb, from_state, to_state, actor, at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(item_id)
+            .bind(verb.name())
+            .bind(current.state.name())
+            .bind(to.name())
+            .bind(actor)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreError::from)?;
+        }
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(self.item(item_id).await?)
+    }
+}
+
+impl Store {
+    /// How many items each record has per intent.
+    pub async fn item_counts(
+        &self,
+        record_ids: &[i64],
+    ) -> Result<HashMap<(i64, String), u32>, StoreError> {
+        let mut out = HashMap::new();
+        for chunk in record_ids.chunks(500) {
+            let ph = (1..=chunk.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT record_id, intent, COUNT(*) AS n FROM items WHERE record_id IN ({ph}) \
+                 GROUP BY record_id, intent"
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(self.pool()).await? {
+                let n: i64 = row.try_get("n")?;
+                out.insert(
+                    (row.try_get("record_id")?, row.try_get("intent")?),
+                    u32::try_from(n).unwrap_or(u32::MAX),
+                );
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,115 @@
+//! Connectors as the inventory, the chip menu and the REST door see them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Capability;
+
+/// What firing a connector costs, cheapest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CostTier {
+    Free,
+    FreeTier,
+    Paid,
+}
+
+impl CostTier {
+    pub const fn name(self) -> &'static str {
+        match self {
+            CostTier::Free => "free",
+            CostTier::FreeTier => "free-tier",
+            CostTier::Paid => "paid",
+        }
+    }
+}
+
+impl fmt::Display for CostTier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Soft limits the registry enforces for every caller together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RateHints {
+    /// At most this many fires per second (throttled, not refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_second: Option<f64>,
+    /// At most this many fires per UTC day, counted in the database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_cap: Option<u32>,
+}
+
+/// Whether a connector can fire now, and if not, why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum ConnectorStatus {
+    Available,
+    /// Switched off by a person.
+    Disabled {
+        reason: String,
+    },
+    /// The provider said 429; fires resume after `until` (Unix ms).
+    RateLimited {
+        until: i64,
+        reason: String,
+    },
+    /// The provider refused the credentials; a person must re-enable it.
+    AuthFailed {
+        at: i64,
+        reason: String,
+    },
+    /// Environment variables it needs are unset.
+    NeedsEnv {
+        vars: Vec<String>,
+    },
+}
+
+impl ConnectorStatus {
+    /// The status word: `available`, `disabled`, `rate-limited`, `auth-failed`, `needs-env`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ConnectorStatus::Available => "available",
+            ConnectorStatus::Disabled { .. } => "disabled",
+            ConnectorStatus::RateLimited { .. } => "rate-limited",
+            ConnectorStatus::AuthFailed { .. } => "auth-failed",
+            ConnectorStatus::NeedsEnv { .. } => "needs-env",
+        }
+    }
+
+    pub fn is_available(&self) -> bool {
+        matches!(self, ConnectorStatus::Available)
+    }
+
+    /// Why it cannot fire, in a sentence; `None` when available.
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            ConnectorStatus::Available => None,
+            ConnectorStatus::Disabled { reason } => Some(format!("disabled: {reason}")),
+            ConnectorStatus::RateLimited { reason, .. } => Some(format!("rate-limited: {reason}")),
+            ConnectorStatus::AuthFailed { reason, .. } => Some(format!("auth failed: {reason}")),
+            ConnectorStatus::NeedsEnv { vars } => Some(format!("needs {}", vars.join(", "))),
+        }
+    }
+}
+
+/// One registered connector, every registration field plus its status; never
+/// a secret value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorInfo {
+    pub id: String,
+    pub display_name: String,
+    pub short_label: String,
+    pub capabilities: Vec<Capability>,
+    pub cost_tier: CostTier,
+    /// Names of the environment variables it needs (never their values).
+    pub requires_env: Vec<String>,
+    pub rate_hints: RateHints,
+    #[serde(flatten)]
+    pub status: ConnectorStatus,
+    /// `status`'s reason in a sentence, absent when available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+}

@@ -1,0 +1,52 @@
+//! Live events: what `/api/events` streams to every viewer of a record set.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ChipState, ConnectorInfo, HistoryEntry, Item, Job};
+
+/// One event. `id` grows by one per event in a server process and is the SSE
+/// id a reconnecting browser sends back as `Last-Event-ID`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub id: u64,
+    /// The record set it concerns; absent for events every viewer gets
+    /// (connector changes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_set_id: Option<i64>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A chip changed: firing, found, not found...
+    ChipChanged {
+        record_id: i64,
+        pack_id: String,
+        chip: ChipState,
+        /// Who caused it.
+        actor: String,
+    },
+    /// One connector attempt finished (or started, without an outcome).
+    Attempt {
+        entry: HistoryEntry,
+    },
+    /// An item was added, found again or triaged.
+    ItemChanged {
+        item: Item,
+        actor: String,
+    },
+    ConnectorChanged {
+        connector: ConnectorInfo,
+    },
+    ConnectorRemoved {
+        id: String,
+    },
+    JobChanged {
+        job: Job,
+    },
+    /// The events since the browser's `Last-Event-ID` are no longer kept:
+    /// reload the state.
+    Resync,
+}

@@ -1,0 +1,157 @@
+//! Fires, their outcomes, the history they leave and the chip state they drive.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Capability;
+
+/// Why a fire happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TriggeredBy {
+    InitialFanout,
+    HumanRefire,
+    ScheduledRefresh,
+}
+
+impl TriggeredBy {
+    pub const fn name(self) -> &'static str {
+        match self {
+            TriggeredBy::InitialFanout => "initial-fanout",
+            TriggeredBy::HumanRefire => "human-refire",
+            TriggeredBy::ScheduledRefresh => "scheduled-refresh",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            TriggeredBy::InitialFanout,
+            TriggeredBy::HumanRefire,
+            TriggeredBy::ScheduledRefresh,
+        ]
+        .into_iter()
+        .find(|t| t.name() == name)
+    }
+}
+
+/// How one attempt of one connector ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FireOutcome {
+    Found,
+    NotFound,
+    Error,
+    RateLimited,
+    /// A person cancelled it while it was in flight.
+    Cancelled,
+}
+
+impl FireOutcome {
+    pub const fn name(self) -> &'static str {
+        match self {
+            FireOutcome::Found => "found",
+            FireOutcome::NotFound => "not_found",
+            FireOutcome::Error => "error",
+            FireOutcome::RateLimited => "rate_limited",
+            FireOutcome::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            FireOutcome::Found,
+            FireOutcome::NotFound,
+            FireOutcome::Error,
+            FireOutcome::RateLimited,
+            FireOutcome::Cancelled,
+        ]
+        .into_iter()
+        .find(|o| o.name() == name)
+    }
+}
+
+/// One attempt in a record's `connector_history`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    pub id: i64,
+    /// The fire (one chip click or one job step) this attempt belongs to.
+    pub fire_id: i64,
+    pub record_id: i64,
+    pub pack_id: String,
+    pub intent: Capability,
+    pub connector_id: String,
+    /// Unix milliseconds.
+    pub fired_at: i64,
+    /// Unix milliseconds; absent while in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<i64>,
+    pub triggered_by: TriggeredBy,
+    /// Who fired: a user's name, or `job:<id>`.
+    pub actor: String,
+    /// Absent while in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<FireOutcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_count: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// For a rate-limited attempt: when the provider said to come back (Unix ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<i64>,
+}
+
+/// What a chip shows for one record and pack.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ChipState {
+    Idle,
+    Firing,
+    Found { count: u32 },
+    NotFound,
+    Error { reason: String },
+    RateLimited { until: i64 },
+    NeedsEnv { vars: Vec<String> },
+}
+
+impl ChipState {
+    /// The `data-state` word: `idle`, `firing`, `found`, ...
+    pub fn name(&self) -> &'static str {
+        match self {
+            ChipState::Idle => "idle",
+            ChipState::Firing => "firing",
+            ChipState::Found { .. } => "found",
+            ChipState::NotFound => "not_found",
+            ChipState::Error { .. } => "error",
+            ChipState::RateLimited { .. } => "rate_limited",
+            ChipState::NeedsEnv { .. } => "needs_env",
+        }
+    }
+}
+
+/// A connector the chain walked past without firing, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub connector_id: String,
+    pub reason: String,
+}
+
+/// What one fire (one chip click, one job step) did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FireReport {
+    /// Absent when nothing in the chain could fire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fire_id: Option<i64>,
+    pub record_id: i64,
+    pub pack_id: String,
+    pub intent: Capability,
+    /// The chip after the fire.
+    pub chip: ChipState,
+    /// Every attempt, in order.
+    pub attempts: Vec<HistoryEntry>,
+    /// Connectors of the chain that were not tried, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Items this fire added or found again.
+    pub items: Vec<crate::Item>,
+    /// Notes for the person, e.g. "serpapi is disabled; falling back to the chain".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}

@@ -1,0 +1,78 @@
+//! Jobs (set-wide fan-outs) and the one envelope every fire or job answers with.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a job stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    Running,
+    Completed,
+    Cancelled,
+}
+
+impl JobStatus {
+    pub const fn name(self) -> &'static str {
+        match self {
+            JobStatus::Running => "running",
+            JobStatus::Completed => "completed",
+            JobStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            JobStatus::Running,
+            JobStatus::Completed,
+            JobStatus::Cancelled,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+}
+
+/// How far a piece of work has come.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub done: u64,
+    pub total: u64,
+}
+
+/// A fan-out over a record set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: i64,
+    pub record_set_id: i64,
+    pub packs: Vec<String>,
+    pub status: JobStatus,
+    pub progress: Progress,
+    pub found: u64,
+    pub not_found: u64,
+    pub errors: u64,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<i64>,
+    pub created_by: String,
+}
+
+/// `completed` when the results are here, `pending` when a job carries on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvelopeStatus {
+    Completed,
+    Pending,
+}
+
+/// The one shape every fire and job answers with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Envelope<T> {
+    pub status: EnvelopeStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<i64>,
+    pub progress: Progress,
+    pub results: Vec<T>,
+    /// For a job: where it stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<Job>,
+}

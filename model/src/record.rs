@@ -1,0 +1,47 @@
+//! Records as a triage card shows them, and CSV import reports.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ChipState;
+
+/// One column value of a record, in the CSV's column order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Field {
+    pub name: String,
+    pub value: String,
+}
+
+/// A chip on a card: the pack it fires and what it shows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chip {
+    pub pack_id: String,
+    #[serde(flatten)]
+    pub state: ChipState,
+}
+
+/// One record with its chips.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub id: i64,
+    pub record_set_id: i64,
+    pub name: String,
+    pub fields: Vec<Field>,
+    pub chips: Vec<Chip>,
+}
+
+/// A CSV line that was not imported, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejection {
+    /// 1-based line number in the file (the header is line 1).
+    pub line: u64,
+    pub reason: String,
+}
+
+/// The answer to a CSV import.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportReport {
+    /// The new record set.
+    pub id: i64,
+    pub imported: u64,
+    pub rejected: Vec<Rejection>,
+}

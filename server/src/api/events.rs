@@ -1,0 +1,94 @@
+//! `GET /api/events?record_set=ID`: server-sent events for one record set (and
+//! the events every viewer gets), with keep-alive and `Last-Event-ID` resume.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures::stream::{self, Stream, StreamExt};
+use model::{Event, EventKind};
+use serde::Deserialize;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::wrappers::BroadcastStream;
+
+use super::extract::ApiQuery;
+use super::ApiError;
+use crate::router::AppState;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventParams {
+    /// The record set whose events to receive; without it, only the events
+    /// every viewer gets (connector changes).
+    #[serde(default)]
+    pub record_set: Option<i64>,
+}
+
+fn sse(event: &Event) -> SseEvent {
+    let data = serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned());
+    SseEvent::default().id(event.id.to_string()).data(data)
+}
+
+fn resync(id: u64) -> SseEvent {
+    sse(&Event {
+        id,
+        record_set_id: None,
+        kind: EventKind::Resync,
+    })
+}
+
+pub async fn stream(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(params): ApiQuery<EventParams>,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    if let Some(id) = params.record_set {
+        state.engine.store.record_set(id).await?;
+    }
+    let bus = state.engine.events.clone();
+    let replay_bus = bus.clone();
+    // Subscribe before reading what was kept, so nothing falls in between.
+    let live = bus.subscribe();
+    let last_id: Option<u64> = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok());
+    let wanted = move |e: &Event| e.record_set_id.is_none() || e.record_set_id == params.record_set;
+
+    let (replay, replayed_to): (Vec<SseEvent>, u64) = match last_id {
+        None => (Vec::new(), replay_bus.next_id().saturating_sub(1)),
+        Some(last) => match replay_bus.since(last) {
+            Some(missed) => {
+                let to = missed.last().map_or(last, |e| e.id);
+                (
+                    missed
+                        .iter()
+                        .filter(|e| wanted(e))
+                        .map(|e| sse(e))
+                        .collect(),
+                    to,
+                )
+            }
+            // What was missed is no longer kept: the page must reload its state.
+            None => {
+                let now = replay_bus.next_id().saturating_sub(1);
+                (vec![resync(now)], now)
+            }
+        },
+    };
+    let live = BroadcastStream::new(live).filter_map(move |received| {
+        let out = match received {
+            Ok(event) if event.id > replayed_to && wanted(&event) => Some(sse(&event)),
+            Ok(_) => None,
+            // This subscriber fell behind and events were dropped for it.
+            Err(BroadcastStreamRecvError::Lagged(_)) => {
+                Some(resync(bus.next_id().saturating_sub(1)))
+            }
+        };
+        async move { out.map(Ok) }
+    });
+    let replay = stream::iter(replay.into_iter().map(Ok));
+    Ok(Sse::new(replay.chain(live)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}

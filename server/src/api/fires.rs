@@ -1,0 +1,166 @@
+//! Fires, their history and items, triage, and per-record overrides.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use engine::dispatch::FireRequest;
+use model::{
+    Envelope, EnvelopeStatus, FireReport, HistoryEntry, Item, Progress, TriageVerb, TriggeredBy,
+};
+use serde::{Deserialize, Serialize};
+
+use super::extract::{Actor, ApiJson};
+use super::ApiError;
+use crate::router::AppState;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FireBody {
+    pub pack: String,
+    /// Fire exactly this connector.
+    #[serde(default)]
+    pub connector: Option<String>,
+}
+
+/// `POST /api/records/{id}/fire` `{"pack": "...", "connector": optional}`:
+/// a fire completes in the request; the answer is the uniform envelope.
+pub async fn fire(
+    State(state): State<AppState>,
+    Path(record_id): Path<i64>,
+    Actor(actor): Actor,
+    ApiJson(body): ApiJson<FireBody>,
+) -> Result<Json<Envelope<FireReport>>, ApiError> {
+    if state.engine.catalog().pack(&body.pack).is_none() {
+        return Err(ApiError::BadRequest(format!(
+            "pack: no pack {:?}",
+            body.pack
+        )));
+    }
+    let report = state
+        .engine
+        .dispatcher
+        .fire(FireRequest {
+            record_id,
+            pack_id: body.pack,
+            connector: body.connector.filter(|c| !c.trim().is_empty()),
+            triggered_by: TriggeredBy::HumanRefire,
+            actor,
+            job_id: None,
+            parent: None,
+        })
+        .await?;
+    Ok(Json(Envelope {
+        status: EnvelopeStatus::Completed,
+        job_id: None,
+        progress: Progress { done: 1, total: 1 },
+        results: vec![report],
+        job: None,
+    }))
+}
+
+#[derive(Debug, Serialize)]
+pub struct Cancelled {
+    pub fire_id: i64,
+    pub cancelled: bool,
+}
+
+/// `POST /api/fires/{id}/cancel`
+pub async fn cancel(
+    State(state): State<AppState>,
+    Path(fire_id): Path<i64>,
+) -> Result<Json<Cancelled>, ApiError> {
+    if state.engine.dispatcher.cancel(fire_id) {
+        return Ok(Json(Cancelled {
+            fire_id,
+            cancelled: true,
+        }));
+    }
+    let (status, _) = state.engine.store.fire_status(fire_id).await?;
+    Err(ApiError::Conflict {
+        detail: format!("fire {fire_id} is not in flight here (it is {status})"),
+        current: None,
+    })
+}
+
+/// `GET /api/records/{id}/history`: every attempt, newest first.
+pub async fn history(
+    State(state): State<AppState>,
+    Path(record_id): Path<i64>,
+) -> Result<Json<Vec<HistoryEntry>>, ApiError> {
+    state.engine.store.record(record_id).await?;
+    Ok(Json(state.engine.store.history(record_id).await?))
+}
+
+/// `GET /api/records/{id}/items`: the curated layer of one record.
+pub async fn items(
+    State(state): State<AppState>,
+    Path(record_id): Path<i64>,
+) -> Result<Json<Vec<Item>>, ApiError> {
+    state.engine.store.record(record_id).await?;
+    Ok(Json(state.engine.store.items(record_id).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TriageBody {
+    pub verb: TriageVerb,
+    /// The item version the person saw.
+    pub version: i64,
+}
+
+/// `POST /api/items/{id}/triage` `{"verb": "accept-canonical", "version": 1}`.
+/// A stale version is refused with 409 and the item as it is now.
+pub async fn triage(
+    State(state): State<AppState>,
+    Path(item_id): Path<i64>,
+    Actor(actor): Actor,
+    ApiJson(body): ApiJson<TriageBody>,
+) -> Result<Json<Item>, ApiError> {
+    let item = state
+        .engine
+        .store
+        .triage(item_id, body.verb, body.version, &actor)
+        .await?;
+    let record = state.engine.store.record(item.record_id).await?;
+    state.engine.events.publish(
+        Some(record.record_set_id),
+        model::EventKind::ItemChanged {
+            item: item.clone(),
+            actor,
+        },
+    );
+    Ok(Json(item))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverrideBody {
+    /// The connector this record starts with for the pack; `null` clears it.
+    pub connector: Option<String>,
+}
+
+/// `PUT /api/records/{id}/overrides/{pack}` `{"connector": "serpapi" | null}`
+pub async fn set_override(
+    State(state): State<AppState>,
+    Path((record_id, pack_id)): Path<(i64, String)>,
+    Actor(actor): Actor,
+    ApiJson(body): ApiJson<OverrideBody>,
+) -> Result<StatusCode, ApiError> {
+    state.engine.store.record(record_id).await?;
+    if state.engine.catalog().pack(&pack_id).is_none() {
+        return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
+    }
+    if let Some(id) = &body.connector {
+        if state.engine.registry.by_id(id).is_none() {
+            return Err(ApiError::BadRequest(format!(
+                "connector: no connector {id:?} is registered"
+            )));
+        }
+    }
+    state
+        .engine
+        .store
+        .set_record_override(record_id, &pack_id, body.connector.as_deref(), &actor)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

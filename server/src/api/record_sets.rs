@@ -1,0 +1,344 @@
+//! Record sets: list, CSV import, delete, records with their chips, export.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use engine::import::{parse_csv, ImportError, ImportLimits};
+use engine::packs::PackConfig;
+use model::{ImportReport, Item, Record, RecordSetSummary};
+use serde::{Deserialize, Serialize};
+
+use super::extract::ApiQuery;
+use super::ApiError;
+use crate::router::AppState;
+
+/// The largest CSV file an import accepts.
+pub const MAX_IMPORT_BYTES: usize = 20 * 1024 * 1024;
+
+/// `GET /api/record-sets`
+pub async fn list(State(state): State<AppState>) -> Result<Json<Vec<RecordSetSummary>>, ApiError> {
+    Ok(Json(state.engine.store.list_record_sets().await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportParams {
+    pub name: String,
+    pub bundle: String,
+}
+
+/// `POST /api/record-sets?name=N&bundle=B` with a CSV body.
+pub async fn import(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<ImportParams>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
+    let name = params.name.trim();
+    if name.is_empty() || name.chars().count() > 200 {
+        return Err(ApiError::BadRequest(
+            "name: give the record set a name of 1 to 200 characters".into(),
+        ));
+    }
+    if state.engine.catalog().bundle(&params.bundle).is_none() {
+        let known: Vec<String> = state
+            .engine
+            .catalog()
+            .bundles()
+            .iter()
+            .map(|b| b.bundle_id.clone())
+            .collect();
+        return Err(ApiError::BadRequest(format!(
+            "bundle: no bundle {:?} (known: {})",
+            params.bundle,
+            known.join(", ")
+        )));
+    }
+    let limits = ImportLimits {
+        max_bytes: MAX_IMPORT_BYTES,
+        ..ImportLimits::default()
+    };
+    let parsed = parse_csv(&body, limits).map_err(|e| match e {
+        ImportError::TooLarge { .. } | ImportError::TooManyRecords { .. } => {
+            ApiError::TooLarge(e.to_string())
+        }
+        other => ApiError::BadRequest(format!("CSV body: {other}")),
+    })?;
+    if parsed.records.is_empty() {
+        return Err(ApiError::BadRequest(format!(
+            "CSV body: no line could be imported ({} rejected{})",
+            parsed.rejected.len(),
+            parsed
+                .rejected
+                .first()
+                .map(|r| format!("; line {}: {}", r.line, r.reason))
+                .unwrap_or_default()
+        )));
+    }
+    let id = state
+        .engine
+        .store
+        .create_record_set(name, &params.bundle, false, &parsed.records)
+        .await?;
+    tracing::info!(
+        record_set = id,
+        imported = parsed.records.len(),
+        rejected = parsed.rejected.len(),
+        "Record set imported."
+    );
+    Ok((
+        StatusCode::CREATED,
+        Json(ImportReport {
+            id,
+            imported: parsed.records.len() as u64,
+            rejected: parsed.rejected,
+        }),
+    ))
+}
+
+/// `DELETE /api/record-sets/{id}`
+pub async fn remove(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<StatusCode, ApiError> {
+    state.engine.store.delete_record_set(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    #[serde(default)]
+    pub offset: i64,
+    #[serde(default = "default_limit")]
+    pub limit: i64,
+}
+
+fn default_limit() -> i64 {
+    100
+}
+
+/// A page of a record set's records, each with its chips.
+#[derive(Debug, Serialize)]
+pub struct RecordsPage {
+    pub record_set: RecordSetSummary,
+    /// The packs of the set's bundle: the chips of every card, in order.
+    pub packs: Vec<PackConfig>,
+    pub offset: i64,
+    pub limit: i64,
+    pub records: Vec<Record>,
+}
+
+/// `GET /api/record-sets/{id}/records?offset=0&limit=100`
+pub async fn records(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    ApiQuery(page): ApiQuery<Page>,
+) -> Result<Json<RecordsPage>, ApiError> {
+    if page.offset < 0 || !(1..=1000).contains(&page.limit) {
+        return Err(ApiError::BadRequest(
+            "offset must be 0 or more and limit 1 to 1000".into(),
+        ));
+    }
+    let set = state.engine.store.record_set(id).await?;
+    let packs = bundle_packs(&state, &set.bundle_id);
+    let stored = state
+        .engine
+        .store
+        .records(id, page.offset, page.limit)
+        .await?;
+    let ids: Vec<i64> = stored.iter().map(|r| r.id).collect();
+    let mut chips = state.engine.dispatcher.chips(&ids, &packs).await?;
+    let records = stored
+        .into_iter()
+        .map(|r| Record {
+            chips: chips.remove(&r.id).unwrap_or_default(),
+            id: r.id,
+            record_set_id: r.record_set_id,
+            name: r.name,
+            fields: r.fields,
+        })
+        .collect();
+    Ok(Json(RecordsPage {
+        record_set: set,
+        packs,
+        offset: page.offset,
+        limit: page.limit,
+        records,
+    }))
+}
+
+fn bundle_packs(state: &AppState, bundle_id: &str) -> Vec<PackConfig> {
+    state
+        .engine
+        .catalog()
+        .bundle_packs(bundle_id)
+        .into_iter()
+        .map(|(p, _)| p.clone())
+        .collect()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportParams {
+    #[serde(default = "default_format")]
+    pub format: String,
+}
+
+fn default_format() -> String {
+    "json".to_owned()
+}
+
+/// One record of an export with its accepted items.
+#[derive(Debug, Serialize)]
+pub struct ExportedRecord {
+    pub id: i64,
+    pub name: String,
+    pub fields: Vec<model::Field>,
+    pub accepted: Vec<Item>,
+}
+
+/// `GET /api/record-sets/{id}/export?format=csv|json`: every record with its
+/// accepted items (the curated layer) and their provenance.
+pub async fn export(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    ApiQuery(params): ApiQuery<ExportParams>,
+) -> Result<Response, ApiError> {
+    let format = params.format.to_ascii_lowercase();
+    if format != "csv" && format != "json" {
+        return Err(ApiError::BadRequest(format!(
+            "format: expected csv or json, not {:?}",
+            params.format
+        )));
+    }
+    let set = state.engine.store.record_set(id).await?;
+    let mut exported = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = state.engine.store.records(id, offset, 1000).await?;
+        if page.is_empty() {
+            break;
+        }
+        offset += page.len() as i64;
+        let ids: Vec<i64> = page.iter().map(|r| r.id).collect();
+        let mut items = state.engine.store.items_of(&ids).await?;
+        items.retain(|i| i.state.is_accepted());
+        for r in page {
+            let accepted: Vec<Item> = items
+                .iter()
+                .filter(|i| i.record_id == r.id)
+                .cloned()
+                .collect();
+            exported.push(ExportedRecord {
+                id: r.id,
+                name: r.name,
+                fields: r.fields,
+                accepted,
+            });
+        }
+    }
+    let stem: String = set
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if format == "json" {
+        let disposition = format!("attachment; filename=\"{stem}.json\"");
+        return Ok(([(header::CONTENT_DISPOSITION, disposition)], Json(exported)).into_response());
+    }
+    let csv = to_csv(&exported).map_err(|e| ApiError::Internal(e.into()))?;
+    let disposition = format!("attachment; filename=\"{stem}.csv\"");
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        csv,
+    )
+        .into_response())
+}
+
+/// One row per accepted item; a record without any gets one row with empty
+/// item columns. Record fields follow the record's name, in file order.
+fn to_csv(records: &[ExportedRecord]) -> Result<String, csv::Error> {
+    let mut field_names: Vec<&str> = Vec::new();
+    for r in records {
+        for f in &r.fields {
+            if !field_names.contains(&f.name.as_str()) {
+                field_names.push(&f.name);
+            }
+        }
+    }
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let mut header = vec!["record_id", "name"];
+    header.extend(field_names.iter().copied());
+    header.extend([
+        "intent",
+        "state",
+        "url",
+        "title",
+        "snippet",
+        "connectors",
+        "first_seen_at",
+        "triaged_by",
+        "triaged_at",
+    ]);
+    out.write_record(&header)?;
+    for r in records {
+        let mut base = vec![r.id.to_string(), csv_safe(&r.name)];
+        for name in &field_names {
+            base.push(
+                r.fields
+                    .iter()
+                    .find(|f| f.name == *name)
+                    .map(|f| csv_safe(&f.value))
+                    .unwrap_or_default(),
+            );
+        }
+        if r.accepted.is_empty() {
+            let mut row = base.clone();
+            row.extend(std::iter::repeat_n(String::new(), 9));
+            out.write_record(&row)?;
+        }
+        for item in &r.accepted {
+            let mut connectors: Vec<&str> = item
+                .evidence
+                .iter()
+                .map(|e| e.connector_id.as_str())
+                .collect();
+            connectors.dedup();
+            let mut row = base.clone();
+            row.extend([
+                item.intent.name().to_owned(),
+                item.state.name().to_owned(),
+                csv_safe(&item.url),
+                csv_safe(&item.title),
+                csv_safe(&item.snippet),
+                connectors.join(" "),
+                item.first_seen_at.to_string(),
+                item.triaged_by.clone().unwrap_or_default(),
+                item.triaged_at.map(|t| t.to_string()).unwrap_or_default(),
+            ]);
+            out.write_record(&row)?;
+        }
+    }
+    let bytes = out.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Provider text opened in a spreadsheet must not run as a formula.
+fn csv_safe(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    }
+}

@@ -1,0 +1,51 @@
+//! Start-up: from a [`Config`] to a ready [`AppState`]: database, catalogue,
+//! engine, demo data, recovery of what a previous run left unfinished.
+
+use anyhow::Context;
+use engine::packs::Catalog;
+use engine::store::{redact_url, Store};
+use engine::{Engine, EngineConfig};
+
+use crate::{AppState, Config};
+
+/// Connects, migrates and builds the engine, without registering connectors
+/// or recovering jobs: tests register their own connectors before [`finish`].
+pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
+    let store = Store::connect(&config.database_url)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot open the database {}",
+                redact_url(&config.database_url)
+            )
+        })?;
+    let catalog = match &config.packs_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the packs file {}", path.display()))?;
+            Catalog::from_toml(&text).with_context(|| format!("packs file {}", path.display()))?
+        }
+        None => Catalog::builtin(),
+    };
+    let engine = Engine::new(store, catalog, None, EngineConfig::default());
+    Ok(AppState {
+        leptos_options: config.leptos_options(),
+        engine,
+    })
+}
+
+/// Loads demo data when asked and resumes unfinished work. Call after the
+/// connectors are registered.
+pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<()> {
+    if config.demo {
+        if let Some(id) = engine::demo::load_demo_record_set(&state.engine.store).await? {
+            tracing::info!(record_set = id, "Loaded the demo record set.");
+        }
+    }
+    state
+        .engine
+        .recover()
+        .await
+        .context("recovering unfinished work")?;
+    Ok(())
+}
