@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use model::{EventKind, FireOutcome, FireReport, Job, JobStatus, TriggeredBy};
+use model::{ChipState, EventKind, FireOutcome, FireReport, Job, JobStatus, TriggeredBy};
 use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::{DispatchError, Dispatcher, FireRequest};
@@ -36,7 +36,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The task outcome a fire report stands for.
+/// The task outcome a fire report stands for. A fire that tried nothing
+/// (every connector already found results, say, after a crash between an
+/// attempt and the end of its fire) stands for what the chip shows.
 fn outcome_of(report: &FireReport) -> &'static str {
     if report
         .attempts
@@ -45,9 +47,11 @@ fn outcome_of(report: &FireReport) -> &'static str {
     {
         return FireOutcome::Found.name();
     }
-    match report.attempts.last().and_then(|a| a.outcome) {
-        Some(outcome) => outcome.name(),
-        None => "skipped",
+    match (report.attempts.last().and_then(|a| a.outcome), &report.chip) {
+        (Some(outcome), _) => outcome.name(),
+        (None, ChipState::Found { .. }) => FireOutcome::Found.name(),
+        (None, ChipState::NotFound) => FireOutcome::NotFound.name(),
+        (None, _) => "skipped",
     }
 }
 

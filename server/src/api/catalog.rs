@@ -7,7 +7,7 @@ use engine::store::StatusChange;
 use model::{Capability, ConnectorInfo};
 use serde::{Deserialize, Serialize};
 
-use super::extract::Actor;
+use super::extract::{Actor, ApiBytes};
 use super::ApiError;
 use crate::router::AppState;
 
@@ -75,15 +75,9 @@ pub async fn disable(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Actor(actor): Actor,
-    body: axum::body::Bytes,
+    body: ApiBytes,
 ) -> Result<Json<ConnectorInfo>, ApiError> {
-    let reason = if body.iter().all(u8::is_ascii_whitespace) {
-        String::new()
-    } else {
-        serde_json::from_slice::<DisableBody>(&body)
-            .map_err(|e| ApiError::BadRequest(format!("request body: {e}")))?
-            .reason
-    };
+    let reason = body.json_or_default::<DisableBody>()?.reason;
     state.engine.registry.disable(&id, &actor, &reason).await?;
     info(&state, &id)
 }

@@ -28,3 +28,38 @@ impl<S: Send + Sync> FromRequestParts<S> for Actor {
         Ok(Actor("anonymous".to_owned()))
     }
 }
+
+/// A raw body; one over the route's size limit is a 413 `{error, detail}`.
+#[derive(Debug)]
+pub struct ApiBytes(pub axum::body::Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for ApiBytes {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        axum::body::Bytes::from_request(req, state)
+            .await
+            .map(ApiBytes)
+            .map_err(|e| {
+                if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::TooLarge(format!(
+                        "the request body is over the limit: {}",
+                        e.body_text()
+                    ))
+                } else {
+                    ApiError::BadRequest(format!("request body: {}", e.body_text()))
+                }
+            })
+    }
+}
+
+impl ApiBytes {
+    /// Parses the body as JSON, or gives `T::default()` when it is empty.
+    pub fn json_or_default<T: serde::de::DeserializeOwned + Default>(&self) -> Result<T, ApiError> {
+        if self.0.iter().all(u8::is_ascii_whitespace) {
+            return Ok(T::default());
+        }
+        serde_json::from_slice(&self.0)
+            .map_err(|e| ApiError::BadRequest(format!("request body: {e}")))
+    }
+}

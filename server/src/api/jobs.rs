@@ -2,14 +2,13 @@
 
 use std::time::Duration;
 
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use model::{Envelope, EnvelopeStatus, Job, JobStatus};
 use serde::Deserialize;
 
-use super::extract::Actor;
+use super::extract::{Actor, ApiBytes};
 use super::ApiError;
 use crate::router::AppState;
 
@@ -48,14 +47,9 @@ pub async fn fanout(
     State(state): State<AppState>,
     Path(set_id): Path<i64>,
     Actor(actor): Actor,
-    body: Bytes,
+    body: ApiBytes,
 ) -> Result<(StatusCode, Json<Envelope<()>>), ApiError> {
-    let body: FanoutBody = if body.iter().all(u8::is_ascii_whitespace) {
-        FanoutBody::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| ApiError::BadRequest(format!("request body: {e}")))?
-    };
+    let body: FanoutBody = body.json_or_default()?;
     let set = state.engine.store.record_set(set_id).await?;
     let packs: Vec<String> = {
         let catalog = state.engine.catalog();

@@ -1,6 +1,5 @@
 //! Record sets: list, CSV import, delete, records with their chips, export.
 
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -10,7 +9,7 @@ use engine::packs::PackConfig;
 use model::{ImportReport, Item, Record, RecordSetSummary};
 use serde::{Deserialize, Serialize};
 
-use super::extract::ApiQuery;
+use super::extract::{ApiBytes, ApiQuery};
 use super::ApiError;
 use crate::router::AppState;
 
@@ -33,7 +32,7 @@ pub struct ImportParams {
 pub async fn import(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<ImportParams>,
-    body: Bytes,
+    ApiBytes(body): ApiBytes,
 ) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
     let name = params.name.trim();
     if name.is_empty() || name.chars().count() > 200 {

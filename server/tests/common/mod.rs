@@ -91,3 +91,92 @@ impl Drop for TestServer {
         }
     }
 }
+
+/// Test conveniences over the REST door.
+impl TestServer {
+    pub async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
+        let res = self.client.get(self.at(path)).send().await.unwrap();
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
+    pub async fn post_json(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let res = self
+            .client
+            .post(self.at(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
+    /// Imports a CSV as a record set under `bundle`; returns the import report.
+    pub async fn import(&self, name: &str, bundle: &str, csv: &str) -> (u16, serde_json::Value) {
+        let res = self
+            .client
+            .post(self.at("/api/record-sets"))
+            .query(&[("name", name), ("bundle", bundle)])
+            .header("content-type", "text/csv")
+            .body(csv.to_owned())
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
+    /// The ids of a record set's records, in order.
+    pub async fn record_ids(&self, set_id: i64) -> Vec<i64> {
+        let (_, page) = self
+            .get_json(&format!("/api/record-sets/{set_id}/records?limit=1000"))
+            .await;
+        page["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect()
+    }
+
+    /// Fires a pack on a record, optionally through one connector.
+    pub async fn fire(
+        &self,
+        record: i64,
+        pack: &str,
+        connector: Option<&str>,
+    ) -> serde_json::Value {
+        let (status, body) = self
+            .post_json(
+                &format!("/api/records/{record}/fire"),
+                serde_json::json!({ "pack": pack, "connector": connector }),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["status"], "completed");
+        body["results"][0].clone()
+    }
+}
+
+/// A packs file with one pack per chain under test, all in bundle `test`.
+pub const TEST_PACKS: &str = r#"
+[[pack]]
+pack_id = "web"
+display_name = "Web"
+short_label = "w"
+intent = "search.web"
+query_template = "{name} {city}"
+preferred_connectors = ["alpha", "beta", "gamma"]
+
+[[pack]]
+pack_id = "news"
+display_name = "News"
+short_label = "n"
+intent = "search.news"
+
+[[bundle]]
+bundle_id = "test"
+display_name = "Test"
+members = [{ pack = "web" }, { pack = "news" }]
+"#;

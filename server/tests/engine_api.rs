@@ -1,0 +1,690 @@
+//! The engine end to end through the REST door: chain walk, statuses, caps,
+//! additive re-fire, triage conflicts, import, export, cancel and SSE, against
+//! scripted local connectors, on SQLite and PostgreSQL.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{TestServer, TEST_PACKS};
+use engine::connector::FireError;
+use engine::packs::Catalog;
+use engine::scripted::{ScriptedConnector, Step};
+use engine::store::testing::{self, TestDatabase};
+use model::{BuiltinCapability as B, Capability, CostTier};
+use serde_json::{json, Value};
+
+const CSV: &str = "name,city\nAcme,Lyon\nBolt,Oslo\n";
+
+fn web() -> Vec<Capability> {
+    vec![B::SearchWeb.into()]
+}
+
+/// A server with the test catalogue and the given scripted connectors.
+async fn server(
+    db: TestDatabase,
+    connectors: &[(&str, CostTier, Arc<ScriptedConnector>)],
+) -> TestServer {
+    let connectors: Vec<_> = connectors
+        .iter()
+        .map(|(id, tier, c)| (id.to_string(), *tier, c.clone()))
+        .collect();
+    TestServer::start_with(db, move |state| {
+        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        for (id, tier, c) in connectors {
+            state
+                .engine
+                .registry
+                .register(ScriptedConnector::registration(&id, tier, &web()), c)
+                .unwrap();
+        }
+    })
+    .await
+}
+
+async fn imported(server: &TestServer) -> (i64, Vec<i64>) {
+    let (status, report) = server.import("Companies", "test", CSV).await;
+    assert_eq!(status, 201, "{report}");
+    let set = report["id"].as_i64().unwrap();
+    (set, server.record_ids(set).await)
+}
+
+fn outcomes(report: &Value) -> Vec<(String, String)> {
+    report["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["connector_id"].as_str().unwrap().to_owned(),
+                a["outcome"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+async fn on_every_backend<F, Fut>(scenario: F)
+where
+    F: Fn(TestDatabase) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for db in testing::all().await {
+        eprintln!("-- on {}", db.kind());
+        scenario(db).await;
+    }
+}
+
+#[tokio::test]
+async fn the_chain_walks_past_empty_and_failing_connectors_and_logs_each_attempt() {
+    on_every_backend(|db| async {
+        let alpha = ScriptedConnector::new("alpha", [Step::Empty]);
+        let beta = ScriptedConnector::new(
+            "beta",
+            [Step::Fail(FireError::Malformed {
+                reason: "no JSON".into(),
+            })],
+        );
+        let gamma = ScriptedConnector::new("gamma", [Step::Found(3)]);
+        let server = server(
+            db,
+            &[
+                ("alpha", CostTier::Free, alpha.clone()),
+                ("beta", CostTier::Free, beta),
+                ("gamma", CostTier::Paid, gamma.clone()),
+            ],
+        )
+        .await;
+        let (_, records) = imported(&server).await;
+
+        let report = server.fire(records[0], "web", None).await;
+        assert_eq!(
+            outcomes(&report),
+            pairs(&[
+                ("alpha", "not_found"),
+                ("beta", "error"),
+                ("gamma", "found")
+            ])
+        );
+        assert_eq!(report["chip"], json!({"state": "found", "count": 3}));
+        assert_eq!(report["items"].as_array().unwrap().len(), 3);
+        // The query template took the record's fields.
+        assert_eq!(alpha.queries(), ["Acme Lyon"]);
+
+        let (_, history) = server
+            .get_json(&format!("/api/records/{}/history", records[0]))
+            .await;
+        let history = history.as_array().unwrap();
+        assert_eq!(history.len(), 3);
+        for entry in history {
+            assert_eq!(entry["triggered_by"], "human-refire");
+            assert_eq!(entry["actor"], "anonymous");
+            assert!(entry["finished_at"].as_i64().unwrap() >= entry["fired_at"].as_i64().unwrap());
+        }
+        assert!(history
+            .iter()
+            .any(|e| e["error"].as_str().is_some_and(|m| m.contains("no JSON"))));
+
+        // The next click starts at the first connector that has not found results.
+        let report = server.fire(records[0], "web", None).await;
+        let tried: Vec<String> = outcomes(&report).into_iter().map(|(c, _)| c).collect();
+        assert!(!tried.contains(&"gamma".to_owned()), "{report}");
+        assert!(report["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["connector_id"] == "gamma"
+                && s["reason"].as_str().unwrap().contains("already found")));
+        // Other records are untouched.
+        let (_, page) = server
+            .get_json(&format!("/api/record-sets/{}/records", report["record_id"]))
+            .await;
+        let _ = page;
+        server.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn rate_limits_and_refused_keys_take_a_connector_out_of_the_chain() {
+    let alpha = ScriptedConnector::new(
+        "alpha",
+        [Step::Fail(FireError::RateLimited {
+            retry_after: Some(Duration::from_secs(3600)),
+            reason: "HTTP 429".into(),
+        })],
+    );
+    let beta = ScriptedConnector::new(
+        "beta",
+        [Step::Fail(FireError::AuthFailed {
+            reason: "HTTP 401".into(),
+        })],
+    );
+    let gamma = ScriptedConnector::new("gamma", [Step::Found(1)]);
+    let server = server(
+        testing::sqlite(),
+        &[
+            ("alpha", CostTier::Free, alpha.clone()),
+            ("beta", CostTier::Free, beta.clone()),
+            ("gamma", CostTier::Free, gamma),
+        ],
+    )
+    .await;
+    let (_, records) = imported(&server).await;
+
+    let report = server.fire(records[0], "web", None).await;
+    assert_eq!(
+        outcomes(&report),
+        pairs(&[
+            ("alpha", "rate_limited"),
+            ("beta", "error"),
+            ("gamma", "found")
+        ])
+    );
+    let (_, connectors) = server.get_json("/api/connectors").await;
+    let status = |id: &str| {
+        connectors
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(status("alpha")["status"], "rate-limited");
+    assert!(status("alpha")["until"].as_i64().unwrap() > 0);
+    assert_eq!(status("beta")["status"], "auth-failed");
+    assert!(status("beta")["status_reason"]
+        .as_str()
+        .unwrap()
+        .contains("401"));
+
+    // The next record's fire skips both without calling them.
+    let report = server.fire(records[1], "web", None).await;
+    assert_eq!(outcomes(&report), pairs(&[("gamma", "found")]));
+    assert_eq!(alpha.calls(), 1);
+    assert_eq!(beta.calls(), 1);
+
+    // A person re-enables the refused one; the audit trail says who and why.
+    let (code, info) = server
+        .post_json("/api/connectors/beta/enable", json!({}))
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(info["status"], "available");
+    let (_, audit) = server.get_json("/api/connectors/beta/audit").await;
+    let audit = audit.as_array().unwrap();
+    assert_eq!(audit[0]["status"], "available");
+    assert_eq!(audit[0]["actor"], "anonymous");
+    assert_eq!(audit[1]["status"], "auth-failed");
+    assert_eq!(audit[1]["actor"], "system");
+}
+
+#[tokio::test]
+async fn an_explicit_disabled_connector_falls_back_and_says_so() {
+    let alpha = ScriptedConnector::new("alpha", [Step::Found(1)]);
+    let beta = ScriptedConnector::new("beta", [Step::Found(2)]);
+    let server = server(
+        testing::sqlite(),
+        &[
+            ("alpha", CostTier::Free, alpha.clone()),
+            ("beta", CostTier::Free, beta.clone()),
+        ],
+    )
+    .await;
+    let (_, records) = imported(&server).await;
+
+    let (code, _) = server
+        .post_json(
+            "/api/connectors/beta/disable",
+            json!({"reason": "quota spent"}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    let report = server.fire(records[0], "web", Some("beta")).await;
+    assert_eq!(outcomes(&report), pairs(&[("alpha", "found")]));
+    assert!(
+        report["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("beta cannot fire (disabled: quota spent)"),
+        "{report}"
+    );
+    assert_eq!(beta.calls(), 0);
+
+    // An explicit connector that can fire is the whole chain, even after results.
+    server
+        .post_json("/api/connectors/beta/enable", json!({}))
+        .await;
+    let report = server.fire(records[0], "web", Some("alpha")).await;
+    assert_eq!(outcomes(&report), pairs(&[("alpha", "found")]));
+}
+
+#[tokio::test]
+async fn a_daily_cap_is_enforced_from_the_database() {
+    let alpha = ScriptedConnector::new("alpha", [Step::Empty]);
+    let beta = ScriptedConnector::new("beta", [Step::Empty]);
+    let server = TestServer::start_with(testing::sqlite(), {
+        let (alpha, beta) = (alpha.clone(), beta.clone());
+        move |state| {
+            *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+            let mut reg = ScriptedConnector::registration("alpha", CostTier::Paid, &web());
+            reg.rate_hints.daily_cap = Some(2);
+            state.engine.registry.register(reg, alpha).unwrap();
+            state
+                .engine
+                .registry
+                .register(
+                    ScriptedConnector::registration("beta", CostTier::Free, &web()),
+                    beta,
+                )
+                .unwrap();
+        }
+    })
+    .await;
+    let (_, records) = imported(&server).await;
+    for _ in 0..3 {
+        server.fire(records[0], "web", None).await;
+    }
+    assert_eq!(alpha.calls(), 2, "the third fire must not reach alpha");
+    assert_eq!(beta.calls(), 3);
+    let report = server.fire(records[1], "web", None).await;
+    assert!(
+        report["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["connector_id"] == "alpha" && s["reason"] == "daily cap of 2 fires reached"),
+        "{report}"
+    );
+    let (_, connectors) = server.get_json("/api/connectors").await;
+    let alpha_view = connectors
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "alpha")
+        .unwrap()
+        .clone();
+    assert_eq!(alpha_view["fires_today"], 2);
+    assert_eq!(alpha_view["rate_hints"]["daily_cap"], 2);
+}
+
+#[tokio::test]
+async fn a_refire_adds_evidence_and_never_changes_triage() {
+    on_every_backend(|db| async {
+        let same = |path: &str| engine::connector::ConnectorResult {
+            url: format!("https://www.linkedin.com/company/acme{path}"),
+            title: "Acme on LinkedIn".into(),
+            snippet: String::new(),
+            raw: serde_json::Value::Null,
+        };
+        let alpha = ScriptedConnector::new("alpha", [Step::Results(vec![same("/")])]);
+        let beta = ScriptedConnector::new(
+            "beta",
+            [Step::Results(vec![
+                same("?utm_source=x"),
+                engine::connector::ConnectorResult {
+                    url: "https://acme.example/".into(),
+                    title: "Acme".into(),
+                    snippet: "home".into(),
+                    raw: serde_json::Value::Null,
+                },
+            ])],
+        );
+        let server = server(
+            db,
+            &[
+                ("alpha", CostTier::Free, alpha),
+                ("beta", CostTier::Free, beta),
+            ],
+        )
+        .await;
+        let (_, records) = imported(&server).await;
+        let first = server.fire(records[0], "web", None).await;
+        let item = &first["items"][0];
+        let (code, accepted) = server
+            .post_json(
+                &format!("/api/items/{}/triage", item["id"]),
+                json!({"verb": "accept-canonical", "version": item["version"]}),
+            )
+            .await;
+        assert_eq!(code, 200, "{accepted}");
+        assert_eq!(accepted["state"], "accepted-canonical");
+
+        // Re-fire through the other connector: same page found again, one new.
+        let second = server.fire(records[0], "web", Some("beta")).await;
+        assert_eq!(second["chip"], json!({"state": "found", "count": 2}));
+        let (_, items) = server
+            .get_json(&format!("/api/records/{}/items", records[0]))
+            .await;
+        let items = items.as_array().unwrap();
+        assert_eq!(items.len(), 2, "the same URL must not become a second item");
+        let kept = items.iter().find(|i| i["id"] == item["id"]).unwrap();
+        assert_eq!(kept["state"], "accepted-canonical");
+        assert_eq!(kept["version"], accepted["version"]);
+        let finders: Vec<&str> = kept["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["connector_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(finders, ["alpha", "beta"]);
+        let new = items.iter().find(|i| i["id"] != item["id"]).unwrap();
+        assert_eq!(new["state"], "new");
+        server.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stale_triage_is_refused_with_the_current_state_and_undo_goes_back() {
+    on_every_backend(|db| async {
+        let alpha = ScriptedConnector::new("alpha", [Step::Found(1)]);
+        let server = server(db, &[("alpha", CostTier::Free, alpha)]).await;
+        let (_, records) = imported(&server).await;
+        let report = server.fire(records[0], "web", None).await;
+        let id = report["items"][0]["id"].as_i64().unwrap();
+        let path = format!("/api/items/{id}/triage");
+
+        let (code, first) = server
+            .post_json(&path, json!({"verb": "accept-context", "version": 1}))
+            .await;
+        assert_eq!(code, 200);
+        assert_eq!(first["version"], 2);
+        // A second person acting on what they saw at version 1 is refused.
+        let (code, conflict) = server
+            .post_json(&path, json!({"verb": "discard", "version": 1}))
+            .await;
+        assert_eq!(code, 409, "{conflict}");
+        assert_eq!(conflict["error"], "conflict");
+        assert_eq!(conflict["current"]["state"], "accepted-context");
+        assert_eq!(conflict["current"]["version"], 2);
+
+        let (_, discarded) = server
+            .post_json(&path, json!({"verb": "discard", "version": 2}))
+            .await;
+        assert_eq!(discarded["state"], "discarded");
+        let (_, undone) = server
+            .post_json(&path, json!({"verb": "undo", "version": 3}))
+            .await;
+        assert_eq!(undone["state"], "accepted-context");
+        let (_, undone) = server
+            .post_json(&path, json!({"verb": "undo", "version": 4}))
+            .await;
+        assert_eq!(undone["state"], "new");
+        let (code, nothing) = server
+            .post_json(&path, json!({"verb": "undo", "version": 5}))
+            .await;
+        assert_eq!(code, 409, "{nothing}");
+
+        let (code, bad) = server
+            .post_json(&path, json!({"verb": "love", "version": 5}))
+            .await;
+        assert_eq!(code, 400);
+        assert!(bad["detail"].as_str().unwrap().contains("verb"), "{bad}");
+        server.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn csv_import_keeps_good_lines_and_reports_bad_ones() {
+    on_every_backend(|db| async {
+        let server = server(db, &[]).await;
+        let csv = "name,city\nAcme,Lyon\n,Paris\nBolt,Oslo,extra\nCorp,Rome\n";
+        let (code, report) = server.import("Mixed", "test", csv).await;
+        assert_eq!(code, 201, "{report}");
+        assert_eq!(report["imported"], 2);
+        assert_eq!(
+            report["rejected"],
+            json!([
+                {"line": 3, "reason": "the name is empty"},
+                {"line": 4, "reason": "3 values for 2 columns"},
+            ])
+        );
+        let ids = server.record_ids(report["id"].as_i64().unwrap()).await;
+        assert_eq!(ids.len(), 2);
+
+        let (code, err) = server.import("No name", "test", "city\nLyon\n").await;
+        assert_eq!(code, 400);
+        assert!(
+            err["detail"].as_str().unwrap().contains("no 'name' column"),
+            "{err}"
+        );
+        let (code, err) = server.import("Bad bundle", "nope", CSV).await;
+        assert_eq!(code, 400);
+        assert!(
+            err["detail"].as_str().unwrap().starts_with("bundle:"),
+            "{err}"
+        );
+
+        let (_, sets) = server.get_json("/api/record-sets").await;
+        assert_eq!(sets.as_array().unwrap().len(), 1);
+        server.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_oversized_import_is_refused_with_413() {
+    let server = server(testing::sqlite(), &[]).await;
+    let big = format!("name\n{}", "x\n".repeat(api_limit() / 2 + 10));
+    let (code, err) = server.import("Big", "test", &big).await;
+    assert_eq!(code, 413, "{err}");
+    assert_eq!(err["error"], "too_large");
+}
+
+fn api_limit() -> usize {
+    server::api::MAX_IMPORT_BYTES
+}
+
+#[tokio::test]
+async fn exports_carry_accepted_items_with_provenance() {
+    let alpha = ScriptedConnector::new("alpha", [Step::Found(2)]);
+    let server = server(testing::sqlite(), &[("alpha", CostTier::Free, alpha)]).await;
+    let (set, records) = imported(&server).await;
+    let report = server.fire(records[0], "web", None).await;
+    let id = report["items"][0]["id"].as_i64().unwrap();
+    server
+        .post_json(
+            &format!("/api/items/{id}/triage"),
+            json!({"verb": "accept-canonical", "version": 1}),
+        )
+        .await;
+
+    let (code, json_export) = server
+        .get_json(&format!("/api/record-sets/{set}/export?format=json"))
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(json_export[0]["accepted"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        json_export[0]["accepted"][0]["evidence"][0]["connector_id"],
+        "alpha"
+    );
+    assert_eq!(json_export[1]["accepted"].as_array().unwrap().len(), 0);
+
+    let res = server
+        .client
+        .get(server.at(&format!("/api/record-sets/{set}/export?format=csv")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/csv"));
+    let text = res.text().await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("record_id,name,city,intent,state,url"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("Acme,Lyon,search.web,accepted-canonical,https://alpha.test/"),
+        "{text}"
+    );
+    assert!(lines[2].contains("Bolt,Oslo,,,"), "{text}");
+
+    let (code, _) = server
+        .get_json(&format!("/api/record-sets/{set}/export?format=xml"))
+        .await;
+    assert_eq!(code, 400);
+}
+
+#[tokio::test]
+async fn a_fire_in_flight_can_be_cancelled() {
+    let slow = ScriptedConnector::new(
+        "alpha",
+        [Step::Delay(
+            Duration::from_secs(30),
+            Box::new(Step::Found(1)),
+        )],
+    );
+    let server = server(testing::sqlite(), &[("alpha", CostTier::Free, slow)]).await;
+    let (_, records) = imported(&server).await;
+    let firing = {
+        let client = server.client.clone();
+        let url = server.at(&format!("/api/records/{}/fire", records[0]));
+        tokio::spawn(async move {
+            client
+                .post(url)
+                .json(&json!({"pack": "web"}))
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        })
+    };
+    // Wait for the attempt to be in flight, then cancel its fire.
+    let fire_id = loop {
+        let (_, history) = server
+            .get_json(&format!("/api/records/{}/history", records[0]))
+            .await;
+        if let Some(entry) = history.as_array().and_then(|h| h.first()) {
+            break entry["fire_id"].as_i64().unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let (code, _) = server
+        .post_json(&format!("/api/fires/{fire_id}/cancel"), json!({}))
+        .await;
+    assert_eq!(code, 200);
+    let envelope = tokio::time::timeout(Duration::from_secs(5), firing)
+        .await
+        .expect("the fire ends at once")
+        .unwrap();
+    let report = &envelope["results"][0];
+    assert_eq!(outcomes(report), pairs(&[("alpha", "cancelled")]));
+    assert_eq!(report["chip"]["state"], "idle");
+    let (code, _) = server
+        .post_json(&format!("/api/fires/{fire_id}/cancel"), json!({}))
+        .await;
+    assert_eq!(code, 409, "a finished fire cannot be cancelled");
+}
+
+#[tokio::test]
+async fn bad_requests_name_what_is_wrong() {
+    let server = server(testing::sqlite(), &[]).await;
+    let (_, records) = imported(&server).await;
+    let cases = [
+        (
+            format!("/api/records/{}/fire", records[0]),
+            json!({"pack": "nope"}),
+            400,
+            "pack",
+        ),
+        (
+            format!("/api/records/{}/fire", records[0]),
+            json!({"pak": "web"}),
+            400,
+            "unknown field",
+        ),
+        (
+            "/api/records/999999/fire".to_owned(),
+            json!({"pack": "web"}),
+            404,
+            "record 999999",
+        ),
+        (
+            "/api/connectors/ghost/disable".to_owned(),
+            json!({}),
+            404,
+            "ghost",
+        ),
+        (
+            "/api/items/77/triage".to_owned(),
+            json!({"verb": "discard", "version": 1}),
+            404,
+            "item 77",
+        ),
+    ];
+    for (path, body, code, needle) in cases {
+        let (got, err) = server.post_json(&path, body).await;
+        assert_eq!(got, code, "{path}: {err}");
+        assert!(
+            err["detail"].as_str().unwrap().contains(needle),
+            "{path}: {err}"
+        );
+    }
+    let res = server
+        .client
+        .post(server.at(&format!("/api/records/{}/fire", records[0])))
+        .body("{not json")
+        .header("content-type", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    let (code, err) = server.get_json("/api/record-sets/1/records?limit=0").await;
+    assert_eq!(code, 400, "{err}");
+    let (code, _) = server.get_json("/api/record-sets/abc/records").await;
+    assert!(code == 400 || code == 404);
+}
+
+#[tokio::test]
+async fn catalogue_routes_list_capabilities_packs_and_bundles() {
+    let server = server(
+        testing::sqlite(),
+        &[(
+            "alpha",
+            CostTier::Free,
+            ScriptedConnector::new("alpha", [Step::Empty]),
+        )],
+    )
+    .await;
+    let (_, caps) = server.get_json("/api/capabilities").await;
+    let web = caps
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "search.web")
+        .unwrap();
+    assert_eq!(web["connectors"], 1);
+    assert_eq!(caps.as_array().unwrap().len(), 15);
+    let (_, packs) = server.get_json("/api/packs").await;
+    assert_eq!(packs[0]["pack_id"], "web");
+    let (_, bundles) = server.get_json("/api/bundles").await;
+    assert_eq!(bundles[0]["bundle_id"], "test");
+    let (_, connectors) = server.get_json("/api/connectors").await;
+    let alpha = &connectors[0];
+    for field in [
+        "id",
+        "display_name",
+        "short_label",
+        "capabilities",
+        "cost_tier",
+        "requires_env",
+        "rate_hints",
+        "status",
+    ] {
+        assert!(alpha.get(field).is_some(), "{field} missing: {alpha}");
+    }
+}

@@ -1,0 +1,390 @@
+//! Fan-out jobs (progress, cancel, resume after a crash) and the live event
+//! stream (delivery, filtering by record set, Last-Event-ID resume).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{TestServer, TEST_PACKS};
+use engine::packs::Catalog;
+use engine::scripted::{ScriptedConnector, Step};
+use engine::store::testing::{self, TestDatabase};
+use futures::StreamExt;
+use model::{BuiltinCapability as B, Capability, CostTier, JobStatus};
+use serde_json::{json, Value};
+
+fn caps() -> Vec<Capability> {
+    vec![B::SearchWeb.into(), B::SearchNews.into()]
+}
+
+fn setup(connector: Arc<ScriptedConnector>) -> impl FnOnce(&server::AppState) {
+    move |state| {
+        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        state
+            .engine
+            .registry
+            .register(
+                ScriptedConnector::registration("alpha", CostTier::Free, &caps()),
+                connector,
+            )
+            .unwrap();
+    }
+}
+
+fn csv(n: usize) -> String {
+    let mut csv = String::from("name,city\n");
+    for i in 0..n {
+        csv.push_str(&format!("Company {i},City {i}\n"));
+    }
+    csv
+}
+
+async fn wait_for_job(server: &TestServer, job: i64) -> Value {
+    for _ in 0..500 {
+        let (_, envelope) = server.get_json(&format!("/api/jobs/{job}")).await;
+        if envelope["status"] == "completed" {
+            return envelope;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("job {job} never completed");
+}
+
+#[tokio::test]
+async fn a_fanout_runs_every_pack_over_every_record() {
+    for db in testing::all().await {
+        // Found, then empty, alternating.
+        let alpha = ScriptedConnector::new(
+            "alpha",
+            (0..10).map(|i| {
+                if i % 2 == 0 {
+                    Step::Found(1)
+                } else {
+                    Step::Empty
+                }
+            }),
+        );
+        let server = TestServer::start_with(db, setup(alpha.clone())).await;
+        let (_, report) = server.import("Five", "test", &csv(5)).await;
+        let set = report["id"].as_i64().unwrap();
+
+        let (code, envelope) = server
+            .post_json(&format!("/api/record-sets/{set}/fanout"), json!({}))
+            .await;
+        assert_eq!(code, 202, "{envelope}");
+        assert_eq!(envelope["status"], "pending");
+        assert_eq!(envelope["progress"]["total"], 10);
+        let job = envelope["job_id"].as_i64().unwrap();
+        let done = wait_for_job(&server, job).await;
+        assert_eq!(done["progress"], json!({"done": 10, "total": 10}));
+        assert_eq!(
+            done["job"]["found"].as_u64().unwrap() + done["job"]["not_found"].as_u64().unwrap(),
+            10
+        );
+        assert_eq!(alpha.calls(), 10);
+
+        // Every chip now says what its fire found; history says why it fired.
+        let (_, page) = server
+            .get_json(&format!("/api/record-sets/{set}/records"))
+            .await;
+        for record in page["records"].as_array().unwrap() {
+            for chip in record["chips"].as_array().unwrap() {
+                assert!(
+                    chip["state"] == "found" || chip["state"] == "not_found",
+                    "{chip}"
+                );
+            }
+        }
+        let first = page["records"][0]["id"].as_i64().unwrap();
+        let (_, history) = server
+            .get_json(&format!("/api/records/{first}/history"))
+            .await;
+        assert_eq!(history[0]["triggered_by"], "initial-fanout");
+        assert!(history[0]["actor"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("job {job}")));
+        server.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_small_fanout_completes_in_the_request() {
+    let alpha = ScriptedConnector::new("alpha", [Step::Found(2)]);
+    let server = TestServer::start_with(testing::sqlite(), setup(alpha)).await;
+    let (_, report) = server.import("Two", "test", &csv(2)).await;
+    let set = report["id"].as_i64().unwrap();
+    let (code, envelope) = server
+        .post_json(
+            &format!("/api/record-sets/{set}/fanout"),
+            json!({"packs": ["web"]}),
+        )
+        .await;
+    assert_eq!(code, 200, "{envelope}");
+    assert_eq!(envelope["status"], "completed");
+    assert_eq!(envelope["progress"], json!({"done": 2, "total": 2}));
+    assert_eq!(envelope["job"]["found"], 2);
+
+    let (code, err) = server
+        .post_json(
+            &format!("/api/record-sets/{set}/fanout"),
+            json!({"packs": ["zzz"]}),
+        )
+        .await;
+    assert_eq!(code, 400);
+    assert!(err["detail"].as_str().unwrap().contains("zzz"));
+}
+
+#[tokio::test]
+async fn a_job_can_be_cancelled() {
+    let slow = ScriptedConnector::new(
+        "alpha",
+        [Step::Delay(
+            Duration::from_millis(200),
+            Box::new(Step::Found(1)),
+        )],
+    );
+    let server = TestServer::start_with(testing::sqlite(), setup(slow.clone())).await;
+    let (_, report) = server.import("Many", "test", &csv(30)).await;
+    let set = report["id"].as_i64().unwrap();
+    let (_, envelope) = server
+        .post_json(&format!("/api/record-sets/{set}/fanout"), json!({}))
+        .await;
+    let job = envelope["job_id"].as_i64().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (code, cancelled) = server
+        .post_json(&format!("/api/jobs/{job}/cancel"), json!({}))
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(cancelled["status"], "completed");
+    assert_eq!(cancelled["job"]["status"], "cancelled");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let calls = slow.calls();
+    assert!(calls < 60, "the job stopped early ({calls} of 60 fires)");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(slow.calls(), calls, "no fire starts after a cancel");
+}
+
+/// Runs a job in a runtime that is then dropped mid-flight (as a killed
+/// process would be), then resumes it in a fresh engine on the same database.
+#[test]
+fn a_job_resumes_after_a_crash_without_repeating_finished_fires() {
+    let db: TestDatabase = testing::sqlite();
+    let config = TestServer::config(&db);
+
+    let first = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (job_id, set_id) = first.block_on(async {
+        let slow = ScriptedConnector::new(
+            "alpha",
+            [Step::Delay(
+                Duration::from_millis(30),
+                Box::new(Step::Found(1)),
+            )],
+        );
+        let state = server::startup::prepare(&config).await.unwrap();
+        setup(slow)(&state);
+        server::startup::finish(&config, &state).await.unwrap();
+        let parsed = engine::import::parse_csv(csv(20).as_bytes(), Default::default()).unwrap();
+        let set = state
+            .engine
+            .store
+            .create_record_set("Crash", "test", false, &parsed.records)
+            .await
+            .unwrap();
+        let job = state
+            .engine
+            .jobs
+            .start(set, &["web".to_owned()], "ana")
+            .await
+            .unwrap();
+        loop {
+            let now = state.engine.store.job(job.id).await.unwrap();
+            if now.progress.done >= 6 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        (job.id, set)
+    });
+    // The crash: every task of the first process stops where it is. A write
+    // already handed to SQLite's connection thread may still land: let it.
+    first.shutdown_background();
+    std::thread::sleep(Duration::from_millis(300));
+
+    let second = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    second.block_on(async {
+        let counting = ScriptedConnector::new("alpha", [Step::Found(1)]);
+        let state = server::startup::prepare(&config).await.unwrap();
+        // Records whose fire found results before the crash (whether or not
+        // the fire itself was closed): firing them again would repeat work.
+        let found_before: i64 = sqlx::query_scalar(
+            "SELECT COUNT(DISTINCT h.record_id) FROM connector_history h JOIN fires f ON f.id = h.fire_id \
+             WHERE f.job_id = $1 AND h.outcome = 'found'",
+        )
+        .bind(job_id)
+        .fetch_one(state.engine.store.pool())
+        .await
+        .unwrap();
+        assert!(found_before >= 6);
+        setup(counting.clone())(&state);
+        server::startup::finish(&config, &state).await.unwrap(); // resumes the job
+        let job = loop {
+            let job = state.engine.store.job(job_id).await.unwrap();
+            if job.status != JobStatus::Running {
+                break job;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        assert_eq!(job.status, JobStatus::Completed);
+        assert_eq!(job.progress.done, 20, "no task is lost");
+        let odd: Vec<(String, Option<i64>, i64)> = sqlx::query_as(
+            "SELECT COALESCE(outcome, 'none'), fire_id, record_id FROM job_tasks WHERE job_id = $1 AND outcome <> 'found'",
+        )
+        .bind(job_id)
+        .fetch_all(state.engine.store.pool())
+        .await
+        .unwrap();
+        assert_eq!(job.found, 20, "tasks not found: {odd:?}");
+        assert_eq!(
+            counting.calls() as i64,
+            20 - found_before,
+            "only what had not finished is fired again"
+        );
+        // Each record has exactly one finished fire of this job.
+        let repeated: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM (SELECT record_id FROM fires WHERE job_id = $1 AND status = 'done' \
+             GROUP BY record_id HAVING COUNT(*) > 1) AS dup",
+        )
+        .bind(job_id)
+        .fetch_one(state.engine.store.pool())
+        .await
+        .unwrap();
+        assert_eq!(repeated, 0);
+        // Attempts the crash left in flight are closed, and say so.
+        let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM connector_history WHERE outcome IS NULL")
+            .fetch_one(state.engine.store.pool())
+            .await
+            .unwrap();
+        assert_eq!(open, 0);
+        let records = state.engine.store.records(set_id, 0, 100).await.unwrap();
+        assert_eq!(records.len(), 20);
+    });
+}
+
+/// Reads server-sent events until `until` accepts one; returns them all.
+async fn read_events(res: reqwest::Response, until: impl Fn(&Value) -> bool) -> Vec<(u64, Value)> {
+    let mut stream = res.bytes_stream();
+    let mut buffer = String::new();
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let chunk = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .expect("the expected event within 5 s")
+            .expect("the stream stays open")
+            .unwrap();
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let mut id = 0;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = v.trim().parse().unwrap();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim());
+                }
+            }
+            if data.is_empty() {
+                continue; // keep-alive comment
+            }
+            let event: Value = serde_json::from_str(&data).unwrap();
+            let done = until(&event);
+            events.push((id, event));
+            if done {
+                return events;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn viewers_of_a_record_set_see_its_chips_change_live_and_resume_after_a_drop() {
+    let alpha = ScriptedConnector::new("alpha", [Step::Found(2)]);
+    let server = TestServer::start_with(testing::sqlite(), setup(alpha)).await;
+    let (_, a) = server.import("A", "test", &csv(1)).await;
+    let (_, b) = server.import("B", "test", &csv(1)).await;
+    let (set_a, set_b) = (a["id"].as_i64().unwrap(), b["id"].as_i64().unwrap());
+    let record_a = server.record_ids(set_a).await[0];
+    let record_b = server.record_ids(set_b).await[0];
+
+    let stream = server
+        .client
+        .get(server.at(&format!("/api/events?record_set={set_a}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    assert!(stream.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    // A fire on the other set must not reach this viewer; one on this set must.
+    server.fire(record_b, "web", None).await;
+    server.fire(record_a, "web", None).await;
+    let events = read_events(stream, |e| {
+        e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+    })
+    .await;
+    assert!(
+        events
+            .iter()
+            .all(|(_, e)| e["record_set_id"].is_null() || e["record_set_id"] == set_a),
+        "{events:?}"
+    );
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|(_, e)| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds.first(),
+        Some(&"chip_changed"),
+        "firing comes first: {kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"attempt") && kinds.contains(&"item_changed"),
+        "{kinds:?}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last.1["record_id"], record_a);
+    assert_eq!(last.1["chip"]["count"], 2);
+
+    // A browser that dropped after the first event gets the rest on reconnect.
+    let first_id = events[0].0;
+    let resumed = server
+        .client
+        .get(server.at(&format!("/api/events?record_set={set_a}")))
+        .header("Last-Event-ID", first_id.to_string())
+        .send()
+        .await
+        .unwrap();
+    let replayed = read_events(resumed, |e| {
+        e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+    })
+    .await;
+    let ids: Vec<u64> = replayed.iter().map(|(id, _)| *id).collect();
+    let expected: Vec<u64> = events[1..].iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, expected);
+
+    let (code, _) = server.get_json("/api/events?record_set=999999").await;
+    assert_eq!(code, 404);
+}
