@@ -37,7 +37,7 @@ e2e: test-tools site server
 
 ## bench: the benchmarks recorded in BENCHMARKS.md.
 bench:
-	cargo bench --workspace --exclude frontend
+	./scripts/with-postgres.sh cargo bench -p engine --features test-support --bench fire_path
 
 tools:
 	@./scripts/install-tools.sh

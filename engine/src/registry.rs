@@ -4,7 +4,6 @@
 //! trail; and throttle every caller of a connector together.
 
 use std::collections::HashMap;
-use std::num::NonZeroU32;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -349,17 +348,13 @@ impl Registry {
     }
 }
 
+/// A smooth throttle: fires are spaced `1 / per_second` apart, no burst, so no
+/// one-second window ever holds more than the hint allows.
 fn limiter_for(per_second: f64) -> Option<Arc<DefaultDirectRateLimiter>> {
     if !(per_second.is_finite() && per_second > 0.0) {
         return None;
     }
-    let quota = if per_second >= 1.0 {
-        // Whole fires per second; no burst beyond one second's worth.
-        let n = NonZeroU32::new(per_second.floor() as u32).unwrap_or(NonZeroU32::MIN);
-        Quota::per_second(n)
-    } else {
-        Quota::with_period(Duration::from_secs_f64(1.0 / per_second))?
-    };
+    let quota = Quota::with_period(Duration::from_secs_f64(1.0 / per_second))?;
     Some(Arc::new(RateLimiter::direct(quota)))
 }
 
@@ -404,4 +399,137 @@ fn validate(r: &Registration) -> Result<(), RegistryError> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripted::{ScriptedConnector, Step};
+    use model::BuiltinCapability as B;
+
+    async fn registry(env: &[(&str, &str)]) -> (Registry, EventBus) {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        let events = EventBus::new();
+        let vars: HashMap<String, String> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let lookup: EnvLookup = Arc::new(move |name| vars.get(name).cloned());
+        (Registry::with_env(store, events.clone(), lookup), events)
+    }
+
+    fn reg(id: &str, tier: CostTier, caps: &[Capability]) -> Registration {
+        ScriptedConnector::registration(id, tier, caps)
+    }
+
+    fn connector() -> Arc<dyn Connector> {
+        ScriptedConnector::new("x", [Step::Empty])
+    }
+
+    #[tokio::test]
+    async fn missing_environment_variables_are_named() {
+        let (registry, _) = registry(&[("TAVILY_API_KEY", "k"), ("EMPTY_KEY", "  ")]).await;
+        let mut r = reg("serpapi", CostTier::Paid, &[B::SearchWeb.into()]);
+        r.requires_env = vec!["SERPAPI_API_KEY".into(), "EMPTY_KEY".into(), "TAVILY_API_KEY".into()];
+        registry.register(r, connector()).unwrap();
+        let status = registry.by_id("serpapi").unwrap().status;
+        assert_eq!(status, ConnectorStatus::NeedsEnv { vars: vec!["SERPAPI_API_KEY".into(), "EMPTY_KEY".into()] });
+        assert_eq!(status.reason().unwrap(), "needs SERPAPI_API_KEY, EMPTY_KEY");
+        assert!(registry.available_for(&B::SearchWeb.into()).is_empty());
+    }
+
+    #[tokio::test]
+    async fn lookups_by_intent_order_by_cost_tier_then_id() {
+        let (registry, _) = registry(&[]).await;
+        let web: Capability = B::SearchWeb.into();
+        registry.register(reg("zeta", CostTier::Free, &[web.clone()]), connector()).unwrap();
+        registry.register(reg("paid", CostTier::Paid, &[web.clone()]), connector()).unwrap();
+        registry.register(reg("alpha", CostTier::FreeTier, &[web.clone()]), connector()).unwrap();
+        registry.register(reg("abc", CostTier::Free, &[web.clone()]), connector()).unwrap();
+        registry.register(reg("news", CostTier::Free, &[B::SearchNews.into()]), connector()).unwrap();
+        let ids: Vec<String> = registry.serving(&web).into_iter().map(|h| h.registration.id).collect();
+        assert_eq!(ids, ["abc", "zeta", "alpha", "paid"]);
+        registry.disable("zeta", "ana", "").await.unwrap();
+        let ids: Vec<String> = registry.available_for(&web).into_iter().map(|h| h.registration.id).collect();
+        assert_eq!(ids, ["abc", "alpha", "paid"]);
+        assert_eq!(registry.all().len(), 5);
+    }
+
+    #[tokio::test]
+    async fn status_changes_are_announced_audited_and_recovered() {
+        let (registry, events) = registry(&[]).await;
+        let mut rx = events.subscribe();
+        registry.register(reg("alpha", CostTier::Free, &[B::SearchWeb.into()]), connector()).unwrap();
+        assert!(matches!(rx.recv().await.unwrap().kind, model::EventKind::ConnectorChanged { .. }));
+
+        registry.mark_rate_limited("alpha", Duration::from_millis(1), "HTTP 429").await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        // The wait has passed: available again without anyone acting.
+        assert_eq!(registry.by_id("alpha").unwrap().status, ConnectorStatus::Available);
+
+        registry.mark_auth_failed("alpha", "HTTP 401").await;
+        assert_eq!(registry.by_id("alpha").unwrap().status.kind(), "auth-failed");
+        // Re-registering (a new version of the connector) keeps the refusal.
+        registry.register(reg("alpha", CostTier::Free, &[B::SearchWeb.into()]), connector()).unwrap();
+        assert_eq!(registry.by_id("alpha").unwrap().status.kind(), "auth-failed");
+        registry.enable("alpha", "ana").await.unwrap();
+        assert!(registry.by_id("alpha").unwrap().status.is_available());
+
+        let log = registry.store.connector_status_log("alpha").await.unwrap();
+        let trail: Vec<(&str, &str)> = log.iter().map(|c| (c.status.as_str(), c.actor.as_str())).collect();
+        assert_eq!(trail, [("available", "ana"), ("auth-failed", "system"), ("rate-limited", "system")]);
+
+        registry.unregister("alpha").unwrap();
+        assert!(registry.by_id("alpha").is_none());
+        assert_eq!(registry.unregister("alpha"), Err(RegistryError::Unknown("alpha".into())));
+        assert_eq!(
+            registry.disable("alpha", "ana", "").await,
+            Err(RegistryError::Unknown("alpha".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_registrations_are_refused_with_the_reason() {
+        let (registry, _) = registry(&[]).await;
+        let web: Capability = B::SearchWeb.into();
+        let cases: Vec<(Registration, &str)> = vec![
+            (reg("Bad Id", CostTier::Free, &[web.clone()]), "is invalid"),
+            (reg("none", CostTier::Free, &[]), "serves no capability"),
+            (Registration { display_name: " ".into(), ..reg("a", CostTier::Free, &[web.clone()]) }, "display_name"),
+            (Registration { short_label: String::new(), ..reg("a", CostTier::Free, &[web.clone()]) }, "short_label"),
+            (Registration { requires_env: vec!["lower".into()], ..reg("a", CostTier::Free, &[web.clone()]) }, "requires_env"),
+            (
+                Registration { rate_hints: RateHints { per_second: Some(-1.0), daily_cap: None }, ..reg("a", CostTier::Free, &[web.clone()]) },
+                "per_second",
+            ),
+            (
+                Registration { rate_hints: RateHints { per_second: None, daily_cap: Some(0) }, ..reg("a", CostTier::Free, &[web.clone()]) },
+                "daily_cap",
+            ),
+        ];
+        for (r, needle) in cases {
+            let err = registry.register(r, connector()).unwrap_err();
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+        assert!(registry.all().is_empty());
+    }
+
+    #[tokio::test]
+    async fn every_caller_shares_one_per_second_budget() {
+        let (registry, _) = registry(&[]).await;
+        let mut r = reg("alpha", CostTier::Free, &[B::SearchWeb.into()]);
+        r.rate_hints.per_second = Some(2.0);
+        registry.register(r, connector()).unwrap();
+        let first = registry.by_id("alpha").unwrap();
+        let second = registry.by_id("alpha").unwrap();
+        let limiter = |h: &ConnectorHandle| h.limiter.clone().unwrap();
+        assert!(limiter(&first).check().is_ok());
+        // Fires are spaced half a second apart, whichever handle asks.
+        assert!(limiter(&second).check().is_err());
+        assert!(limiter(&first).check().is_err());
+
+        let mut slow = reg("slow", CostTier::Free, &[B::SearchWeb.into()]);
+        slow.rate_hints.per_second = Some(0.5);
+        registry.register(slow, connector()).unwrap();
+        let slow = registry.by_id("slow").unwrap();
+        assert!(limiter(&slow).check().is_ok());
+        assert!(limiter(&slow).check().is_err(), "one fire per two seconds");
+    }
 }

@@ -26,6 +26,9 @@ pub enum ApiError {
     },
     #[error("{0}")]
     TooLarge(String),
+    /// A cap or limit stops the request for now.
+    #[error("{0}")]
+    TooManyRequests(String),
     /// Something failed inside; the detail is logged, never sent.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -46,6 +49,7 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
             ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Internal(source) => {
                 tracing::error!(error = %source, "Request failed inside the server.");
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")

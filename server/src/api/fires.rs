@@ -49,6 +49,19 @@ pub async fn fire(
             parent: None,
         })
         .await?;
+    // Nothing could fire because caps are spent: say so with 429, not 200.
+    let capped: Vec<&str> = report
+        .skipped
+        .iter()
+        .filter(|s| s.reason.starts_with("daily cap"))
+        .map(|s| s.connector_id.as_str())
+        .collect();
+    if report.attempts.is_empty() && !capped.is_empty() {
+        return Err(ApiError::TooManyRequests(format!(
+            "the daily cap of {} is reached; nothing else in the chain could fire",
+            capped.join(", ")
+        )));
+    }
     Ok(Json(Envelope {
         status: EnvelopeStatus::Completed,
         job_id: None,

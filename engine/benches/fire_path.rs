@@ -1,0 +1,130 @@
+//! The fire path against a zero-latency local connector: what the engine adds
+//! per fire (chain resolution, history rows, item merge, events), and fan-out
+//! throughput against the ideal a rate hint allows. Runs on SQLite, and on
+//! PostgreSQL when SWITCHYARD_TEST_POSTGRES_URL is set (`make bench` sets it).
+//!
+//! `make bench` runs it; the figures go to BENCHMARKS.md.
+
+use std::time::{Duration, Instant};
+
+use engine::dispatch::FireRequest;
+use engine::import::{parse_csv, ImportLimits};
+use engine::packs::Catalog;
+use engine::scripted::{ScriptedConnector, Step};
+use engine::store::testing::{self, TestDatabase};
+use engine::store::Store;
+use engine::{Engine, EngineConfig};
+use model::{BuiltinCapability as B, CostTier, JobStatus, TriggeredBy};
+
+const PACKS: &str = r#"
+[[pack]]
+pack_id = "web"
+display_name = "Web"
+short_label = "w"
+intent = "search.web"
+preferred_connectors = ["zero"]
+
+[[bundle]]
+bundle_id = "bench"
+display_name = "Bench"
+members = [{ pack = "web" }]
+"#;
+
+const RECORDS: usize = 300;
+const FIRES: usize = 600;
+
+async fn engine(db: &TestDatabase, per_second: Option<f64>) -> (Engine, i64) {
+    let store = Store::connect(&db.url).await.expect("database");
+    let engine = Engine::new(store, Catalog::from_toml(PACKS).expect("packs"), None, EngineConfig::default());
+    let mut reg = ScriptedConnector::registration("zero", CostTier::Free, &[B::SearchWeb.into()]);
+    reg.rate_hints.per_second = per_second;
+    engine
+        .registry
+        .register(reg, ScriptedConnector::new("zero", [Step::Found(3)]))
+        .expect("register");
+    let mut csv = String::from("name,city\n");
+    for i in 0..RECORDS {
+        csv.push_str(&format!("Company {i},City {i}\n"));
+    }
+    let parsed = parse_csv(csv.as_bytes(), ImportLimits::default()).expect("csv");
+    let set = engine.store.create_record_set("Bench", "bench", false, &parsed.records).await.expect("set");
+    (engine, set)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+async fn fire_latency(db: &TestDatabase) {
+    let (engine, set) = engine(db, None).await;
+    let records = engine.store.records(set, 0, RECORDS as i64).await.expect("records");
+    let mut took = Vec::with_capacity(FIRES);
+    for i in 0..FIRES {
+        let started = Instant::now();
+        engine
+            .dispatcher
+            .fire(FireRequest {
+                record_id: records[i % records.len()].id,
+                pack_id: "web".into(),
+                // Explicit, so a record that already found results fires again.
+                connector: Some("zero".into()),
+                triggered_by: TriggeredBy::HumanRefire,
+                actor: "bench".into(),
+                job_id: None,
+                parent: None,
+            })
+            .await
+            .expect("fire");
+        took.push(started.elapsed());
+    }
+    took.sort();
+    let mean = took.iter().sum::<Duration>() / took.len() as u32;
+    println!(
+        "{:<8} fire latency over {FIRES} fires: mean {:.2} ms, p50 {:.2} ms, p95 {:.2} ms",
+        db.kind(),
+        mean.as_secs_f64() * 1e3,
+        percentile(&took, 0.5).as_secs_f64() * 1e3,
+        percentile(&took, 0.95).as_secs_f64() * 1e3,
+    );
+}
+
+async fn fanout(db: &TestDatabase, per_second: Option<f64>) {
+    let (engine, set) = engine(db, per_second).await;
+    let started = Instant::now();
+    let job = engine.jobs.start(set, &["web".to_owned()], "bench").await.expect("job");
+    let job = loop {
+        let job = engine.store.job(job.id).await.expect("job");
+        if job.status != JobStatus::Running {
+            break job;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let elapsed = started.elapsed().as_secs_f64();
+    let rate = job.progress.done as f64 / elapsed;
+    match per_second {
+        Some(hint) => println!(
+            "{:<8} fan-out of {} fires at a {hint}/s hint: {rate:.1} fires/s = {:.3} of the ideal",
+            db.kind(),
+            job.progress.done,
+            rate / hint
+        ),
+        None => println!(
+            "{:<8} fan-out of {} fires, no hint, {} workers: {rate:.0} fires/s",
+            db.kind(),
+            job.progress.done,
+            EngineConfig::default().job_concurrency
+        ),
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    // `cargo bench` passes --bench; nothing else is read.
+    for db in testing::all().await {
+        fire_latency(&db).await;
+        fanout(&db, None).await;
+    }
+    for db in testing::all().await {
+        fanout(&db, Some(100.0)).await;
+    }
+}

@@ -1,0 +1,285 @@
+//! Shared plumbing of every HTTP adapter: one client for the process, a size
+//! cap on answers, typed JSON parsing, and the classification of failures by
+//! HTTP status (429 rate-limited with Retry-After, 401/403 refused
+//! credentials, 5xx and transport errors upstream, the rest unreadable). No
+//! message it builds carries a secret or a request URL.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::{RequestBuilder, StatusCode};
+use serde::de::DeserializeOwned;
+
+use crate::connector::FireError;
+
+/// The User-Agent every request carries.
+pub const USER_AGENT: &str = concat!("Switchyard/", env!("CARGO_PKG_VERSION"), " (entity enrichment)");
+/// The largest answer read from a provider.
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// The process's HTTP client. Cheap to clone (the pool is shared).
+#[derive(Clone, Debug)]
+pub struct Http {
+    client: reqwest::Client,
+    max_body: usize,
+}
+
+impl Http {
+    /// A client with pooling, rustls, compression and sane timeouts.
+    pub fn new() -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(15))
+            .redirect(reqwest::redirect::Policy::limited(5))
+            .build()?;
+        Ok(Self {
+            client,
+            max_body: MAX_BODY,
+        })
+    }
+
+    /// The same client with another answer size cap (tests).
+    pub fn with_max_body(mut self, max_body: usize) -> Self {
+        self.max_body = max_body;
+        self
+    }
+
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// Sends a request and returns the status, headers and body (capped).
+    /// `secrets` are scrubbed from every message.
+    pub async fn send(
+        &self,
+        provider: &str,
+        request: RequestBuilder,
+        secrets: &[&str],
+    ) -> Result<(StatusCode, HeaderMap, Vec<u8>), FireError> {
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| transport_error(provider, e, secrets))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        if response.content_length().is_some_and(|n| n > self.max_body as u64) {
+            return Err(too_big(provider, self.max_body));
+        }
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > self.max_body {
+                        return Err(too_big(provider, self.max_body));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(transport_error(provider, e, secrets)),
+            }
+        }
+        Ok((status, headers, body))
+    }
+
+    /// Sends a request expecting JSON: classifies the status, refuses HTML and
+    /// oversized answers, and parses the body into `T`.
+    pub async fn json<T: DeserializeOwned>(
+        &self,
+        provider: &str,
+        request: RequestBuilder,
+        secrets: &[&str],
+    ) -> Result<T, FireError> {
+        let (status, headers, body) = self.send(provider, request, secrets).await?;
+        if let Some(e) = classify_status(provider, status, &headers, &body, secrets) {
+            return Err(e);
+        }
+        parse_json(provider, &headers, &body, secrets)
+    }
+}
+
+fn too_big(provider: &str, max: usize) -> FireError {
+    FireError::Malformed {
+        reason: format!("{provider} answered with more than {} KiB", max / 1024),
+    }
+}
+
+/// Scrubs secret values from a message.
+pub fn redact(message: &str, secrets: &[&str]) -> String {
+    let mut out = message.to_owned();
+    for secret in secrets.iter().filter(|s| s.len() >= 4) {
+        out = out.replace(secret, "***");
+    }
+    out
+}
+
+fn transport_error(provider: &str, e: reqwest::Error, secrets: &[&str]) -> FireError {
+    // The URL may carry a key in its query string: never show it.
+    let e = e.without_url();
+    if e.is_timeout() {
+        return FireError::Timeout {
+            after: Duration::from_secs(15),
+        };
+    }
+    let what = if e.is_connect() {
+        "cannot connect"
+    } else if e.is_body() || e.is_decode() {
+        "the answer was cut off"
+    } else {
+        "request failed"
+    };
+    let mut detail = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        detail = format!("{detail}: {s}");
+        source = s.source();
+    }
+    FireError::Upstream {
+        reason: redact(&format!("{provider}: {what} ({detail})"), secrets),
+    }
+}
+
+/// The first words of a provider's error body, for a reason line.
+fn excerpt(body: &[u8], secrets: &[&str]) -> String {
+    let text = String::from_utf8_lossy(body);
+    // A JSON error message is the most useful part, when there is one.
+    let message = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| {
+            ["error", "message", "detail", "error_message"]
+                .iter()
+                .find_map(|k| match &v[*k] {
+                    serde_json::Value::String(s) => Some(s.clone()),
+                    serde_json::Value::Object(o) => o
+                        .get("message")
+                        .and_then(|m| m.as_str())
+                        .map(str::to_owned),
+                    _ => None,
+                })
+        })
+        .unwrap_or_else(|| text.split_whitespace().collect::<Vec<_>>().join(" "));
+    let mut message: String = message.chars().take(160).collect();
+    if looks_like_html(body) {
+        message = "an HTML page".to_owned();
+    }
+    redact(&message, secrets)
+}
+
+fn looks_like_html(body: &[u8]) -> bool {
+    let start: String = String::from_utf8_lossy(&body[..body.len().min(512)])
+        .trim_start()
+        .chars()
+        .take(15)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    start.starts_with("<!doctype html") || start.starts_with("<html") || start.starts_with("<head")
+}
+
+/// A `Retry-After` header in seconds or as an HTTP date.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds.min(86_400)));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(when.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+}
+
+/// What a non-success status means, by the usual HTTP contract.
+pub fn classify_status(
+    provider: &str,
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &[u8],
+    secrets: &[&str],
+) -> Option<FireError> {
+    if status.is_success() {
+        return None;
+    }
+    let said = excerpt(body, secrets);
+    let reason = format!("{provider} HTTP {}: {said}", status.as_u16());
+    Some(match status.as_u16() {
+        429 => FireError::RateLimited {
+            retry_after: retry_after(headers),
+            reason,
+        },
+        401 | 403 => FireError::AuthFailed { reason },
+        500..=599 => FireError::Upstream { reason },
+        _ => FireError::Malformed { reason },
+    })
+}
+
+/// Parses a JSON answer, refusing an HTML page with a clear reason.
+pub fn parse_json<T: DeserializeOwned>(
+    provider: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+    secrets: &[&str],
+) -> Result<T, FireError> {
+    let html = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.contains("text/html"))
+        || looks_like_html(body);
+    if html {
+        return Err(FireError::Upstream {
+            reason: format!("{provider} answered with an HTML page instead of JSON"),
+        });
+    }
+    serde_json::from_slice(body).map_err(|e| FireError::Malformed {
+        reason: redact(&format!("{provider} answered with unreadable JSON: {e}"), secrets),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn statuses_are_classified_by_contract() {
+        let none = HeaderMap::new();
+        let c = |code: u16, h: &HeaderMap, body: &str| {
+            classify_status("P", StatusCode::from_u16(code).unwrap(), h, body.as_bytes(), &["sekret-key"])
+        };
+        assert!(c(200, &none, "").is_none());
+        assert!(matches!(
+            c(429, &headers(&[("retry-after", "30")]), ""),
+            Some(FireError::RateLimited { retry_after: Some(d), .. }) if d == Duration::from_secs(30)
+        ));
+        assert!(matches!(c(429, &none, ""), Some(FireError::RateLimited { retry_after: None, .. })));
+        assert!(matches!(c(401, &none, r#"{"error":"Invalid API key sekret-key"}"#),
+            Some(FireError::AuthFailed { reason }) if reason == "P HTTP 401: Invalid API key ***"));
+        assert!(matches!(c(403, &none, ""), Some(FireError::AuthFailed { .. })));
+        assert!(matches!(c(503, &none, "<html><body>down</body></html>"),
+            Some(FireError::Upstream { reason }) if reason.ends_with("an HTML page")));
+        assert!(matches!(c(400, &none, r#"{"message":"bad q"}"#),
+            Some(FireError::Malformed { reason }) if reason.contains("bad q")));
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        assert_eq!(retry_after(&headers(&[("retry-after", "120")])), Some(Duration::from_secs(120)));
+        let later = std::time::SystemTime::now() + Duration::from_secs(90);
+        let date = httpdate::fmt_http_date(later);
+        let got = retry_after(&headers(&[("retry-after", &date)])).unwrap();
+        assert!(got <= Duration::from_secs(90) && got >= Duration::from_secs(85), "{got:?}");
+        assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
+    }
+
+    #[test]
+    fn html_is_never_parsed_as_json() {
+        let err = parse_json::<serde_json::Value>("P", &HeaderMap::new(), b"<!DOCTYPE html><p>hi", &[]).unwrap_err();
+        assert!(err.to_string().contains("HTML page"), "{err}");
+        let err = parse_json::<serde_json::Value>("P", &HeaderMap::new(), b"{nope", &[]).unwrap_err();
+        assert!(matches!(err, FireError::Malformed { .. }));
+    }
+}
