@@ -35,7 +35,12 @@ const FIRES: usize = 600;
 
 async fn engine(db: &TestDatabase, per_second: Option<f64>) -> (Engine, i64) {
     let store = Store::connect(&db.url).await.expect("database");
-    let engine = Engine::new(store, Catalog::from_toml(PACKS).expect("packs"), None, EngineConfig::default());
+    let engine = Engine::new(
+        store,
+        Catalog::from_toml(PACKS).expect("packs"),
+        None,
+        EngineConfig::default(),
+    );
     let mut reg = ScriptedConnector::registration("zero", CostTier::Free, &[B::SearchWeb.into()]);
     reg.rate_hints.per_second = per_second;
     engine
@@ -47,7 +52,11 @@ async fn engine(db: &TestDatabase, per_second: Option<f64>) -> (Engine, i64) {
         csv.push_str(&format!("Company {i},City {i}\n"));
     }
     let parsed = parse_csv(csv.as_bytes(), ImportLimits::default()).expect("csv");
-    let set = engine.store.create_record_set("Bench", "bench", false, &parsed.records).await.expect("set");
+    let set = engine
+        .store
+        .create_record_set("Bench", "bench", false, &parsed.records)
+        .await
+        .expect("set");
     (engine, set)
 }
 
@@ -57,7 +66,11 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 async fn fire_latency(db: &TestDatabase) {
     let (engine, set) = engine(db, None).await;
-    let records = engine.store.records(set, 0, RECORDS as i64).await.expect("records");
+    let records = engine
+        .store
+        .records(set, 0, RECORDS as i64)
+        .await
+        .expect("records");
     let mut took = Vec::with_capacity(FIRES);
     for i in 0..FIRES {
         let started = Instant::now();
@@ -91,7 +104,11 @@ async fn fire_latency(db: &TestDatabase) {
 async fn fanout(db: &TestDatabase, per_second: Option<f64>) {
     let (engine, set) = engine(db, per_second).await;
     let started = Instant::now();
-    let job = engine.jobs.start(set, &["web".to_owned()], "bench").await.expect("job");
+    let job = engine
+        .jobs
+        .start(set, &["web".to_owned()], "bench")
+        .await
+        .expect("job");
     let job = loop {
         let job = engine.store.job(job.id).await.expect("job");
         if job.status != JobStatus::Running {

@@ -5,6 +5,7 @@
 pub mod chain;
 pub mod chip;
 pub mod connector;
+pub mod connectors;
 pub mod demo;
 pub mod dispatch;
 pub mod events;

@@ -151,6 +151,16 @@ impl Catalog {
         Ok(Self { packs, bundles })
     }
 
+    /// Appends a connector to every pack's chain (the demo connector in demo
+    /// mode: tried after every real connector).
+    pub fn append_to_every_chain(&mut self, connector_id: &str) {
+        for pack in &mut self.packs {
+            if !pack.preferred_connectors.iter().any(|c| c == connector_id) {
+                pack.preferred_connectors.push(connector_id.to_owned());
+            }
+        }
+    }
+
     pub fn packs(&self) -> &[PackConfig] {
         &self.packs
     }

@@ -410,7 +410,10 @@ mod tests {
     async fn registry(env: &[(&str, &str)]) -> (Registry, EventBus) {
         let store = Store::connect("sqlite::memory:").await.unwrap();
         let events = EventBus::new();
-        let vars: HashMap<String, String> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let vars: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         let lookup: EnvLookup = Arc::new(move |name| vars.get(name).cloned());
         (Registry::with_env(store, events.clone(), lookup), events)
     }
@@ -427,10 +430,19 @@ mod tests {
     async fn missing_environment_variables_are_named() {
         let (registry, _) = registry(&[("TAVILY_API_KEY", "k"), ("EMPTY_KEY", "  ")]).await;
         let mut r = reg("serpapi", CostTier::Paid, &[B::SearchWeb.into()]);
-        r.requires_env = vec!["SERPAPI_API_KEY".into(), "EMPTY_KEY".into(), "TAVILY_API_KEY".into()];
+        r.requires_env = vec![
+            "SERPAPI_API_KEY".into(),
+            "EMPTY_KEY".into(),
+            "TAVILY_API_KEY".into(),
+        ];
         registry.register(r, connector()).unwrap();
         let status = registry.by_id("serpapi").unwrap().status;
-        assert_eq!(status, ConnectorStatus::NeedsEnv { vars: vec!["SERPAPI_API_KEY".into(), "EMPTY_KEY".into()] });
+        assert_eq!(
+            status,
+            ConnectorStatus::NeedsEnv {
+                vars: vec!["SERPAPI_API_KEY".into(), "EMPTY_KEY".into()]
+            }
+        );
         assert_eq!(status.reason().unwrap(), "needs SERPAPI_API_KEY, EMPTY_KEY");
         assert!(registry.available_for(&B::SearchWeb.into()).is_empty());
     }
@@ -439,15 +451,48 @@ mod tests {
     async fn lookups_by_intent_order_by_cost_tier_then_id() {
         let (registry, _) = registry(&[]).await;
         let web: Capability = B::SearchWeb.into();
-        registry.register(reg("zeta", CostTier::Free, &[web.clone()]), connector()).unwrap();
-        registry.register(reg("paid", CostTier::Paid, &[web.clone()]), connector()).unwrap();
-        registry.register(reg("alpha", CostTier::FreeTier, &[web.clone()]), connector()).unwrap();
-        registry.register(reg("abc", CostTier::Free, &[web.clone()]), connector()).unwrap();
-        registry.register(reg("news", CostTier::Free, &[B::SearchNews.into()]), connector()).unwrap();
-        let ids: Vec<String> = registry.serving(&web).into_iter().map(|h| h.registration.id).collect();
+        registry
+            .register(
+                reg("zeta", CostTier::Free, std::slice::from_ref(&web)),
+                connector(),
+            )
+            .unwrap();
+        registry
+            .register(
+                reg("paid", CostTier::Paid, std::slice::from_ref(&web)),
+                connector(),
+            )
+            .unwrap();
+        registry
+            .register(
+                reg("alpha", CostTier::FreeTier, std::slice::from_ref(&web)),
+                connector(),
+            )
+            .unwrap();
+        registry
+            .register(
+                reg("abc", CostTier::Free, std::slice::from_ref(&web)),
+                connector(),
+            )
+            .unwrap();
+        registry
+            .register(
+                reg("news", CostTier::Free, &[B::SearchNews.into()]),
+                connector(),
+            )
+            .unwrap();
+        let ids: Vec<String> = registry
+            .serving(&web)
+            .into_iter()
+            .map(|h| h.registration.id)
+            .collect();
         assert_eq!(ids, ["abc", "zeta", "alpha", "paid"]);
         registry.disable("zeta", "ana", "").await.unwrap();
-        let ids: Vec<String> = registry.available_for(&web).into_iter().map(|h| h.registration.id).collect();
+        let ids: Vec<String> = registry
+            .available_for(&web)
+            .into_iter()
+            .map(|h| h.registration.id)
+            .collect();
         assert_eq!(ids, ["abc", "alpha", "paid"]);
         assert_eq!(registry.all().len(), 5);
     }
@@ -456,29 +501,66 @@ mod tests {
     async fn status_changes_are_announced_audited_and_recovered() {
         let (registry, events) = registry(&[]).await;
         let mut rx = events.subscribe();
-        registry.register(reg("alpha", CostTier::Free, &[B::SearchWeb.into()]), connector()).unwrap();
-        assert!(matches!(rx.recv().await.unwrap().kind, model::EventKind::ConnectorChanged { .. }));
+        registry
+            .register(
+                reg("alpha", CostTier::Free, &[B::SearchWeb.into()]),
+                connector(),
+            )
+            .unwrap();
+        assert!(matches!(
+            rx.recv().await.unwrap().kind,
+            model::EventKind::ConnectorChanged { .. }
+        ));
 
-        registry.mark_rate_limited("alpha", Duration::from_millis(1), "HTTP 429").await;
+        registry
+            .mark_rate_limited("alpha", Duration::from_millis(1), "HTTP 429")
+            .await;
         tokio::time::sleep(Duration::from_millis(5)).await;
         // The wait has passed: available again without anyone acting.
-        assert_eq!(registry.by_id("alpha").unwrap().status, ConnectorStatus::Available);
+        assert_eq!(
+            registry.by_id("alpha").unwrap().status,
+            ConnectorStatus::Available
+        );
 
         registry.mark_auth_failed("alpha", "HTTP 401").await;
-        assert_eq!(registry.by_id("alpha").unwrap().status.kind(), "auth-failed");
+        assert_eq!(
+            registry.by_id("alpha").unwrap().status.kind(),
+            "auth-failed"
+        );
         // Re-registering (a new version of the connector) keeps the refusal.
-        registry.register(reg("alpha", CostTier::Free, &[B::SearchWeb.into()]), connector()).unwrap();
-        assert_eq!(registry.by_id("alpha").unwrap().status.kind(), "auth-failed");
+        registry
+            .register(
+                reg("alpha", CostTier::Free, &[B::SearchWeb.into()]),
+                connector(),
+            )
+            .unwrap();
+        assert_eq!(
+            registry.by_id("alpha").unwrap().status.kind(),
+            "auth-failed"
+        );
         registry.enable("alpha", "ana").await.unwrap();
         assert!(registry.by_id("alpha").unwrap().status.is_available());
 
         let log = registry.store.connector_status_log("alpha").await.unwrap();
-        let trail: Vec<(&str, &str)> = log.iter().map(|c| (c.status.as_str(), c.actor.as_str())).collect();
-        assert_eq!(trail, [("available", "ana"), ("auth-failed", "system"), ("rate-limited", "system")]);
+        let trail: Vec<(&str, &str)> = log
+            .iter()
+            .map(|c| (c.status.as_str(), c.actor.as_str()))
+            .collect();
+        assert_eq!(
+            trail,
+            [
+                ("available", "ana"),
+                ("auth-failed", "system"),
+                ("rate-limited", "system")
+            ]
+        );
 
         registry.unregister("alpha").unwrap();
         assert!(registry.by_id("alpha").is_none());
-        assert_eq!(registry.unregister("alpha"), Err(RegistryError::Unknown("alpha".into())));
+        assert_eq!(
+            registry.unregister("alpha"),
+            Err(RegistryError::Unknown("alpha".into()))
+        );
         assert_eq!(
             registry.disable("alpha", "ana", "").await,
             Err(RegistryError::Unknown("alpha".into()))
@@ -490,17 +572,50 @@ mod tests {
         let (registry, _) = registry(&[]).await;
         let web: Capability = B::SearchWeb.into();
         let cases: Vec<(Registration, &str)> = vec![
-            (reg("Bad Id", CostTier::Free, &[web.clone()]), "is invalid"),
-            (reg("none", CostTier::Free, &[]), "serves no capability"),
-            (Registration { display_name: " ".into(), ..reg("a", CostTier::Free, &[web.clone()]) }, "display_name"),
-            (Registration { short_label: String::new(), ..reg("a", CostTier::Free, &[web.clone()]) }, "short_label"),
-            (Registration { requires_env: vec!["lower".into()], ..reg("a", CostTier::Free, &[web.clone()]) }, "requires_env"),
             (
-                Registration { rate_hints: RateHints { per_second: Some(-1.0), daily_cap: None }, ..reg("a", CostTier::Free, &[web.clone()]) },
+                reg("Bad Id", CostTier::Free, std::slice::from_ref(&web)),
+                "is invalid",
+            ),
+            (reg("none", CostTier::Free, &[]), "serves no capability"),
+            (
+                Registration {
+                    display_name: " ".into(),
+                    ..reg("a", CostTier::Free, std::slice::from_ref(&web))
+                },
+                "display_name",
+            ),
+            (
+                Registration {
+                    short_label: String::new(),
+                    ..reg("a", CostTier::Free, std::slice::from_ref(&web))
+                },
+                "short_label",
+            ),
+            (
+                Registration {
+                    requires_env: vec!["lower".into()],
+                    ..reg("a", CostTier::Free, std::slice::from_ref(&web))
+                },
+                "requires_env",
+            ),
+            (
+                Registration {
+                    rate_hints: RateHints {
+                        per_second: Some(-1.0),
+                        daily_cap: None,
+                    },
+                    ..reg("a", CostTier::Free, std::slice::from_ref(&web))
+                },
                 "per_second",
             ),
             (
-                Registration { rate_hints: RateHints { per_second: None, daily_cap: Some(0) }, ..reg("a", CostTier::Free, &[web.clone()]) },
+                Registration {
+                    rate_hints: RateHints {
+                        per_second: None,
+                        daily_cap: Some(0),
+                    },
+                    ..reg("a", CostTier::Free, std::slice::from_ref(&web))
+                },
                 "daily_cap",
             ),
         ];

@@ -29,6 +29,7 @@ async fn main() -> anyhow::Result<()> {
 
 async fn run_serve(config: Config) -> anyhow::Result<()> {
     let state = startup::prepare(&config).await?;
+    startup::register_connectors(&config, &state)?;
     startup::finish(&config, &state).await?;
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await

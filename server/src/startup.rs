@@ -27,11 +27,23 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
         }
         None => Catalog::builtin(),
     };
+    let mut catalog = catalog;
+    if config.demo {
+        catalog.append_to_every_chain(engine::connectors::demo::ID);
+    }
     let engine = Engine::new(store, catalog, None, EngineConfig::default());
     Ok(AppState {
         leptos_options: config.leptos_options(),
         engine,
     })
+}
+
+/// Registers the coded adapters (and the demo connector in demo mode).
+pub fn register_connectors(config: &Config, state: &AppState) -> anyhow::Result<()> {
+    let http = engine::connectors::http::Http::new().context("building the HTTP client")?;
+    engine::connectors::register_builtin(&state.engine.registry, &http, config.demo)
+        .context("registering the built-in connectors")?;
+    Ok(())
 }
 
 /// Loads demo data when asked and resumes unfinished work. Call after the

@@ -303,10 +303,23 @@ async fn a_daily_cap_is_enforced_from_the_database() {
         "{report}"
     );
     // With beta off too, nothing can fire: the API says 429 and why.
-    server.post_json("/api/connectors/beta/disable", json!({})).await;
-    let (code, err) = server.post_json(&format!("/api/records/{}/fire", records[1]), json!({"pack": "web"})).await;
+    server
+        .post_json("/api/connectors/beta/disable", json!({}))
+        .await;
+    let (code, err) = server
+        .post_json(
+            &format!("/api/records/{}/fire", records[1]),
+            json!({"pack": "web"}),
+        )
+        .await;
     assert_eq!(code, 429, "{err}");
-    assert!(err["detail"].as_str().unwrap().contains("daily cap of alpha"), "{err}");
+    assert!(
+        err["detail"]
+            .as_str()
+            .unwrap()
+            .contains("daily cap of alpha"),
+        "{err}"
+    );
     let (_, connectors) = server.get_json("/api/connectors").await;
     let alpha_view = connectors
         .as_array()
@@ -696,29 +709,64 @@ async fn catalogue_routes_list_capabilities_packs_and_bundles() {
 
 #[tokio::test]
 async fn connectors_come_and_go_while_fires_are_in_flight() {
-    let slow = ScriptedConnector::new("alpha", [Step::Delay(Duration::from_millis(300), Box::new(Step::Empty))]);
+    let slow = ScriptedConnector::new(
+        "alpha",
+        [Step::Delay(
+            Duration::from_millis(300),
+            Box::new(Step::Empty),
+        )],
+    );
     let beta = ScriptedConnector::new("beta", [Step::Found(1)]);
-    let server = server(testing::sqlite(), &[("alpha", CostTier::Free, slow), ("beta", CostTier::Free, beta.clone())]).await;
+    let server = server(
+        testing::sqlite(),
+        &[
+            ("alpha", CostTier::Free, slow),
+            ("beta", CostTier::Free, beta.clone()),
+        ],
+    )
+    .await;
     let (_, records) = imported(&server).await;
     let firing = {
         let client = server.client.clone();
         let url = server.at(&format!("/api/records/{}/fire", records[0]));
-        tokio::spawn(async move { client.post(url).json(&json!({"pack": "web"})).send().await.unwrap().json::<Value>().await.unwrap() })
+        tokio::spawn(async move {
+            client
+                .post(url)
+                .json(&json!({"pack": "web"}))
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     // While alpha is in flight: beta leaves, gamma arrives.
     let registry = &server.state.engine.registry;
     registry.unregister("beta").unwrap();
     let gamma = ScriptedConnector::new("gamma", [Step::Found(2)]);
-    registry.register(ScriptedConnector::registration("gamma", CostTier::Free, &web()), gamma.clone()).unwrap();
+    registry
+        .register(
+            ScriptedConnector::registration("gamma", CostTier::Free, &web()),
+            gamma.clone(),
+        )
+        .unwrap();
 
     let envelope = firing.await.unwrap();
     let report = &envelope["results"][0];
     assert_eq!(outcomes(report), pairs(&[("alpha", "not_found")]));
-    assert!(report["skipped"].as_array().unwrap().iter().any(|s| s["connector_id"] == "beta"
-        && s["reason"] == "unregistered while the fire ran"), "{report}");
+    assert!(
+        report["skipped"].as_array().unwrap().iter().any(
+            |s| s["connector_id"] == "beta" && s["reason"] == "unregistered while the fire ran"
+        ),
+        "{report}"
+    );
     assert_eq!(beta.calls(), 0);
     // The next fire's chain already has gamma.
     let report = server.fire(records[0], "web", None).await;
-    assert_eq!(outcomes(&report), pairs(&[("alpha", "not_found"), ("gamma", "found")]));
+    assert_eq!(
+        outcomes(&report),
+        pairs(&[("alpha", "not_found"), ("gamma", "found")])
+    );
 }

@@ -13,7 +13,11 @@ use serde::de::DeserializeOwned;
 use crate::connector::FireError;
 
 /// The User-Agent every request carries.
-pub const USER_AGENT: &str = concat!("Switchyard/", env!("CARGO_PKG_VERSION"), " (entity enrichment)");
+pub const USER_AGENT: &str = concat!(
+    "Switchyard/",
+    env!("CARGO_PKG_VERSION"),
+    " (entity enrichment)"
+);
 /// The largest answer read from a provider.
 pub const MAX_BODY: usize = 4 * 1024 * 1024;
 
@@ -45,6 +49,18 @@ impl Http {
         self
     }
 
+    /// A client whose requests give up after `timeout` (tests).
+    pub fn with_timeout(timeout: Duration) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .timeout(timeout)
+            .build()?;
+        Ok(Self {
+            client,
+            max_body: MAX_BODY,
+        })
+    }
+
     pub fn client(&self) -> &reqwest::Client {
         &self.client
     }
@@ -63,7 +79,10 @@ impl Http {
             .map_err(|e| transport_error(provider, e, secrets))?;
         let status = response.status();
         let headers = response.headers().clone();
-        if response.content_length().is_some_and(|n| n > self.max_body as u64) {
+        if response
+            .content_length()
+            .is_some_and(|n| n > self.max_body as u64)
+        {
             return Err(too_big(provider, self.max_body));
         }
         let mut body = Vec::new();
@@ -121,6 +140,16 @@ fn transport_error(provider: &str, e: reqwest::Error, secrets: &[&str]) -> FireE
             after: Duration::from_secs(15),
         };
     }
+    // A timeout can also surface as the source of a body or decode error.
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        if c.to_string().contains("timed out") {
+            return FireError::Timeout {
+                after: Duration::from_secs(15),
+            };
+        }
+        cause = c.source();
+    }
     let what = if e.is_connect() {
         "cannot connect"
     } else if e.is_body() || e.is_decode() {
@@ -150,10 +179,9 @@ fn excerpt(body: &[u8], secrets: &[&str]) -> String {
                 .iter()
                 .find_map(|k| match &v[*k] {
                     serde_json::Value::String(s) => Some(s.clone()),
-                    serde_json::Value::Object(o) => o
-                        .get("message")
-                        .and_then(|m| m.as_str())
-                        .map(str::to_owned),
+                    serde_json::Value::Object(o) => {
+                        o.get("message").and_then(|m| m.as_str()).map(str::to_owned)
+                    }
                     _ => None,
                 })
         })
@@ -182,7 +210,10 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         return Some(Duration::from_secs(seconds.min(86_400)));
     }
     let when = httpdate::parse_http_date(value).ok()?;
-    Some(when.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
 }
 
 /// What a non-success status means, by the usual HTTP contract.
@@ -227,8 +258,36 @@ pub fn parse_json<T: DeserializeOwned>(
         });
     }
     serde_json::from_slice(body).map_err(|e| FireError::Malformed {
-        reason: redact(&format!("{provider} answered with unreadable JSON: {e}"), secrets),
+        reason: redact(
+            &format!("{provider} answered with unreadable JSON: {e}"),
+            secrets,
+        ),
     })
+}
+
+/// Provider text with HTML markup (`<strong>`, `<span class=searchmatch>`)
+/// as plain text: tags dropped, the common entities decoded. The result is
+/// still rendered escaped; this only keeps markup out of what people read.
+pub fn plain_text(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match (c, in_tag) {
+            ('<', _) => in_tag = true,
+            ('>', true) => in_tag = false,
+            (_, false) => out.push(c),
+            _ => {}
+        }
+    }
+    let out = out
+        .replace("&nbsp;", " ")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#x27;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
@@ -248,17 +307,34 @@ mod tests {
     fn statuses_are_classified_by_contract() {
         let none = HeaderMap::new();
         let c = |code: u16, h: &HeaderMap, body: &str| {
-            classify_status("P", StatusCode::from_u16(code).unwrap(), h, body.as_bytes(), &["sekret-key"])
+            classify_status(
+                "P",
+                StatusCode::from_u16(code).unwrap(),
+                h,
+                body.as_bytes(),
+                &["sekret-key"],
+            )
         };
         assert!(c(200, &none, "").is_none());
         assert!(matches!(
             c(429, &headers(&[("retry-after", "30")]), ""),
             Some(FireError::RateLimited { retry_after: Some(d), .. }) if d == Duration::from_secs(30)
         ));
-        assert!(matches!(c(429, &none, ""), Some(FireError::RateLimited { retry_after: None, .. })));
-        assert!(matches!(c(401, &none, r#"{"error":"Invalid API key sekret-key"}"#),
-            Some(FireError::AuthFailed { reason }) if reason == "P HTTP 401: Invalid API key ***"));
-        assert!(matches!(c(403, &none, ""), Some(FireError::AuthFailed { .. })));
+        assert!(matches!(
+            c(429, &none, ""),
+            Some(FireError::RateLimited {
+                retry_after: None,
+                ..
+            })
+        ));
+        assert!(
+            matches!(c(401, &none, r#"{"error":"Invalid API key sekret-key"}"#),
+            Some(FireError::AuthFailed { reason }) if reason == "P HTTP 401: Invalid API key ***")
+        );
+        assert!(matches!(
+            c(403, &none, ""),
+            Some(FireError::AuthFailed { .. })
+        ));
         assert!(matches!(c(503, &none, "<html><body>down</body></html>"),
             Some(FireError::Upstream { reason }) if reason.ends_with("an HTML page")));
         assert!(matches!(c(400, &none, r#"{"message":"bad q"}"#),
@@ -267,19 +343,37 @@ mod tests {
 
     #[test]
     fn retry_after_reads_seconds_and_dates() {
-        assert_eq!(retry_after(&headers(&[("retry-after", "120")])), Some(Duration::from_secs(120)));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "120")])),
+            Some(Duration::from_secs(120))
+        );
         let later = std::time::SystemTime::now() + Duration::from_secs(90);
         let date = httpdate::fmt_http_date(later);
         let got = retry_after(&headers(&[("retry-after", &date)])).unwrap();
-        assert!(got <= Duration::from_secs(90) && got >= Duration::from_secs(85), "{got:?}");
+        assert!(
+            got <= Duration::from_secs(90) && got >= Duration::from_secs(85),
+            "{got:?}"
+        );
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
     }
 
     #[test]
+    fn markup_becomes_plain_text() {
+        assert_eq!(
+            plain_text("<strong>Acme</strong> &amp; Co\n <span class=\"x\">Ltd</span>"),
+            "Acme & Co Ltd"
+        );
+        assert_eq!(plain_text("a &lt;b&gt; c"), "a <b> c");
+    }
+
+    #[test]
     fn html_is_never_parsed_as_json() {
-        let err = parse_json::<serde_json::Value>("P", &HeaderMap::new(), b"<!DOCTYPE html><p>hi", &[]).unwrap_err();
+        let err =
+            parse_json::<serde_json::Value>("P", &HeaderMap::new(), b"<!DOCTYPE html><p>hi", &[])
+                .unwrap_err();
         assert!(err.to_string().contains("HTML page"), "{err}");
-        let err = parse_json::<serde_json::Value>("P", &HeaderMap::new(), b"{nope", &[]).unwrap_err();
+        let err =
+            parse_json::<serde_json::Value>("P", &HeaderMap::new(), b"{nope", &[]).unwrap_err();
         assert!(matches!(err, FireError::Malformed { .. }));
     }
 }

@@ -1,0 +1,163 @@
+//! Tavily: `POST /search` (web, news, social intents through
+//! `include_domains`), `POST /extract` (crawl.extract) and `POST /crawl`
+//! (crawl.site), with `Authorization: Bearer <TAVILY_API_KEY>`.
+
+use async_trait::async_trait;
+use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::http::Http;
+use super::{env, social};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::registry::Registration;
+use crate::urlnorm::parse_web_url;
+
+pub const ID: &str = "tavily";
+pub const KEY_VAR: &str = "TAVILY_API_KEY";
+pub const BASE: &str = "https://api.tavily.com";
+
+pub fn registration() -> Registration {
+    let mut capabilities: Vec<Capability> = vec![
+        B::SearchWeb.into(),
+        B::SearchNews.into(),
+        B::CrawlExtract.into(),
+        B::CrawlSite.into(),
+    ];
+    capabilities.extend(social::social_capabilities());
+    Registration {
+        id: ID.to_owned(),
+        display_name: "Tavily".to_owned(),
+        short_label: "Tavily".to_owned(),
+        capabilities,
+        cost_tier: CostTier::FreeTier,
+        requires_env: vec![KEY_VAR.to_owned()],
+        rate_hints: RateHints {
+            per_second: Some(2.0),
+            daily_cap: None,
+        },
+    }
+}
+
+#[derive(Debug)]
+pub struct Tavily {
+    pub http: Http,
+    pub base: Option<String>,
+    pub key: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct SearchAnswer {
+    #[serde(default)]
+    results: Vec<SearchHit>,
+}
+
+#[derive(Deserialize)]
+struct SearchHit {
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    score: Option<f64>,
+    #[serde(default)]
+    published_date: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct PagesAnswer {
+    #[serde(default)]
+    results: Vec<Page>,
+}
+
+#[derive(Deserialize)]
+struct Page {
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    raw_content: Option<String>,
+}
+
+fn excerpt(text: &str) -> String {
+    text.split_whitespace()
+        .take(60)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[async_trait]
+impl Connector for Tavily {
+    async fn fire(
+        &self,
+        intent: &Capability,
+        query: &str,
+        opts: &FireOpts,
+    ) -> Result<Vec<ConnectorResult>, FireError> {
+        let key = env::key(&self.key, KEY_VAR)?;
+        let base = self.base.clone().unwrap_or_else(|| BASE.to_owned());
+        let secrets = [key.as_str()];
+        let post = |path: &str, body: serde_json::Value| {
+            self.http
+                .client()
+                .post(format!("{base}{path}"))
+                .bearer_auth(&key)
+                .json(&body)
+        };
+        match intent.name() {
+            "crawl.extract" | "crawl.site" => {
+                let Some(url) = parse_web_url(query) else {
+                    return Err(FireError::Malformed {
+                        reason: "Tavily: the record has no website to read (the query is not an http(s) address)".to_owned(),
+                    });
+                };
+                let request = if intent.name() == "crawl.extract" {
+                    post("/extract", json!({ "urls": [url.as_str()] }))
+                } else {
+                    post(
+                        "/crawl",
+                        json!({ "url": url.as_str(), "max_depth": 1, "limit": opts.max_results.max(1) }),
+                    )
+                };
+                let answer: PagesAnswer = self.http.json("Tavily", request, &secrets).await?;
+                Ok(answer
+                    .results
+                    .into_iter()
+                    .map(|p| ConnectorResult {
+                        title: p.url.clone(),
+                        snippet: excerpt(p.raw_content.as_deref().unwrap_or_default()),
+                        url: p.url,
+                        raw: serde_json::Value::Null,
+                    })
+                    .collect())
+            }
+            _ => {
+                let platform = social::platform(intent);
+                let mut body = json!({
+                    "query": query,
+                    "max_results": opts.max_results.clamp(1, 20),
+                    "topic": if intent.name() == "search.news" { "news" } else { "general" },
+                });
+                if let Some(p) = platform {
+                    body["include_domains"] = json!(p.domains);
+                }
+                let answer: SearchAnswer = self
+                    .http
+                    .json("Tavily", post("/search", body), &secrets)
+                    .await?;
+                let results = answer
+                    .results
+                    .into_iter()
+                    .map(|h| ConnectorResult {
+                        url: h.url,
+                        title: h.title,
+                        snippet: h.content,
+                        raw: json!({ "score": h.score, "published": h.published_date }),
+                    })
+                    .collect();
+                Ok(social::keep(platform, results))
+            }
+        }
+    }
+}
