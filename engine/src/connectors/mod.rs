@@ -12,6 +12,7 @@ pub mod http;
 pub mod openalex;
 pub mod searxng;
 pub mod serpapi;
+pub mod site;
 pub mod social;
 pub mod tavily;
 pub mod wikidata;
@@ -91,6 +92,11 @@ pub fn register_builtin(registry: &Registry, http: &Http, demo: bool) -> Result<
             (adapter.build)(http.clone(), None, None),
         )?;
     }
+    let crawler = site::SiteCrawler {
+        allow: site::AllowList::from_env(),
+        timeout: None,
+    };
+    registry.register(site::registration(), Arc::new(crawler))?;
     if demo {
         registry.register(demo::registration(), Arc::new(demo::Demo::default()))?;
     }

@@ -1,0 +1,492 @@
+//! The site crawler: fetches a record's own website and reads its title,
+//! description and the social profiles it links to. It only ever connects to
+//! public addresses: every host is resolved first, loopback, private,
+//! link-local and other internal ranges are refused unless allow-listed, the
+//! connection is pinned to the checked address, and each redirect is checked
+//! again. Answers are capped in bytes and redirects.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ipnet::IpNet;
+use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
+use reqwest::header::{CONTENT_TYPE, LOCATION};
+use scraper::{Html, Selector};
+use url::Url;
+
+use super::http::{redact, USER_AGENT};
+use super::social;
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::registry::Registration;
+use crate::urlnorm::parse_web_url;
+
+pub const ID: &str = "site-crawler";
+/// Hosts, addresses or networks the crawler may reach although internal:
+/// comma-separated, e.g. `intranet.local,10.1.0.0/16`.
+pub const ALLOW_VAR: &str = "SWITCHYARD_FETCH_ALLOW";
+const MAX_BYTES: usize = 2 * 1024 * 1024;
+const MAX_REDIRECTS: usize = 5;
+/// Record fields that hold a website, tried in order when the query is not one.
+const WEBSITE_FIELDS: &[&str] = &["website", "url", "homepage", "site", "domain"];
+
+pub fn registration() -> Registration {
+    let mut capabilities: Vec<Capability> = vec![B::CrawlSite.into(), B::CrawlExtract.into()];
+    capabilities.extend(social::social_capabilities());
+    Registration {
+        id: ID.to_owned(),
+        display_name: "Own website (site crawler)".to_owned(),
+        short_label: "Site".to_owned(),
+        capabilities,
+        cost_tier: CostTier::Free,
+        requires_env: Vec::new(),
+        rate_hints: RateHints {
+            per_second: Some(4.0),
+            daily_cap: None,
+        },
+    }
+}
+
+/// Internal destinations a person allowed.
+#[derive(Clone, Debug, Default)]
+pub struct AllowList {
+    hosts: Vec<String>,
+    nets: Vec<IpNet>,
+}
+
+impl AllowList {
+    /// Parses `host,1.2.3.4,10.0.0.0/8`; unreadable entries are ignored with a warning.
+    pub fn parse(spec: &str) -> Self {
+        let mut list = AllowList::default();
+        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            if let Ok(net) = entry.parse::<IpNet>() {
+                list.nets.push(net);
+            } else if let Ok(ip) = entry.parse::<IpAddr>() {
+                list.nets.push(IpNet::from(ip));
+            } else if entry
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+            {
+                list.hosts.push(entry.to_ascii_lowercase());
+            } else {
+                tracing::warn!(entry, "Ignored an unreadable {ALLOW_VAR} entry.");
+            }
+        }
+        list
+    }
+
+    pub fn from_env() -> Self {
+        Self::parse(&std::env::var(ALLOW_VAR).unwrap_or_default())
+    }
+
+    fn allows(&self, host: &str, ip: IpAddr) -> bool {
+        self.hosts.iter().any(|h| h == &host.to_ascii_lowercase())
+            || self.nets.iter().any(|n| n.contains(&ip))
+    }
+}
+
+/// Why an address is internal, if it is.
+pub fn internal(ip: IpAddr) -> Option<&'static str> {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            if v4.is_loopback() {
+                Some("a loopback address")
+            } else if v4.is_private() {
+                Some("a private address")
+            } else if v4.is_link_local() {
+                Some("a link-local address")
+            } else if v4.is_unspecified() || v4.is_broadcast() || o[0] == 0 {
+                Some("not a host address")
+            } else if o[0] == 100 && (64..128).contains(&o[1]) {
+                Some("a carrier-grade NAT address")
+            } else if v4.is_multicast() || o[0] >= 240 {
+                Some("a reserved address")
+            } else {
+                None
+            }
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            if v6.is_loopback() {
+                Some("a loopback address")
+            } else if v6.is_unspecified() || v6.is_multicast() {
+                Some("not a host address")
+            } else if first & 0xffc0 == 0xfe80 {
+                Some("a link-local address")
+            } else if first & 0xfe00 == 0xfc00 {
+                Some("a private address")
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// The site crawler.
+#[derive(Debug, Default)]
+pub struct SiteCrawler {
+    pub allow: AllowList,
+    /// How long one request may take.
+    pub timeout: Option<Duration>,
+}
+
+impl SiteCrawler {
+    /// Resolves the URL's host and returns an address it may connect to.
+    async fn check(&self, url: &Url) -> Result<SocketAddr, FireError> {
+        let host = url
+            .host_str()
+            .unwrap_or_default()
+            .trim_matches(['[', ']'])
+            .to_owned();
+        let port = url.port_or_known_default().unwrap_or(443);
+        let refused = |why: String| FireError::Malformed {
+            reason: format!("site crawler refused {host}: {why}"),
+        };
+        let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, port)],
+            Err(_) => tokio::net::lookup_host((host.as_str(), port))
+                .await
+                .map_err(|e| FireError::Upstream {
+                    reason: format!("site crawler cannot resolve {host}: {e}"),
+                })?
+                .collect(),
+        };
+        if addrs.is_empty() {
+            return Err(refused("it has no address".to_owned()));
+        }
+        // Every address must pass: a name resolving to an internal address among
+        // public ones is refused as a whole.
+        for addr in &addrs {
+            if let Some(why) = internal(addr.ip()) {
+                if !self.allow.allows(&host, addr.ip()) {
+                    return Err(refused(format!(
+                        "{} is {why} (allow it with {ALLOW_VAR})",
+                        addr.ip()
+                    )));
+                }
+            }
+        }
+        Ok(addrs[0])
+    }
+
+    /// Fetches a page, following and re-checking redirects; returns the final
+    /// URL and the HTML.
+    async fn fetch(&self, start: Url) -> Result<(Url, String), FireError> {
+        let mut url = start;
+        for _ in 0..=MAX_REDIRECTS {
+            let addr = self.check(&url).await?;
+            let host = url.host_str().unwrap_or_default().to_owned();
+            // Pinned to the checked address: DNS cannot change between check and connect.
+            let client = reqwest::Client::builder()
+                .user_agent(USER_AGENT)
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(self.timeout.unwrap_or(Duration::from_secs(10)))
+                .resolve(&host, addr)
+                .build()
+                .map_err(|e| FireError::Upstream {
+                    reason: format!("site crawler: {e}"),
+                })?;
+            let mut response = client.get(url.clone()).send().await.map_err(|e| {
+                let e = e.without_url();
+                if e.is_timeout() {
+                    FireError::Timeout {
+                        after: self.timeout.unwrap_or(Duration::from_secs(10)),
+                    }
+                } else {
+                    FireError::Upstream {
+                        reason: format!("site crawler cannot read {host}: {e}"),
+                    }
+                }
+            })?;
+            let status = response.status();
+            if status.is_redirection() {
+                let next = response
+                    .headers()
+                    .get(LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|l| url.join(l).ok())
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .ok_or_else(|| FireError::Malformed {
+                        reason: format!("site crawler: {host} redirects nowhere usable"),
+                    })?;
+                url = next;
+                continue;
+            }
+            if let Some(e) =
+                super::http::classify_status("site crawler", status, response.headers(), &[], &[])
+            {
+                return Err(e);
+            }
+            let is_html = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_none_or(|ct| ct.contains("html"));
+            if !is_html {
+                return Err(FireError::Malformed {
+                    reason: format!("site crawler: {host} did not answer with a web page"),
+                });
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|e| FireError::Upstream {
+                reason: format!(
+                    "site crawler: the page of {host} was cut off: {}",
+                    e.without_url()
+                ),
+            })? {
+                body.extend_from_slice(&chunk);
+                if body.len() > MAX_BYTES {
+                    // A page this long still has its head and links in the first bytes.
+                    body.truncate(MAX_BYTES);
+                    break;
+                }
+            }
+            return Ok((url, String::from_utf8_lossy(&body).into_owned()));
+        }
+        Err(FireError::Malformed {
+            reason: format!("site crawler: more than {MAX_REDIRECTS} redirects"),
+        })
+    }
+}
+
+/// What a page says about itself.
+#[derive(Debug, Default, PartialEq)]
+pub struct PageFacts {
+    pub title: String,
+    pub description: String,
+    /// Absolute http(s) links, in page order, without duplicates.
+    pub links: Vec<String>,
+}
+
+fn selector(css: &str) -> Option<Selector> {
+    Selector::parse(css).ok()
+}
+
+/// Reads the title, description and links of an HTML page.
+pub fn page_facts(base: &Url, html: &str) -> PageFacts {
+    let doc = Html::parse_document(html);
+    let text_of = |css: &str| -> Option<String> {
+        let sel = selector(css)?;
+        doc.select(&sel).next().map(|e| {
+            e.text()
+                .collect::<String>()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    };
+    let meta = |css: &str| -> Option<String> {
+        let sel = selector(css)?;
+        doc.select(&sel)
+            .find_map(|e| e.value().attr("content"))
+            .map(|c| c.trim().to_owned())
+            .filter(|c| !c.is_empty())
+    };
+    let title = meta(r#"meta[property="og:title"]"#)
+        .or_else(|| text_of("title"))
+        .unwrap_or_default();
+    let description = meta(r#"meta[name="description"]"#)
+        .or_else(|| meta(r#"meta[property="og:description"]"#))
+        .unwrap_or_default();
+    let mut links: Vec<String> = Vec::new();
+    if let Some(sel) = selector("a[href]") {
+        for a in doc.select(&sel) {
+            let Some(href) = a.value().attr("href") else {
+                continue;
+            };
+            let Some(abs) = base
+                .join(href.trim())
+                .ok()
+                .and_then(|u| parse_web_url(u.as_str()))
+            else {
+                continue;
+            };
+            let s = abs.to_string();
+            if !links.contains(&s) {
+                links.push(s);
+            }
+        }
+    }
+    PageFacts {
+        title,
+        description,
+        links,
+    }
+}
+
+/// The website a fire is about: the query when it is an address, else the
+/// record's website field (a bare domain gets `https://`).
+fn website(query: &str, opts: &FireOpts) -> Option<Url> {
+    let candidates =
+        std::iter::once(query.to_owned()).chain(WEBSITE_FIELDS.iter().filter_map(|f| {
+            opts.record_fields
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(f))
+                .map(|(_, v)| v.clone())
+        }));
+    for c in candidates {
+        let c = c.trim();
+        if c.is_empty() || c.contains(char::is_whitespace) {
+            continue;
+        }
+        if let Some(u) = parse_web_url(c) {
+            return Some(u);
+        }
+        if c.contains('.') && !c.contains("://") {
+            if let Some(u) = parse_web_url(&format!("https://{c}")) {
+                return Some(u);
+            }
+        }
+    }
+    None
+}
+
+#[async_trait]
+impl Connector for SiteCrawler {
+    async fn fire(
+        &self,
+        intent: &Capability,
+        query: &str,
+        opts: &FireOpts,
+    ) -> Result<Vec<ConnectorResult>, FireError> {
+        let Some(start) = website(query, opts) else {
+            return Err(FireError::Malformed {
+                reason: "site crawler: the record has no website (a 'website' column, or a query that is an address)".to_owned(),
+            });
+        };
+        let (url, html) = self.fetch(start).await?;
+        let facts = page_facts(&url, &html);
+        match social::platform(intent) {
+            Some(platform) => Ok(facts
+                .links
+                .iter()
+                .filter(|l| platform.owns(l))
+                .take(opts.max_results.max(1))
+                .map(|l| ConnectorResult {
+                    url: l.clone(),
+                    title: format!(
+                        "{} linked from {}",
+                        intent.label(),
+                        url.host_str().unwrap_or_default()
+                    ),
+                    snippet: redact(&facts.title, &[]),
+                    raw: serde_json::json!({ "found_on": url.as_str() }),
+                })
+                .collect()),
+            None => {
+                let socials: Vec<&String> = facts
+                    .links
+                    .iter()
+                    .filter(|l| {
+                        social::social_capabilities()
+                            .iter()
+                            .any(|c| social::platform(c).is_some_and(|p| p.owns(l)))
+                    })
+                    .collect();
+                Ok(vec![ConnectorResult {
+                    title: if facts.title.is_empty() {
+                        url.host_str().unwrap_or_default().to_owned()
+                    } else {
+                        facts.title.clone()
+                    },
+                    snippet: facts.description.clone(),
+                    raw: serde_json::json!({ "social_links": socials }),
+                    url: url.to_string(),
+                }])
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_addresses_are_named() {
+        for (ip, why) in [
+            ("127.0.0.1", "a loopback address"),
+            ("10.1.2.3", "a private address"),
+            ("172.20.0.1", "a private address"),
+            ("192.168.1.1", "a private address"),
+            ("169.254.169.254", "a link-local address"),
+            ("100.100.0.1", "a carrier-grade NAT address"),
+            ("0.0.0.0", "not a host address"),
+            ("::1", "a loopback address"),
+            ("fe80::1", "a link-local address"),
+            ("fd00::1", "a private address"),
+            ("::ffff:127.0.0.1", "a loopback address"),
+        ] {
+            assert_eq!(internal(ip.parse().unwrap()), Some(why), "{ip}");
+        }
+        for ip in ["93.184.216.34", "2606:4700::1111", "8.8.8.8"] {
+            assert_eq!(internal(ip.parse().unwrap()), None, "{ip}");
+        }
+    }
+
+    #[test]
+    fn allow_lists_name_hosts_and_networks() {
+        let allow = AllowList::parse("intranet.local, 10.1.0.0/16,127.0.0.1, bad entry!");
+        assert!(allow.allows("INTRANET.local", "10.9.9.9".parse().unwrap()));
+        assert!(allow.allows("x", "10.1.200.3".parse().unwrap()));
+        assert!(allow.allows("x", "127.0.0.1".parse().unwrap()));
+        assert!(!allow.allows("x", "10.2.0.1".parse().unwrap()));
+    }
+
+    #[tokio::test]
+    async fn internal_targets_are_refused_before_connecting() {
+        let crawler = SiteCrawler::default();
+        for target in [
+            "http://127.0.0.1:9/",
+            "http://[::1]:9/",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://10.0.0.1/",
+        ] {
+            let err = crawler
+                .fire(&B::CrawlSite.into(), target, &FireOpts::default())
+                .await
+                .unwrap_err();
+            assert!(err.to_string().contains("refused"), "{target}: {err}");
+        }
+    }
+
+    #[test]
+    fn pages_give_title_description_and_absolute_links() {
+        let base = Url::parse("https://acme.example/about/").unwrap();
+        let html = r#"<html><head><title> Acme
+            Rockets </title><meta name="description" content="We build rockets."></head>
+            <body><a href="https://www.linkedin.com/company/acme">in</a><a href="/team">team</a>
+            <a href="javascript:alert(1)">x</a><a href="https://www.linkedin.com/company/acme">again</a></body></html>"#;
+        let facts = page_facts(&base, html);
+        assert_eq!(facts.title, "Acme Rockets");
+        assert_eq!(facts.description, "We build rockets.");
+        assert_eq!(
+            facts.links,
+            [
+                "https://www.linkedin.com/company/acme",
+                "https://acme.example/team"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_website_comes_from_the_query_or_the_record() {
+        let mut opts = FireOpts::default();
+        assert_eq!(
+            website("https://acme.example", &opts).unwrap().as_str(),
+            "https://acme.example/"
+        );
+        assert!(website("Acme Rockets", &opts).is_none());
+        opts.record_fields
+            .insert("Website".into(), "acme.example".into());
+        assert_eq!(
+            website("Acme Rockets", &opts).unwrap().as_str(),
+            "https://acme.example/"
+        );
+    }
+}

@@ -1,0 +1,120 @@
+//! The site crawler against a local site: allowed by the allow-list it reads
+//! the page and its social links; redirects are followed and checked again.
+
+use std::time::Duration;
+
+use axum::response::{Html, Redirect};
+use axum::routing::get;
+use engine::connector::{Connector, FireError, FireOpts};
+use engine::connectors::site::{AllowList, SiteCrawler};
+use model::BuiltinCapability as B;
+
+async fn site() -> String {
+    let app = axum::Router::new()
+        .route(
+            "/",
+            get(|| async {
+                Html(
+                    r#"<html><head><title>Acme Rockets</title><meta name="description" content="We build rockets"></head>
+                    <body><a href="https://www.linkedin.com/company/acme-rockets/">LinkedIn</a>
+                    <a href="https://twitter.com/acmerockets">X</a><a href="/contact">Contact</a></body></html>"#,
+                )
+            }),
+        )
+        .route("/moved", get(|| async { Redirect::permanent("/") }))
+        .route("/inside", get(|| async { Redirect::temporary("http://10.0.0.1/admin") }))
+        .route("/slow", get(|| async {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            Html("late")
+        }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+fn crawler(allow: &str) -> SiteCrawler {
+    SiteCrawler {
+        allow: AllowList::parse(allow),
+        timeout: Some(Duration::from_millis(500)),
+    }
+}
+
+#[tokio::test]
+async fn reads_the_page_and_its_profiles_when_allowed() {
+    let base = site().await;
+    let crawler = crawler("127.0.0.1");
+    let page = crawler
+        .fire(
+            &B::CrawlSite.into(),
+            &format!("{base}/moved"),
+            &FireOpts::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[0].url, format!("{base}/"));
+    assert_eq!(page[0].title, "Acme Rockets");
+    assert_eq!(page[0].snippet, "We build rockets");
+    assert_eq!(page[0].raw["social_links"].as_array().unwrap().len(), 2);
+
+    // A social intent reads the website from the record and keeps that platform.
+    let mut opts = FireOpts {
+        max_results: 5,
+        ..FireOpts::default()
+    };
+    opts.record_fields.insert("website".into(), base.clone());
+    let linkedin = crawler
+        .fire(&B::SocialLinkedin.into(), "Acme Rockets", &opts)
+        .await
+        .unwrap();
+    assert_eq!(linkedin.len(), 1);
+    assert_eq!(
+        linkedin[0].url,
+        "https://www.linkedin.com/company/acme-rockets/"
+    );
+}
+
+#[tokio::test]
+async fn refuses_what_is_not_allowed_and_redirects_inward() {
+    let base = site().await;
+    let err = crawler("")
+        .fire(&B::CrawlSite.into(), &base, &FireOpts::default())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("127.0.0.1 is a loopback address"),
+        "{err}"
+    );
+    // Allowed to reach this host, but not where it redirects.
+    let err = crawler("127.0.0.1")
+        .fire(
+            &B::CrawlSite.into(),
+            &format!("{base}/inside"),
+            &FireOpts::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("10.0.0.1 is a private address"),
+        "{err}"
+    );
+    let err = crawler("127.0.0.1")
+        .fire(
+            &B::CrawlSite.into(),
+            &format!("{base}/slow"),
+            &FireOpts::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FireError::Timeout { .. }), "{err}");
+    let err = crawler("127.0.0.1")
+        .fire(
+            &B::CrawlSite.into(),
+            "no website here",
+            &FireOpts::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no website"), "{err}");
+}
