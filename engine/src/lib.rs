@@ -18,6 +18,7 @@ pub mod scripted;
 pub mod store;
 pub mod time;
 pub mod urlnorm;
+pub mod views;
 
 use std::sync::{Arc, RwLock};
 

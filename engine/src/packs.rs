@@ -4,54 +4,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use model::Capability;
-use serde::{Deserialize, Serialize};
+pub use model::{BundleConfig, BundleMember, PackConfig};
+use serde::Deserialize;
 
 /// The catalogue shipped with Switchyard.
 pub const DEFAULT_CATALOG: &str = include_str!("../packs.toml");
-
-/// One chip's worth of configuration: *what* to find, never *how*.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PackConfig {
-    pub pack_id: String,
-    pub display_name: String,
-    /// One to three characters, unique among packs: the chip's label.
-    pub short_label: String,
-    #[serde(default)]
-    pub description: String,
-    pub intent: Capability,
-    /// The query, with `{name}` and `{<field>}` taken from the record.
-    #[serde(default = "default_template")]
-    pub query_template: String,
-    /// Connector ids in the order they are tried.
-    #[serde(default)]
-    pub preferred_connectors: Vec<String>,
-}
-
-fn default_template() -> String {
-    "{name}".to_owned()
-}
-
-/// One pack in a bundle, with an optional chain that replaces the pack's own.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BundleMember {
-    pub pack: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connector_chain_override: Option<Vec<String>>,
-}
-
-/// An ordered roster of packs: the chips of every card of a record set.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BundleConfig {
-    pub bundle_id: String,
-    pub display_name: String,
-    #[serde(default)]
-    pub description: String,
-    pub members: Vec<BundleMember>,
-}
 
 /// Every pack and bundle, validated together.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -113,3 +113,24 @@ pub struct ConnectorInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_reason: Option<String>,
 }
+
+/// One line of a chip's connector menu: a connector serving the pack's intent,
+/// its last attempt for this record, and whether a plain click would start there.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MenuEntry {
+    pub connector: ConnectorInfo,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempt: Option<crate::HistoryEntry>,
+    /// A plain click fires this connector first.
+    pub next: bool,
+    /// The person set "always start with this connector" for this record.
+    pub record_override: bool,
+}
+
+/// A chip's connector menu.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorMenu {
+    pub record_id: i64,
+    pub pack_id: String,
+    pub entries: Vec<MenuEntry>,
+}

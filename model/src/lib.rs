@@ -8,15 +8,19 @@ pub mod fire;
 pub mod health;
 pub mod item;
 pub mod job;
+pub mod pack;
 pub mod record;
 pub mod record_set;
 
 pub use capability::{BuiltinCapability, Capability, InvalidCapability};
-pub use connector::{ConnectorInfo, ConnectorStatus, CostTier, RateHints};
+pub use connector::{
+    ConnectorInfo, ConnectorMenu, ConnectorStatus, CostTier, MenuEntry, RateHints,
+};
 pub use event::{Event, EventKind};
 pub use fire::{ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy};
 pub use health::Health;
 pub use item::{Evidence, Item, TriageState, TriageVerb};
 pub use job::{Envelope, EnvelopeStatus, Job, JobStatus, Progress};
-pub use record::{Chip, Field, ImportReport, Record, Rejection};
+pub use pack::{BundleConfig, BundleMember, PackConfig};
+pub use record::{Chip, Field, ImportReport, Record, RecordFilter, RecordsPage, Rejection};
 pub use record_set::RecordSetSummary;

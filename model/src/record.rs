@@ -45,3 +45,30 @@ pub struct ImportReport {
     pub imported: u64,
     pub rejected: Vec<Rejection>,
 }
+
+/// Which records a triage view shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordFilter {
+    #[default]
+    All,
+    /// Records with at least one item nobody has triaged.
+    Unreviewed,
+    /// Records where fires ran and found nothing.
+    NothingFound,
+    /// Records with a failed attempt for an intent that has no items.
+    Errors,
+}
+
+/// A page of a record set's records, each with its chips.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordsPage {
+    pub record_set: crate::RecordSetSummary,
+    /// The packs of the set's bundle: the chips of every card, in order.
+    pub packs: Vec<crate::PackConfig>,
+    pub offset: i64,
+    pub limit: i64,
+    /// Records matching the filter and search, on every page.
+    pub total: i64,
+    pub records: Vec<Record>,
+}

@@ -770,3 +770,88 @@ async fn connectors_come_and_go_while_fires_are_in_flight() {
         pairs(&[("alpha", "not_found"), ("gamma", "found")])
     );
 }
+
+#[tokio::test]
+async fn filters_search_and_the_connector_menu() {
+    let alpha = ScriptedConnector::new("alpha", [Step::Found(1), Step::Empty]);
+    let beta = ScriptedConnector::new("beta", [Step::Empty]);
+    let server = server(
+        testing::sqlite(),
+        &[
+            ("alpha", CostTier::Free, alpha),
+            ("beta", CostTier::Free, beta),
+        ],
+    )
+    .await;
+    let (set, records) = imported(&server).await;
+    server.fire(records[0], "web", None).await; // Acme: found by alpha
+    server.fire(records[1], "web", None).await; // Bolt: alpha and beta find nothing
+
+    let names = |page: &Value| -> Vec<String> {
+        page["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (_, page) = server
+        .get_json(&format!("/api/record-sets/{set}/records?filter=unreviewed"))
+        .await;
+    assert_eq!(names(&page), ["Acme"]);
+    assert_eq!(page["total"], 1);
+    let (_, page) = server
+        .get_json(&format!(
+            "/api/record-sets/{set}/records?filter=nothing_found"
+        ))
+        .await;
+    assert_eq!(names(&page), ["Bolt"]);
+    let (_, page) = server
+        .get_json(&format!("/api/record-sets/{set}/records?search=BOL"))
+        .await;
+    assert_eq!(names(&page), ["Bolt"]);
+    let (_, page) = server
+        .get_json(&format!("/api/record-sets/{set}/records?search=%25"))
+        .await;
+    assert_eq!(page["total"], 0, "a % in the search is a literal");
+
+    let (code, menu) = server
+        .get_json(&format!("/api/records/{}/menu/web", records[0]))
+        .await;
+    assert_eq!(code, 200, "{menu}");
+    let entries = menu["entries"].as_array().unwrap();
+    let alpha = entries
+        .iter()
+        .find(|e| e["connector"]["id"] == "alpha")
+        .unwrap();
+    assert_eq!(alpha["last_attempt"]["outcome"], "found");
+    assert_eq!(alpha["next"], false, "alpha already found results for Acme");
+    let beta = entries
+        .iter()
+        .find(|e| e["connector"]["id"] == "beta")
+        .unwrap();
+    assert_eq!(beta["next"], true);
+    assert!(beta["last_attempt"].is_null());
+
+    // "Always start with beta for this record."
+    let res = server
+        .client
+        .put(server.at(&format!("/api/records/{}/overrides/web", records[1])))
+        .json(&json!({"connector": "beta"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 204);
+    let (_, menu) = server
+        .get_json(&format!("/api/records/{}/menu/web", records[1]))
+        .await;
+    let beta = menu["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["connector"]["id"] == "beta")
+        .unwrap()
+        .clone();
+    assert_eq!(beta["record_override"], true);
+    assert_eq!(beta["next"], true);
+}

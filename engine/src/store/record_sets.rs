@@ -1,6 +1,6 @@
 //! Record sets and their records.
 
-use model::{Field, RecordSetSummary};
+use model::{Field, RecordFilter, RecordSetSummary};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -169,6 +169,61 @@ impl Store {
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(record).collect()
+    }
+
+    /// A page of the records matching a filter and a name search, and how
+    /// many match in all.
+    pub async fn records_matching(
+        &self,
+        record_set_id: i64,
+        filter: RecordFilter,
+        search: &str,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<StoredRecord>, i64), StoreError> {
+        let condition = match filter {
+            RecordFilter::All => "",
+            RecordFilter::Unreviewed => {
+                " AND EXISTS (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.state = 'new')"
+            }
+            RecordFilter::NothingFound => {
+                " AND NOT EXISTS (SELECT 1 FROM items i WHERE i.record_id = r.id) \
+                 AND EXISTS (SELECT 1 FROM connector_history h WHERE h.record_id = r.id AND h.outcome = 'not_found')"
+            }
+            RecordFilter::Errors => {
+                " AND EXISTS (SELECT 1 FROM connector_history h WHERE h.record_id = r.id \
+                 AND h.outcome IN ('error', 'rate_limited') AND NOT EXISTS \
+                 (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.intent = h.intent))"
+            }
+        };
+        // LIKE's wildcards in the search are matched literally.
+        let pattern = format!(
+            "%{}%",
+            search
+                .trim()
+                .to_lowercase()
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        let from = format!(
+            "FROM records r WHERE r.record_set_id = $1 AND LOWER(r.name) LIKE $2 ESCAPE '\\'{condition}"
+        );
+        let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) {from}"))
+            .bind(record_set_id)
+            .bind(pattern.as_str())
+            .fetch_one(self.pool())
+            .await?;
+        let rows = sqlx::query(&format!(
+            "SELECT r.id, r.record_set_id, r.name, r.fields {from} ORDER BY r.position, r.id LIMIT $3 OFFSET $4"
+        ))
+        .bind(record_set_id)
+        .bind(pattern.as_str())
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(self.pool())
+        .await?;
+        Ok((rows.iter().map(record).collect::<Result<_, _>>()?, total))
     }
 
     pub async fn record(&self, id: i64) -> Result<StoredRecord, StoreError> {

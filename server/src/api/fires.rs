@@ -145,6 +145,19 @@ pub async fn triage(
     Ok(Json(item))
 }
 
+/// `GET /api/records/{id}/menu/{pack}`: the chip's connector menu.
+pub async fn menu(
+    State(state): State<AppState>,
+    Path((record_id, pack_id)): Path<(i64, String)>,
+) -> Result<Json<model::ConnectorMenu>, ApiError> {
+    if state.engine.catalog().pack(&pack_id).is_none() {
+        return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
+    }
+    Ok(Json(
+        state.engine.connector_menu(record_id, &pack_id).await?,
+    ))
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OverrideBody {

@@ -45,6 +45,7 @@ pub fn router() -> Router<AppState> {
         .route("/records/{id}/history", get(fires::history))
         .route("/records/{id}/items", get(fires::items))
         .route("/records/{id}/overrides/{pack}", put(fires::set_override))
+        .route("/records/{id}/menu/{pack}", get(fires::menu))
         .route("/fires/{id}/cancel", post(fires::cancel))
         .route("/items/{id}/triage", post(fires::triage))
         .route("/jobs/{id}", get(jobs::get))

@@ -5,8 +5,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use engine::import::{parse_csv, ImportError, ImportLimits};
-use engine::packs::PackConfig;
-use model::{ImportReport, Item, Record, RecordSetSummary};
+use model::{ImportReport, Item, RecordFilter, RecordSetSummary, RecordsPage};
 use serde::{Deserialize, Serialize};
 
 use super::extract::{ApiBytes, ApiQuery};
@@ -112,70 +111,35 @@ pub struct Page {
     pub offset: i64,
     #[serde(default = "default_limit")]
     pub limit: i64,
+    #[serde(default)]
+    pub filter: RecordFilter,
+    #[serde(default)]
+    pub search: String,
 }
 
 fn default_limit() -> i64 {
     100
 }
 
-/// A page of a record set's records, each with its chips.
-#[derive(Debug, Serialize)]
-pub struct RecordsPage {
-    pub record_set: RecordSetSummary,
-    /// The packs of the set's bundle: the chips of every card, in order.
-    pub packs: Vec<PackConfig>,
-    pub offset: i64,
-    pub limit: i64,
-    pub records: Vec<Record>,
-}
-
-/// `GET /api/record-sets/{id}/records?offset=0&limit=100`
+/// `GET /api/record-sets/{id}/records?offset=0&limit=100&filter=all&search=`:
+/// a page of records with their chips; `total` counts every match.
 pub async fn records(
     State(state): State<AppState>,
     Path(id): Path<i64>,
     ApiQuery(page): ApiQuery<Page>,
 ) -> Result<Json<RecordsPage>, ApiError> {
-    if page.offset < 0 || !(1..=1000).contains(&page.limit) {
-        return Err(ApiError::BadRequest(
-            "offset must be 0 or more and limit 1 to 1000".into(),
-        ));
+    if page.offset < 0 || !(1..=engine::views::MAX_PAGE).contains(&page.limit) {
+        return Err(ApiError::BadRequest(format!(
+            "offset must be 0 or more and limit 1 to {}",
+            engine::views::MAX_PAGE
+        )));
     }
-    let set = state.engine.store.record_set(id).await?;
-    let packs = bundle_packs(&state, &set.bundle_id);
-    let stored = state
-        .engine
-        .store
-        .records(id, page.offset, page.limit)
-        .await?;
-    let ids: Vec<i64> = stored.iter().map(|r| r.id).collect();
-    let mut chips = state.engine.dispatcher.chips(&ids, &packs).await?;
-    let records = stored
-        .into_iter()
-        .map(|r| Record {
-            chips: chips.remove(&r.id).unwrap_or_default(),
-            id: r.id,
-            record_set_id: r.record_set_id,
-            name: r.name,
-            fields: r.fields,
-        })
-        .collect();
-    Ok(Json(RecordsPage {
-        record_set: set,
-        packs,
-        offset: page.offset,
-        limit: page.limit,
-        records,
-    }))
-}
-
-fn bundle_packs(state: &AppState, bundle_id: &str) -> Vec<PackConfig> {
-    state
-        .engine
-        .catalog()
-        .bundle_packs(bundle_id)
-        .into_iter()
-        .map(|(p, _)| p.clone())
-        .collect()
+    Ok(Json(
+        state
+            .engine
+            .records_page(id, page.filter, &page.search, page.offset, page.limit)
+            .await?,
+    ))
 }
 
 #[derive(Debug, Deserialize)]

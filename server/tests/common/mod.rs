@@ -130,7 +130,7 @@ impl TestServer {
     /// The ids of a record set's records, in order.
     pub async fn record_ids(&self, set_id: i64) -> Vec<i64> {
         let (_, page) = self
-            .get_json(&format!("/api/record-sets/{set_id}/records?limit=1000"))
+            .get_json(&format!("/api/record-sets/{set_id}/records?limit=500"))
             .await;
         page["records"]
             .as_array()

@@ -1,0 +1,99 @@
+//! Read models the doors share (REST and the pages' server functions): a page
+//! of records with chips, and a chip's connector menu.
+
+use model::{ConnectorMenu, MenuEntry, Record, RecordFilter, RecordsPage};
+
+use crate::dispatch::DispatchError;
+use crate::Engine;
+
+/// How many records one page may hold.
+pub const MAX_PAGE: i64 = 500;
+
+impl Engine {
+    /// A page of a record set's records with their chips.
+    pub async fn records_page(
+        &self,
+        set_id: i64,
+        filter: RecordFilter,
+        search: &str,
+        offset: i64,
+        limit: i64,
+    ) -> Result<RecordsPage, DispatchError> {
+        let set = self.store.record_set(set_id).await?;
+        let packs: Vec<_> = self
+            .catalog()
+            .bundle_packs(&set.bundle_id)
+            .into_iter()
+            .map(|(p, _)| p.clone())
+            .collect();
+        let (stored, total) = self
+            .store
+            .records_matching(
+                set_id,
+                filter,
+                search,
+                offset.max(0),
+                limit.clamp(1, MAX_PAGE),
+            )
+            .await?;
+        let ids: Vec<i64> = stored.iter().map(|r| r.id).collect();
+        let mut chips = self.dispatcher.chips(&ids, &packs).await?;
+        let records = stored
+            .into_iter()
+            .map(|r| Record {
+                chips: chips.remove(&r.id).unwrap_or_default(),
+                id: r.id,
+                record_set_id: r.record_set_id,
+                name: r.name,
+                fields: r.fields,
+            })
+            .collect();
+        Ok(RecordsPage {
+            record_set: set,
+            packs,
+            offset: offset.max(0),
+            limit: limit.clamp(1, MAX_PAGE),
+            total,
+            records,
+        })
+    }
+
+    /// Every connector serving a pack's intent, with its last attempt for the
+    /// record and which one a plain click starts with.
+    pub async fn connector_menu(
+        &self,
+        record_id: i64,
+        pack_id: &str,
+    ) -> Result<ConnectorMenu, DispatchError> {
+        let record = self.store.record(record_id).await?;
+        let set = self.store.record_set(record.record_set_id).await?;
+        let (pack, chain) = self
+            .dispatcher
+            .chain_for(&record, &set.bundle_id, pack_id, None)
+            .await?;
+        let override_id = self.store.record_override(record_id, pack_id).await?;
+        let history = self.store.history(record_id).await?;
+        let entries = self
+            .registry
+            .serving(&pack.intent)
+            .into_iter()
+            .map(|handle| {
+                let id = handle.registration.id.clone();
+                MenuEntry {
+                    last_attempt: history
+                        .iter()
+                        .find(|h| h.connector_id == id && h.intent == pack.intent)
+                        .cloned(),
+                    next: chain.to_try.first() == Some(&id),
+                    record_override: override_id.as_deref() == Some(id.as_str()),
+                    connector: handle.info(),
+                }
+            })
+            .collect();
+        Ok(ConnectorMenu {
+            record_id,
+            pack_id: pack.pack_id,
+            entries,
+        })
+    }
+}
