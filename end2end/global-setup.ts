@@ -20,7 +20,11 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     "127.0.0.1:0",
     "--database-url",
     `sqlite://${path.join(dataDir, "e2e.db")}`,
-    ...(process.env.SWITCHYARD_E2E_ARGS ?? "").split(" ").filter(Boolean),
+    // Hermetic: the demo record set and connector, and packs whose chains are
+    // only the demo connector, so no test reaches a real provider.
+    "--demo",
+    "--packs",
+    path.join(root, "end2end/fixtures/packs.toml"),
   ];
   const server = spawn(bin, args, {
     cwd: root,

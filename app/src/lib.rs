@@ -9,6 +9,7 @@ use leptos_router::path;
 
 mod error_view;
 pub mod pages;
+pub mod triage;
 
 use pages::{InventoryPage, NotFoundPage, RecordSetsPage};
 
@@ -55,6 +56,7 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=NotFoundPage>
                     <Route path=path!("/") view=RecordSetsPage/>
                     <Route path=path!("/record-sets") view=RecordSetsPage/>
+                    <Route path=path!("/record-sets/:id") view=triage::TriageView/>
                     <Route path=path!("/inventory") view=InventoryPage/>
                 </Routes>
             </main>

@@ -469,25 +469,47 @@ impl Dispatcher {
         record: &StoredRecord,
         pack: &PackConfig,
     ) -> Result<ChipState, DispatchError> {
-        let chips = self.chips(&[record.id], std::slice::from_ref(pack)).await?;
+        let bundle = self.store.record_set(record.record_set_id).await?.bundle_id;
+        let chips = self
+            .chips(&[record.id], &bundle, std::slice::from_ref(pack))
+            .await?;
         Ok(chips
             .get(&record.id)
             .and_then(|c| c.first())
             .map_or(ChipState::Idle, |c| c.state.clone()))
     }
 
-    /// The chips of many records for the given packs, in pack order.
+    /// The chips of many records for the given packs, in pack order, each with
+    /// the connector a plain click would fire first.
     pub async fn chips(
         &self,
         record_ids: &[i64],
+        bundle_id: &str,
         packs: &[PackConfig],
     ) -> Result<HashMap<i64, Vec<Chip>>, DispatchError> {
         let history = self.store.history_of(record_ids).await?;
         let counts = self.store.item_counts(record_ids).await?;
+        let overrides = self.store.record_overrides_of(record_ids).await?;
         let candidates = self.candidates();
+        let display: HashMap<String, String> = self
+            .registry
+            .all()
+            .into_iter()
+            .map(|h| (h.registration.id, h.registration.display_name))
+            .collect();
         let needs_env: Vec<Option<Vec<String>>> = packs
             .iter()
             .map(|p| pack_needs_env(p, &candidates))
+            .collect();
+        let bundle_chains: HashMap<String, Option<Vec<String>>> = packs
+            .iter()
+            .map(|p| {
+                let member = self.pack_in(bundle_id, &p.pack_id).and_then(|(_, m)| m);
+                (
+                    p.pack_id.clone(),
+                    member.and_then(|m| m.connector_chain_override),
+                )
+            })
             .collect();
         let now = now_ms();
         let empty: Vec<HistoryEntry> = Vec::new();
@@ -503,8 +525,32 @@ impl Dispatcher {
                         .filter(|a| a.intent == pack.intent)
                         .cloned()
                         .collect();
+                    let found: Vec<String> = mine
+                        .iter()
+                        .filter(|a| a.outcome == Some(FireOutcome::Found))
+                        .map(|a| a.connector_id.clone())
+                        .collect();
+                    let chain = chain::resolve(
+                        &ChainRequest {
+                            intent: Some(&pack.intent),
+                            record_override: overrides
+                                .get(&(*id, pack.pack_id.clone()))
+                                .map(String::as_str),
+                            bundle_override: bundle_chains
+                                .get(&pack.pack_id)
+                                .and_then(|c| c.as_deref()),
+                            pack_preferred: &pack.preferred_connectors,
+                            already_found: &found,
+                            ..Default::default()
+                        },
+                        &candidates,
+                    );
                     Chip {
                         pack_id: pack.pack_id.clone(),
+                        next: chain
+                            .to_try
+                            .first()
+                            .map(|c| display.get(c).cloned().unwrap_or_else(|| c.clone())),
                         state: chip_state(ChipInputs {
                             attempts: &mine,
                             item_count: counts

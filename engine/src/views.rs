@@ -37,7 +37,7 @@ impl Engine {
             )
             .await?;
         let ids: Vec<i64> = stored.iter().map(|r| r.id).collect();
-        let mut chips = self.dispatcher.chips(&ids, &packs).await?;
+        let mut chips = self.dispatcher.chips(&ids, &set.bundle_id, &packs).await?;
         let records = stored
             .into_iter()
             .map(|r| Record {

@@ -17,6 +17,9 @@ pub struct Chip {
     pub pack_id: String,
     #[serde(flatten)]
     pub state: ChipState,
+    /// The connector a plain click fires first (its display name), if any can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// One record with its chips.

@@ -111,6 +111,34 @@ impl Store {
         Ok(id)
     }
 
+    /// The overrides of many records, by (record, pack).
+    pub async fn record_overrides_of(
+        &self,
+        record_ids: &[i64],
+    ) -> Result<std::collections::HashMap<(i64, String), String>, StoreError> {
+        let mut out = std::collections::HashMap::new();
+        for chunk in record_ids.chunks(500) {
+            let ph = (1..=chunk.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT record_id, pack_id, connector_id FROM record_overrides WHERE record_id IN ({ph})"
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(self.pool()).await? {
+                out.insert(
+                    (row.try_get("record_id")?, row.try_get("pack_id")?),
+                    row.try_get("connector_id")?,
+                );
+            }
+        }
+        Ok(out)
+    }
+
     /// Sets (or with `None`, clears) the connector a record starts with for a pack.
     pub async fn set_record_override(
         &self,

@@ -1,0 +1,201 @@
+//! The server functions of the triage view. Each is a public endpoint: it
+//! checks its input and reaches the engine itself.
+
+use leptos::prelude::*;
+use model::{ConnectorMenu, FireReport, Item, Job, RecordFilter, RecordsPage, TriageVerb};
+use serde::{Deserialize, Serialize};
+
+/// A page of cards with the items under them and the set's running job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TriagePage {
+    pub page: RecordsPage,
+    pub items: Vec<Item>,
+    /// The newest job of the set, if any.
+    pub job: Option<Job>,
+}
+
+/// How the triage view pages records.
+pub const PAGE_SIZE: i64 = 50;
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use leptos::prelude::*;
+
+    pub fn engine() -> Result<engine::Engine, ServerFnError> {
+        use_context::<engine::Engine>()
+            .ok_or_else(|| ServerFnError::new("the engine is not available"))
+    }
+
+    /// Who acts; accounts come with sign-in.
+    pub fn actor() -> String {
+        "anonymous".to_owned()
+    }
+
+    /// A failure as a person reads it; internal details stay in the log.
+    pub fn fail(e: impl std::fmt::Display) -> ServerFnError {
+        let text = e.to_string();
+        if text.contains("not found") || text.starts_with("no pack") {
+            ServerFnError::new(text)
+        } else {
+            tracing::error!(error = %text, "A triage request failed.");
+            ServerFnError::new("the server could not do that; try again")
+        }
+    }
+}
+
+#[server]
+pub async fn load_triage(
+    set_id: i64,
+    filter: RecordFilter,
+    search: String,
+    offset: i64,
+) -> Result<TriagePage, ServerFnError> {
+    let engine = ssr::engine()?;
+    let page = engine
+        .records_page(set_id, filter, &search, offset, PAGE_SIZE)
+        .await
+        .map_err(ssr::fail)?;
+    let ids: Vec<i64> = page.records.iter().map(|r| r.id).collect();
+    let items = engine.store.items_of(&ids).await.map_err(ssr::fail)?;
+    let job = engine
+        .store
+        .jobs_of(set_id)
+        .await
+        .map_err(ssr::fail)?
+        .into_iter()
+        .next();
+    Ok(TriagePage { page, items, job })
+}
+
+#[server]
+pub async fn fire_chip(
+    record_id: i64,
+    pack_id: String,
+    connector: Option<String>,
+) -> Result<FireReport, ServerFnError> {
+    let engine = ssr::engine()?;
+    if engine.catalog().pack(&pack_id).is_none() {
+        return Err(ServerFnError::new(format!("no pack {pack_id:?}")));
+    }
+    engine
+        .dispatcher
+        .fire(engine::dispatch::FireRequest {
+            record_id,
+            pack_id,
+            connector,
+            triggered_by: model::TriggeredBy::HumanRefire,
+            actor: ssr::actor(),
+            job_id: None,
+            parent: None,
+        })
+        .await
+        .map_err(ssr::fail)
+}
+
+#[server]
+pub async fn cancel_fire(fire_id: i64) -> Result<bool, ServerFnError> {
+    Ok(ssr::engine()?.dispatcher.cancel(fire_id))
+}
+
+#[server]
+pub async fn load_menu(record_id: i64, pack_id: String) -> Result<ConnectorMenu, ServerFnError> {
+    ssr::engine()?
+        .connector_menu(record_id, &pack_id)
+        .await
+        .map_err(ssr::fail)
+}
+
+#[server]
+pub async fn set_start_with(
+    record_id: i64,
+    pack_id: String,
+    connector: Option<String>,
+) -> Result<(), ServerFnError> {
+    let engine = ssr::engine()?;
+    if let Some(id) = &connector {
+        if engine.registry.by_id(id).is_none() {
+            return Err(ServerFnError::new(format!("no connector {id:?}")));
+        }
+    }
+    engine
+        .store
+        .set_record_override(record_id, &pack_id, connector.as_deref(), &ssr::actor())
+        .await
+        .map_err(ssr::fail)
+}
+
+/// The outcome of a triage verb: the item as it is now, and a sentence when
+/// someone else acted first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TriageOutcome {
+    pub item: Item,
+    pub conflict: Option<String>,
+}
+
+#[server]
+pub async fn triage_item(
+    item_id: i64,
+    verb: TriageVerb,
+    version: i64,
+) -> Result<TriageOutcome, ServerFnError> {
+    let engine = ssr::engine()?;
+    let actor = ssr::actor();
+    match engine.store.triage(item_id, verb, version, &actor).await {
+        Ok(item) => {
+            let record = engine
+                .store
+                .record(item.record_id)
+                .await
+                .map_err(ssr::fail)?;
+            engine.events.publish(
+                Some(record.record_set_id),
+                model::EventKind::ItemChanged {
+                    item: item.clone(),
+                    actor,
+                },
+            );
+            Ok(TriageOutcome {
+                item,
+                conflict: None,
+            })
+        }
+        Err(engine::store::TriageError::Conflict { current, .. }) => Ok(TriageOutcome {
+            conflict: Some(format!(
+                "Someone else acted first: this item is now {}{}.",
+                current.state.name(),
+                current
+                    .triaged_by
+                    .as_deref()
+                    .map(|w| format!(" (by {w})"))
+                    .unwrap_or_default()
+            )),
+            item: *current,
+        }),
+        Err(e @ engine::store::TriageError::NothingToUndo(_)) => {
+            Err(ServerFnError::new(e.to_string()))
+        }
+        Err(e) => Err(ssr::fail(e)),
+    }
+}
+
+#[server]
+pub async fn start_fanout(set_id: i64) -> Result<Job, ServerFnError> {
+    let engine = ssr::engine()?;
+    let set = engine.store.record_set(set_id).await.map_err(ssr::fail)?;
+    let packs: Vec<String> = engine
+        .catalog()
+        .bundle_packs(&set.bundle_id)
+        .into_iter()
+        .map(|(p, _)| p.pack_id.clone())
+        .collect();
+    engine
+        .jobs
+        .start(set_id, &packs, &ssr::actor())
+        .await
+        .map_err(ssr::fail)
+}
+
+#[server]
+pub async fn cancel_fanout(job_id: i64) -> Result<Job, ServerFnError> {
+    ssr::engine()?.jobs.cancel(job_id).await.map_err(ssr::fail)
+}

@@ -1,0 +1,173 @@
+//! The live state of a triage view: one signal per chip and one per record's
+//! items, so an event re-renders only what it changes; and the subscription
+//! to `/api/events` that feeds them (in the browser only).
+
+use std::collections::HashMap;
+
+use leptos::prelude::*;
+use model::{ChipState, EventKind, Item, Job};
+
+/// One chip's live state.
+#[derive(Clone, Copy)]
+pub struct ChipSlot {
+    pub state: RwSignal<ChipState>,
+    /// The fire in flight, when one is (for cancel).
+    pub fire: RwSignal<Option<i64>>,
+    /// The connector a plain click fires first.
+    pub next: RwSignal<Option<String>>,
+}
+
+/// Every signal of the view, by record (and pack).
+#[derive(Clone, Copy)]
+pub struct Board {
+    chips: StoredValue<HashMap<(i64, String), ChipSlot>>,
+    items: StoredValue<HashMap<i64, RwSignal<Vec<Item>>>>,
+    pub job: RwSignal<Option<Job>>,
+    /// Bumped when the stream asks for a reload (events were missed).
+    pub reload: RwSignal<u32>,
+    /// The chip whose connector menu is open.
+    pub menu: RwSignal<Option<(i64, String)>>,
+}
+
+impl Board {
+    pub fn new(job: Option<Job>) -> Self {
+        Self {
+            chips: StoredValue::new(HashMap::new()),
+            items: StoredValue::new(HashMap::new()),
+            job: RwSignal::new(job),
+            reload: RwSignal::new(0),
+            menu: RwSignal::new(None),
+        }
+    }
+
+    /// The slot of a chip, made on first use.
+    pub fn chip(
+        &self,
+        record: i64,
+        pack: &str,
+        initial: ChipState,
+        next: Option<String>,
+    ) -> ChipSlot {
+        let key = (record, pack.to_owned());
+        if let Some(slot) = self.chips.with_value(|m| m.get(&key).copied()) {
+            slot.state.set(initial);
+            slot.next.set(next);
+            return slot;
+        }
+        let slot = ChipSlot {
+            state: RwSignal::new(initial),
+            fire: RwSignal::new(None),
+            next: RwSignal::new(next),
+        };
+        self.chips.update_value(|m| {
+            m.insert(key, slot);
+        });
+        slot
+    }
+
+    /// The items signal of a record, made on first use.
+    pub fn items(&self, record: i64, initial: Vec<Item>) -> RwSignal<Vec<Item>> {
+        if let Some(items) = self.items.with_value(|m| m.get(&record).copied()) {
+            items.set(initial);
+            return items;
+        }
+        let items = RwSignal::new(initial);
+        self.items.update_value(|m| {
+            m.insert(record, items);
+        });
+        items
+    }
+
+    fn slot(&self, record: i64, pack: &str) -> Option<ChipSlot> {
+        self.chips
+            .with_value(|m| m.get(&(record, pack.to_owned())).copied())
+    }
+
+    /// Replaces or adds one item in its record's list.
+    pub fn put_item(&self, item: Item) {
+        if let Some(items) = self.items.with_value(|m| m.get(&item.record_id).copied()) {
+            items.update(|list| match list.iter_mut().find(|i| i.id == item.id) {
+                Some(old) => *old = item,
+                None => list.push(item),
+            });
+        }
+    }
+
+    /// Applies one live event.
+    pub fn apply(&self, kind: EventKind) {
+        match kind {
+            EventKind::ChipChanged {
+                record_id,
+                pack_id,
+                chip,
+                ..
+            } => {
+                if let Some(slot) = self.slot(record_id, &pack_id) {
+                    if chip != ChipState::Firing {
+                        slot.fire.set(None);
+                    }
+                    slot.state.set(chip);
+                }
+            }
+            EventKind::Attempt { entry } => {
+                if entry.outcome.is_none() {
+                    if let Some(slot) = self.slot(entry.record_id, &entry.pack_id) {
+                        slot.fire.set(Some(entry.fire_id));
+                        slot.state.set(ChipState::Firing);
+                    }
+                }
+            }
+            EventKind::ItemChanged { item, .. } => self.put_item(item),
+            EventKind::JobChanged { job } => {
+                let newer = self
+                    .job
+                    .with_untracked(|j| j.as_ref().is_none_or(|j| j.id <= job.id));
+                if newer {
+                    self.job.set(Some(job));
+                }
+            }
+            EventKind::Resync => self.reload.update(|n| *n += 1),
+            EventKind::ConnectorChanged { .. } | EventKind::ConnectorRemoved { .. } => {}
+        }
+    }
+
+    /// Subscribes to the record set's events for as long as the view lives.
+    /// The browser's EventSource reconnects by itself and sends
+    /// `Last-Event-ID`, so a dropped stream resumes where it stopped. While
+    /// the stream is open, `<body data-live="true">` says so.
+    #[cfg(feature = "hydrate")]
+    pub fn subscribe(self, set_id: i64) {
+        use wasm_bindgen::closure::Closure;
+        use wasm_bindgen::JsCast;
+
+        let Ok(source) = web_sys::EventSource::new(&format!("/api/events?record_set={set_id}"))
+        else {
+            return;
+        };
+        let on_message =
+            Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
+                if let Some(text) = e.data().as_string() {
+                    if let Ok(event) = serde_json::from_str::<model::Event>(&text) {
+                        self.apply(event.kind);
+                    }
+                }
+            });
+        let live = |on: bool| {
+            move || {
+                if let Some(body) = document().body() {
+                    let _ = body.set_attribute("data-live", if on { "true" } else { "false" });
+                }
+            }
+        };
+        let on_open = Closure::<dyn FnMut()>::new(live(true));
+        let on_error = Closure::<dyn FnMut()>::new(live(false));
+        source.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+        source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        let held = send_wrapper::SendWrapper::new((source, on_message, on_open, on_error));
+        on_cleanup(move || {
+            held.0.close();
+            live(false)();
+        });
+    }
+}

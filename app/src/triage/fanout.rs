@@ -1,0 +1,56 @@
+//! "Augment this set →": the bundle over every record as a job, with its
+//! progress live from the event stream.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use model::JobStatus;
+
+use super::api::{cancel_fanout, start_fanout};
+use super::board::Board;
+
+#[component]
+pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
+    let error = RwSignal::new(None::<String>);
+    let running = move || {
+        board
+            .job
+            .with(|j| j.as_ref().is_some_and(|j| j.status == JobStatus::Running))
+    };
+    let start = move |_| {
+        error.set(None);
+        spawn_local(async move {
+            match start_fanout(set_id).await {
+                Ok(job) => board.job.set(Some(job)),
+                Err(e) => error.set(Some(e.to_string())),
+            }
+        });
+    };
+    let cancel = move |_| {
+        if let Some(id) = board.job.with_untracked(|j| j.as_ref().map(|j| j.id)) {
+            spawn_local(async move {
+                if let Ok(job) = cancel_fanout(id).await {
+                    board.job.set(Some(job));
+                }
+            });
+        }
+    };
+    view! {
+        <div class="fanout">
+            <button class="primary" on:click=start disabled=running>"Augment this set →"</button>
+            {move || board.job.get().map(|job| {
+                let pct = (job.progress.done * 100).checked_div(job.progress.total).unwrap_or(100);
+                view! {
+                    <div class="job" data-job=job.id data-job-status=job.status.name()>
+                        <progress max=job.progress.total value=job.progress.done aria-label="Fan-out progress"></progress>
+                        <span class="job-figures">
+                            {format!("{pct} % · {} of {} fires · found {} · nothing {} · errors {} · {}",
+                                job.progress.done, job.progress.total, job.found, job.not_found, job.errors, job.status.name())}
+                        </span>
+                        {(job.status == JobStatus::Running).then(|| view! { <button on:click=cancel>"Cancel"</button> })}
+                    </div>
+                }
+            })}
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+        </div>
+    }
+}

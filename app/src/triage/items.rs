@@ -1,0 +1,85 @@
+//! The items under a card: what each intent found, who found it, and the
+//! triage verbs. Provider text is rendered as text, links open in a new tab
+//! without giving the page a handle on Switchyard.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use model::{Item, TriageState, TriageVerb};
+
+use super::api::triage_item;
+use super::board::Board;
+
+fn state_label(state: TriageState) -> &'static str {
+    match state {
+        TriageState::New => "new",
+        TriageState::AcceptedCanonical => "accepted (canonical)",
+        TriageState::AcceptedContext => "accepted (context)",
+        TriageState::Discarded => "discarded",
+    }
+}
+
+#[component]
+pub fn ItemList(items: RwSignal<Vec<Item>>, board: Board) -> impl IntoView {
+    view! {
+        <Show when=move || items.with(|i| !i.is_empty())>
+            <ul class="items">
+                <For each=move || items.get() key=|item| (item.id, item.version, item.evidence.len()) let:item>
+                    <ItemRow item board/>
+                </For>
+            </ul>
+        </Show>
+    }
+}
+
+#[component]
+fn ItemRow(item: Item, board: Board) -> impl IntoView {
+    let message = RwSignal::new(None::<String>);
+    let mut finders: Vec<String> = item
+        .evidence
+        .iter()
+        .map(|e| e.connector_id.clone())
+        .collect();
+    finders.dedup();
+    let demo = finders.iter().any(|f| f == "demo");
+    let act = move |verb: TriageVerb| {
+        let (id, version) = (item.id, item.version);
+        move |_| {
+            spawn_local(async move {
+                match triage_item(id, verb, version).await {
+                    Ok(outcome) => {
+                        message.set(outcome.conflict);
+                        board.put_item(outcome.item);
+                    }
+                    Err(e) => message.set(Some(e.to_string())),
+                }
+            });
+        }
+    };
+    let state = item.state;
+    view! {
+        <li class=format!("item state-{}", state.name()) data-item=item.id data-triage=state.name()>
+            <div class="item-head">
+                <span class="intent">{item.intent.label().to_owned()}</span>
+                <a href=item.url.clone() target="_blank" rel="noopener noreferrer">{item.title.clone()}</a>
+                {(state == TriageState::New).then(|| view! { <span class="badge new">"new"</span> })}
+                {demo.then(|| view! { <span class="badge demo">"demo data"</span> })}
+            </div>
+            <div class="url muted">{item.url.clone()}</div>
+            {(!item.snippet.is_empty()).then(|| view! { <p class="snippet">{item.snippet.clone()}</p> })}
+            <div class="item-foot">
+                <span class="muted">"found by "{finders.join(", ")}</span>
+                <span class="triage-state">
+                    {state_label(state)}
+                    {item.triaged_by.clone().map(|who| format!(" by {who}"))}
+                </span>
+                <span class="verbs">
+                    <button on:click=act(TriageVerb::AcceptCanonical) disabled=state == TriageState::AcceptedCanonical>"Accept"</button>
+                    <button on:click=act(TriageVerb::AcceptContext) disabled=state == TriageState::AcceptedContext>"Context"</button>
+                    <button on:click=act(TriageVerb::Discard) disabled=state == TriageState::Discarded>"Discard"</button>
+                    <button on:click=act(TriageVerb::Undo) disabled=state == TriageState::New>"Undo"</button>
+                </span>
+            </div>
+            {move || message.get().map(|m| view! { <p class="conflict" role="alert">{m}</p> })}
+        </li>
+    }
+}

@@ -1,0 +1,186 @@
+//! The triage view of one record set: a card per record with its palette of
+//! chips and the items found, live over server-sent events.
+
+pub mod api;
+mod board;
+mod chip;
+mod fanout;
+mod items;
+mod menu;
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+use model::{PackConfig, Record, RecordFilter};
+
+use crate::error_view::error_list;
+use api::{load_triage, TriagePage, PAGE_SIZE};
+use board::Board;
+use chip::ChipButton;
+use fanout::FanoutBar;
+use items::ItemList;
+use menu::ConnectorMenuView;
+
+#[component]
+pub fn TriageView() -> impl IntoView {
+    let params = use_params_map();
+    let set_id = move || {
+        params
+            .read()
+            .get("id")
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    let filter = RwSignal::new(RecordFilter::All);
+    let search = RwSignal::new(String::new());
+    let offset = RwSignal::new(0i64);
+    let reload = RwSignal::new(0u32);
+    let page = Resource::new(
+        move || {
+            (
+                set_id(),
+                filter.get(),
+                search.get(),
+                offset.get(),
+                reload.get(),
+            )
+        },
+        |(id, filter, search, offset, _)| load_triage(id, filter, search, offset),
+    );
+    view! {
+        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+            <ErrorBoundary fallback=error_list>
+                {move || Suspend::new(async move {
+                    page.await.map(|data| view! { <Cards data filter search offset reload/> })
+                })}
+            </ErrorBoundary>
+        </Transition>
+    }
+}
+
+#[component]
+fn Cards(
+    data: TriagePage,
+    filter: RwSignal<RecordFilter>,
+    search: RwSignal<String>,
+    offset: RwSignal<i64>,
+    reload: RwSignal<u32>,
+) -> impl IntoView {
+    let TriagePage { page, items, job } = data;
+    let set_id = page.record_set.id;
+    let board = Board::new(job);
+    // A resync from the stream reloads the page's data.
+    Effect::new(move |first: Option<()>| {
+        let n = board.reload.get();
+        if first.is_some() && n > 0 {
+            reload.update(|r| *r += 1);
+        }
+    });
+    #[cfg(feature = "hydrate")]
+    board.subscribe(set_id);
+    let total = page.total;
+    let shown_from = page.offset;
+    let shown_to = page.offset + page.records.len() as i64;
+    let packs = page.packs.clone();
+    let cards = page
+        .records
+        .into_iter()
+        .map(|record| {
+            let mine: Vec<model::Item> = items
+                .iter()
+                .filter(|i| i.record_id == record.id)
+                .cloned()
+                .collect();
+            view! { <Card record packs=packs.clone() items=mine board/> }
+        })
+        .collect_view();
+    view! {
+        <Title text=page.record_set.name.clone()/>
+        <div class="triage-head">
+            <h1>
+                {page.record_set.name.clone()}
+                {page.record_set.is_demo.then(|| view! { <span class="badge demo">"demo data"</span> })}
+            </h1>
+            <p class="muted">{format!("{} records · bundle {}", page.record_set.records, page.record_set.bundle_id)}</p>
+            <FanoutBar set_id board/>
+            <div class="toolbar">
+                <label>
+                    "Show "
+                    <select
+                        aria-label="Filter"
+                        on:change=move |ev| {
+                            let f = match event_target_value(&ev).as_str() {
+                                "unreviewed" => RecordFilter::Unreviewed,
+                                "nothing_found" => RecordFilter::NothingFound,
+                                "errors" => RecordFilter::Errors,
+                                _ => RecordFilter::All,
+                            };
+                            offset.set(0);
+                            filter.set(f);
+                        }
+                    >
+                        <option value="all" selected=move || filter.get() == RecordFilter::All>"all"</option>
+                        <option value="unreviewed" selected=move || filter.get() == RecordFilter::Unreviewed>"has unreviewed"</option>
+                        <option value="nothing_found" selected=move || filter.get() == RecordFilter::NothingFound>"nothing found"</option>
+                        <option value="errors" selected=move || filter.get() == RecordFilter::Errors>"errors"</option>
+                    </select>
+                </label>
+                <input
+                    type="search"
+                    placeholder="Search by name"
+                    aria-label="Search by name"
+                    prop:value=move || search.get()
+                    on:change=move |ev| {
+                        offset.set(0);
+                        search.set(event_target_value(&ev));
+                    }
+                />
+                <span class="muted">{format!("{}–{} of {total}", (shown_from + 1).min(total), shown_to)}</span>
+                <button disabled={shown_from == 0} on:click=move |_| offset.update(|o| *o = (*o - PAGE_SIZE).max(0))>"← Previous"</button>
+                <button disabled={shown_to >= total} on:click=move |_| offset.update(|o| *o += PAGE_SIZE)>"Next →"</button>
+            </div>
+        </div>
+        <div class="cards">{cards}</div>
+        <ConnectorMenuView board/>
+    }
+}
+
+#[component]
+fn Card(
+    record: Record,
+    packs: Vec<PackConfig>,
+    items: Vec<model::Item>,
+    board: Board,
+) -> impl IntoView {
+    let items = board.items(record.id, items);
+    let chips = packs
+        .into_iter()
+        .map(|pack| {
+            let chip = record.chips.iter().find(|c| c.pack_id == pack.pack_id);
+            let live = board.chip(
+                record.id,
+                &pack.pack_id,
+                chip.map_or(model::ChipState::Idle, |c| c.state.clone()),
+                chip.and_then(|c| c.next.clone()),
+            );
+            view! { <ChipButton record_id=record.id pack live board/> }
+        })
+        .collect_view();
+    let fields = record
+        .fields
+        .iter()
+        .filter(|f| !f.value.is_empty())
+        .take(4)
+        .map(|f| view! { <span class="field"><span class="muted">{f.name.clone()}": "</span>{f.value.clone()}</span> })
+        .collect_view();
+    view! {
+        <article class="card" data-record=record.id tabindex="0">
+            <header>
+                <h2>{record.name.clone()}</h2>
+                <div class="fields">{fields}</div>
+            </header>
+            <div class="palette" role="group" aria-label=format!("Chips for {}", record.name)>{chips}</div>
+            <ItemList items board/>
+        </article>
+    }
+}

@@ -1,0 +1,121 @@
+import { test, expect, hydrated } from "./fixtures";
+import type { Page } from "@playwright/test";
+
+// The demo record set (made-up companies) and the demo connector, offline.
+async function openDemoSet(page: Page) {
+  await page.goto("/record-sets");
+  await hydrated(page);
+  await page.getByRole("link", { name: "Demo companies (made-up data)" }).click();
+  await expect(page.getByRole("heading", { level: 1 })).toContainText("Demo companies");
+  await expect(page.locator("body")).toHaveAttribute("data-live", "true");
+}
+
+function chip(page: Page, record: string, pack: string) {
+  return page.locator(`article.card:has(h2:text-is("${record}")) [data-pack="${pack}"]`);
+}
+
+test("a chip click fires, shows firing, then found with its count and the items", async ({ page }) => {
+  await openDemoSet(page);
+  const linkedin = chip(page, "Acme Rocketry (demo)", "linkedin");
+  await expect(linkedin).toHaveAttribute("data-state", "idle");
+  await expect(linkedin).toHaveAttribute("title", /Fire LinkedIn through Demo data \(offline\)/);
+  await linkedin.click();
+  await expect(linkedin).toHaveAttribute("data-state", "firing");
+  await expect(linkedin).toHaveAttribute("data-state", "found");
+  await expect(linkedin).toHaveAttribute("data-count", "1");
+  await expect(linkedin).toHaveAttribute("aria-label", "LinkedIn: found 1");
+  const card = page.locator('article.card:has(h2:text-is("Acme Rocketry (demo)"))');
+  const link = card.getByRole("link", { name: /LinkedIn result 1 \(demo data\)/ });
+  await expect(link).toHaveAttribute("target", "_blank");
+  await expect(link).toHaveAttribute("rel", /noopener/);
+  await expect(card.locator(".badge.demo")).toBeVisible();
+});
+
+test("the connector menu fires through a named connector and triage verbs stick", async ({ page }) => {
+  await openDemoSet(page);
+  const facebook = chip(page, "Cobalt Analytics (demo)", "facebook");
+  await facebook.click({ button: "right" });
+  const menu = page.getByRole("menu", { name: "Connectors" });
+  await expect(menu).toBeVisible();
+  // Every connector serving the intent, each with its cost tier and status;
+  // the first that can fire has the focus.
+  const demo = menu.locator('[data-connector="demo"]');
+  await expect(demo.getByRole("menuitem", { name: "Fire through this connector" })).toBeFocused();
+  await expect(demo).toContainText("Demo data (offline)");
+  await expect(demo).toContainText("free");
+  await expect(demo).toContainText("not fired for this record");
+  await expect(menu.locator('[data-connector="serpapi"]')).toContainText("needs SERPAPI_API_KEY");
+  await expect(menu.locator('[data-connector="serpapi"]').getByRole("menuitem", { name: "Fire through this connector" })).toBeDisabled();
+  await page.keyboard.press("Escape");
+  await expect(menu).toBeHidden();
+
+  await facebook.click({ button: "right" });
+  await expect(demo.getByRole("menuitem", { name: "Fire through this connector" })).toBeFocused();
+  await page.keyboard.press("Enter");
+  await expect(menu).toBeHidden();
+  await expect(facebook).not.toHaveAttribute("data-state", "idle");
+  await expect(facebook).not.toHaveAttribute("data-state", "firing");
+
+  // The menu now remembers the fire.
+  await facebook.click({ button: "right" });
+  await expect(demo).toContainText(/fired (just now|\d+ min ago) — /);
+  await page.keyboard.press("Escape");
+
+  // Triage the first item found anywhere on the page, if the demo found one.
+  const linkedin = chip(page, "Acme Rocketry (demo)", "linkedin");
+  await linkedin.click();
+  await expect(linkedin).toHaveAttribute("data-state", "found");
+  const item = page.locator('article.card:has(h2:text-is("Acme Rocketry (demo)")) li.item').first();
+  await expect(item).toHaveAttribute("data-triage", "new");
+  await item.getByRole("button", { name: "Accept" }).click();
+  await expect(item).toHaveAttribute("data-triage", "accepted-canonical");
+  await expect(item).toContainText("by anonymous");
+  await item.getByRole("button", { name: "Undo" }).click();
+  await expect(item).toHaveAttribute("data-triage", "new");
+});
+
+test("a second viewer sees the first one's chips change live", async ({ browser, baseURL }) => {
+  const first = await (await browser.newContext({ baseURL })).newPage();
+  const second = await (await browser.newContext({ baseURL })).newPage();
+  await openDemoSet(first);
+  await openDemoSet(second);
+  const mine = chip(first, "Granite Legal (demo)", "news");
+  const theirs = chip(second, "Granite Legal (demo)", "news");
+  await expect(theirs).toHaveAttribute("data-state", "idle");
+  await mine.click();
+  await expect(theirs).toHaveAttribute("data-state", "firing", { timeout: 1_000 });
+  await expect(mine).not.toHaveAttribute("data-state", "firing");
+  const settled = await mine.getAttribute("data-state");
+  await expect(theirs).toHaveAttribute("data-state", settled!, { timeout: 1_000 });
+});
+
+test("importing a CSV reports bad lines and opens the new set", async ({ page }) => {
+  await page.goto("/record-sets");
+  await hydrated(page);
+  await page.getByLabel("Name").fill("Pasted companies");
+  await page.getByLabel("CSV").fill("name,city\nNorthwind,Oslo\n,Paris\nContoso,Rome\n");
+  await expect(page.locator(".preview")).toContainText("3 lines after the header");
+  await page.getByRole("button", { name: "Import" }).click();
+  const report = page.getByRole("status");
+  await expect(report).toContainText("Imported 2 records.");
+  await expect(report).toContainText("line 3: the name is empty");
+  await report.getByRole("link", { name: "Open the set →" }).click();
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("Pasted companies");
+  await expect(page.locator("article.card")).toHaveCount(2);
+});
+
+test("augmenting the set runs every chip as a job to 100 %", async ({ page }) => {
+  await page.goto("/record-sets");
+  await hydrated(page);
+  await page.getByLabel("Name").fill("Small set");
+  await page.getByLabel("CSV").fill("name\nAlpha Mills\nBeta Works\n");
+  await page.getByRole("button", { name: "Import" }).click();
+  await page.getByRole("link", { name: "Open the set →" }).click();
+  await expect(page.locator("body")).toHaveAttribute("data-live", "true");
+  await page.getByRole("button", { name: "Augment this set →" }).click();
+  const job = page.locator("[data-job]");
+  await expect(job).toBeVisible();
+  await expect(job).toHaveAttribute("data-job-status", "completed", { timeout: 20_000 });
+  await expect(job).toContainText("100 % · 6 of 6 fires");
+  await expect(page.locator('[data-state="idle"]')).toHaveCount(0);
+});
