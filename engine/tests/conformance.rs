@@ -286,8 +286,29 @@ async fn every_adapter_has_fixtures() {
     );
 }
 
+/// Everything the adapters log during the suite, to search for the key.
+#[derive(Clone, Default)]
+struct LogBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[tokio::test]
 async fn every_adapter_classifies_every_documented_answer() {
+    let logs = LogBuffer::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
     let fixtures = fixtures();
     for adapter in adapters() {
         let reg = (adapter.registration)();
@@ -479,4 +500,10 @@ async fn every_adapter_classifies_every_documented_answer() {
             "{id}: no server gave {outcome:?}"
         );
     }
+    let logged = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    assert!(
+        !logged.is_empty(),
+        "the suite captured no log at all: the check below would prove nothing"
+    );
+    assert!(!logged.contains(KEY), "a key reached the log");
 }
