@@ -119,3 +119,20 @@ test("augmenting the set runs every chip as a job to 100 %", async ({ page }) =>
   await expect(job).toContainText("100 % · 6 of 6 fires");
   await expect(page.locator('[data-state="idle"]')).toHaveCount(0);
 });
+
+test("the keyboard moves between records and fires a pack by its label", async ({ page }) => {
+  await openDemoSet(page);
+  await page.keyboard.press("?");
+  await expect(page.getByRole("dialog", { name: "Keyboard shortcuts" })).toContainText("fire LinkedIn on the focused record");
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("j");
+  await page.keyboard.press("j");
+  const second = page.locator("article.card").nth(1);
+  await expect(second).toBeFocused();
+  await page.keyboard.press("k");
+  await expect(page.locator("article.card").nth(0)).toBeFocused();
+  await page.keyboard.press("j");
+  await page.keyboard.type("gn");
+  const news = second.locator('[data-pack="news"]');
+  await expect(news).not.toHaveAttribute("data-state", "idle");
+});

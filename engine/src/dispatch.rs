@@ -147,7 +147,8 @@ impl Dispatcher {
         Some((pack, member))
     }
 
-    fn candidates(&self) -> Vec<Candidate> {
+    /// Every registered connector as chain resolution sees it.
+    pub fn candidates(&self) -> Vec<Candidate> {
         self.registry
             .all()
             .into_iter()

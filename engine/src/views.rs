@@ -58,6 +58,44 @@ impl Engine {
         })
     }
 
+    /// What a fan-out of the set's bundle would start with: per connector, how
+    /// many fires would go to it first, with its cost tier. (Walks past empty
+    /// answers may add fires further down a chain.)
+    pub async fn fanout_estimate(
+        &self,
+        set_id: i64,
+    ) -> Result<Vec<model::EstimateLine>, DispatchError> {
+        let set = self.store.record_set(set_id).await?;
+        let candidates = self.dispatcher.candidates();
+        let mut lines: Vec<model::EstimateLine> = Vec::new();
+        for (pack, member) in self.catalog().bundle_packs(&set.bundle_id) {
+            let chain = crate::chain::resolve(
+                &crate::chain::ChainRequest {
+                    intent: Some(&pack.intent),
+                    bundle_override: member.connector_chain_override.as_deref(),
+                    pack_preferred: &pack.preferred_connectors,
+                    ..Default::default()
+                },
+                &candidates,
+            );
+            let Some(first) = chain.to_try.first() else {
+                continue;
+            };
+            let Some(c) = candidates.iter().find(|c| &c.id == first) else {
+                continue;
+            };
+            match lines.iter_mut().find(|l| &l.connector_id == first) {
+                Some(line) => line.fires += set.records as u64,
+                None => lines.push(model::EstimateLine {
+                    connector_id: first.clone(),
+                    cost_tier: c.cost_tier,
+                    fires: set.records as u64,
+                }),
+            }
+        }
+        Ok(lines)
+    }
+
     /// Every connector serving a pack's intent, with its last attempt for the
     /// record and which one a plain click starts with.
     pub async fn connector_menu(

@@ -76,3 +76,11 @@ pub struct Envelope<T> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<Job>,
 }
+
+/// Where a fan-out's first fires would go, for the cost check before it runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EstimateLine {
+    pub connector_id: String,
+    pub cost_tier: crate::CostTier,
+    pub fires: u64,
+}

@@ -20,7 +20,7 @@ pub use event::{Event, EventKind};
 pub use fire::{ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy};
 pub use health::Health;
 pub use item::{Evidence, Item, TriageState, TriageVerb};
-pub use job::{Envelope, EnvelopeStatus, Job, JobStatus, Progress};
+pub use job::{Envelope, EnvelopeStatus, EstimateLine, Job, JobStatus, Progress};
 pub use pack::{BundleConfig, BundleMember, PackConfig};
 pub use record::{Chip, Field, ImportReport, Record, RecordFilter, RecordsPage, Rejection};
 pub use record_set::RecordSetSummary;

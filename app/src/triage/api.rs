@@ -196,6 +196,14 @@ pub async fn start_fanout(set_id: i64) -> Result<Job, ServerFnError> {
 }
 
 #[server]
+pub async fn fanout_estimate(set_id: i64) -> Result<Vec<model::EstimateLine>, ServerFnError> {
+    ssr::engine()?
+        .fanout_estimate(set_id)
+        .await
+        .map_err(ssr::fail)
+}
+
+#[server]
 pub async fn cancel_fanout(job_id: i64) -> Result<Job, ServerFnError> {
     ssr::engine()?.jobs.cancel(job_id).await.map_err(ssr::fail)
 }

@@ -28,6 +28,18 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
     let pack_id = pack.pack_id.clone();
     let label = pack.short_label.clone();
     let error = RwSignal::new(None::<String>);
+    // After 5 s without an answer the chip looks not-found while the fire goes
+    // on; the answer corrects it.
+    let slow = RwSignal::new(false);
+    Effect::new(move |_| {
+        if state.get() != ChipState::Firing {
+            slow.set(false);
+        }
+    });
+    let shown = move || match state.get() {
+        ChipState::Firing if slow.get() => ChipState::NotFound,
+        s => s,
+    };
 
     let tooltip = {
         let name = name.clone();
@@ -63,6 +75,15 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
             }
             error.set(None);
             state.set(ChipState::Firing);
+            slow.set(false);
+            set_timeout(
+                move || {
+                    if state.get_untracked() == ChipState::Firing {
+                        slow.set(true);
+                    }
+                },
+                std::time::Duration::from_secs(5),
+            );
             let pack_id = pack_id.clone();
             spawn_local(async move {
                 match fire_chip(record_id, pack_id, None).await {
@@ -99,14 +120,18 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
     };
     let aria = {
         let name = name.clone();
-        move || format!("{name}: {}", describe(&state.get()))
+        move || match (state.get(), slow.get()) {
+            (ChipState::Firing, true) => format!("{name}: nothing found yet, still trying"),
+            (s, _) => format!("{name}: {}", describe(&s)),
+        }
     };
     view! {
         <span class="chip-wrap">
             <button
                 class="chip"
                 data-pack=pack_id.clone()
-                data-state=move || state.with(|s| s.name())
+                data-state=move || shown().name()
+                data-optimistic=move || slow.get().then_some("true")
                 data-count=move || match state.get() {
                     ChipState::Found { count } => Some(count.to_string()),
                     _ => None,
@@ -117,7 +142,7 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
                 on:click=on_click
                 on:contextmenu=open_menu
             >
-                {move || match state.get() {
+                {move || match shown() {
                     ChipState::Firing => view! { <span class="spinner" aria-hidden="true"></span> }.into_any(),
                     ChipState::Found { count } => {
                         view! { <span>{label.clone()}</span><span class="count">{count}</span> }.into_any()

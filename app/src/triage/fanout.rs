@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use model::JobStatus;
 
-use super::api::{cancel_fanout, start_fanout};
+use super::api::{cancel_fanout, fanout_estimate, start_fanout};
 use super::board::Board;
 
 #[component]
@@ -19,6 +19,22 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
     let start = move |_| {
         error.set(None);
         spawn_local(async move {
+            // Paid connectors cost money per fire: say how many, and ask first.
+            if let Ok(lines) = fanout_estimate(set_id).await {
+                let paid: Vec<String> = lines
+                    .iter()
+                    .filter(|l| l.cost_tier == model::CostTier::Paid)
+                    .map(|l| format!("{} fires through {} (paid)", l.fires, l.connector_id))
+                    .collect();
+                if !paid.is_empty()
+                    && !confirm(&format!(
+                        "This fan-out starts with:\n{}\nGo ahead?",
+                        paid.join("\n")
+                    ))
+                {
+                    return;
+                }
+            }
             match start_fanout(set_id).await {
                 Ok(job) => board.job.set(Some(job)),
                 Err(e) => error.set(Some(e.to_string())),
@@ -53,4 +69,14 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
             {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
         </div>
     }
+}
+
+#[cfg(feature = "hydrate")]
+fn confirm(message: &str) -> bool {
+    window().confirm_with_message(message).unwrap_or(false)
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn confirm(_message: &str) -> bool {
+    false
 }

@@ -6,6 +6,7 @@ mod board;
 mod chip;
 mod fanout;
 mod items;
+mod keys;
 mod menu;
 
 use leptos::prelude::*;
@@ -78,6 +79,18 @@ fn Cards(
     });
     #[cfg(feature = "hydrate")]
     board.subscribe(set_id);
+    let help = RwSignal::new(false);
+    let labels: Vec<(String, String)> = page
+        .packs
+        .iter()
+        .map(|p| (p.short_label.clone(), p.display_name.clone()))
+        .collect();
+    #[cfg(feature = "hydrate")]
+    keys::listen(
+        labels.clone(),
+        page.packs.iter().map(|p| p.pack_id.clone()).collect(),
+        help,
+    );
     let total = page.total;
     let shown_from = page.offset;
     let shown_to = page.offset + page.records.len() as i64;
@@ -101,7 +114,14 @@ fn Cards(
                 {page.record_set.name.clone()}
                 {page.record_set.is_demo.then(|| view! { <span class="badge demo">"demo data"</span> })}
             </h1>
-            <p class="muted">{format!("{} records · bundle {}", page.record_set.records, page.record_set.bundle_id)}</p>
+            <p class="muted">
+                {format!("{} records · bundle {} · ", page.record_set.records, page.record_set.bundle_id)}
+                "export the accepted items as "
+                <a href=format!("/api/record-sets/{set_id}/export?format=csv") download>"CSV"</a>
+                " or "
+                <a href=format!("/api/record-sets/{set_id}/export?format=json") download>"JSON"</a>
+                " · press ? for keys"
+            </p>
             <FanoutBar set_id board/>
             <div class="toolbar">
                 <label>
@@ -142,6 +162,7 @@ fn Cards(
         </div>
         <div class="cards">{cards}</div>
         <ConnectorMenuView board/>
+        <keys::KeyHelp open=help labels/>
     }
 }
 
