@@ -35,9 +35,10 @@ e2e: test-tools site server
 	@echo "==> Browser tests (Playwright driving /usr/bin/chromium)"
 	cd end2end && npx playwright test
 
-## bench: the benchmarks recorded in BENCHMARKS.md.
-bench:
+## bench: the benchmarks recorded in BENCHMARKS.md (engine fire path; page load on the release build).
+bench: build test-tools
 	./scripts/with-postgres.sh cargo bench -p engine --features test-support --bench fire_path
+	cd end2end && node bench/first-chip.mjs
 
 tools:
 	@./scripts/install-tools.sh

@@ -27,8 +27,15 @@ if [ ! -f "$pkg/switchyard_bg.wasm" ] || [ "$wasm" -nt "$pkg/switchyard_bg.wasm"
   # The server is built without LEPTOS_OUTPUT_NAME, so it links
   # pkg/switchyard.js and pkg/switchyard_bg.wasm: wasm-bindgen's own names.
   wasm-bindgen --target web --no-typescript --out-dir "$pkg" --out-name switchyard "$wasm"
-  if [ "$profile" = release ] && command -v wasm-opt >/dev/null 2>&1; then
-    wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+  if [ "$profile" = release ]; then
+    # npm's binaryen, not Debian's 108: that one corrupts the bundle.
+    wasm_opt=target/tools/node_modules/.bin/wasm-opt
+    if [ ! -x "$wasm_opt" ]; then
+      echo "==> Installing wasm-opt (npm binaryen@132.0.0)"
+      npm install --silent --no-audit --no-fund --prefix target/tools binaryen@132.0.0
+    fi
+    echo "==> wasm-opt -Oz"
+    "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
       -o "$pkg/switchyard_bg.wasm" "$pkg/switchyard_bg.wasm"
   fi
   echo "$profile" > "$stamp"

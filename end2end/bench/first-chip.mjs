@@ -1,0 +1,47 @@
+// Time from navigation to the first interactive chip on a 1,000-record set,
+// and the size of the wasm bundle. Starts the release binary (make build) on
+// a free port with a fresh database; run by `make bench`.
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { gzipSync } from "node:zlib";
+import { chromium } from "playwright-core";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const bin = process.env.SWITCHYARD_BIN ?? path.join(root, "target/release/switchyard");
+const dir = mkdtempSync(path.join(tmpdir(), "switchyard-bench-"));
+const server = spawn(bin, ["serve", "--addr", "127.0.0.1:0", "--database-url", `sqlite://${dir}/bench.db`,
+  "--demo", "--packs", path.join(root, "end2end/fixtures/packs.toml")], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
+const url = await new Promise((resolve, reject) => {
+  let out = "";
+  server.stdout.on("data", (c) => { out += c; const m = out.match(/serving on (http:\/\/[^\s/]+)\//); if (m) resolve(m[1]); });
+  server.on("exit", (code) => reject(new Error(`switchyard exited with ${code}`)));
+});
+
+let csv = "name,city\n";
+for (let i = 0; i < 1000; i++) csv += `Company ${i},City ${i}\n`;
+const res = await fetch(`${url}/api/record-sets?name=Bench&bundle=social-profiles`, { method: "POST", body: csv });
+const { id } = await res.json();
+
+const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--headless",
+  "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
+const times = [];
+for (let run = 0; run < 7; run++) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${url}/record-sets/${id}`);
+  await page.waitForSelector('body[data-hydrated="true"]');
+  await page.waitForSelector("button.chip:not([disabled])");
+  times.push(await page.evaluate(() => performance.now()));
+  await context.close();
+}
+await browser.close();
+server.kill("SIGTERM");
+rmSync(dir, { recursive: true, force: true });
+
+times.sort((a, b) => a - b);
+const wasm = readFileSync(path.join(root, "target/site/pkg/switchyard_bg.wasm"));
+const kib = (n) => (n / 1024).toFixed(0);
+console.log(`first interactive chip, 1,000-record set (50 cards a page), 7 loads: median ${times[3].toFixed(0)} ms, min ${times[0].toFixed(0)} ms, max ${times[6].toFixed(0)} ms`);
+console.log(`wasm bundle: ${kib(wasm.length)} KiB raw, ${kib(gzipSync(wasm, { level: 9 }).length)} KiB gzip`);
