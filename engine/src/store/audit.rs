@@ -118,10 +118,7 @@ impl Store {
     ) -> Result<std::collections::HashMap<(i64, String), String>, StoreError> {
         let mut out = std::collections::HashMap::new();
         for chunk in record_ids.chunks(500) {
-            let ph = (1..=chunk.len())
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let ph = super::placeholders(chunk.len());
             let sql = format!(
                 "SELECT record_id, pack_id, connector_id FROM record_overrides WHERE record_id IN ({ph})"
             );

@@ -174,10 +174,7 @@ impl Store {
     ) -> Result<HashMap<i64, Vec<HistoryEntry>>, StoreError> {
         let mut out: HashMap<i64, Vec<HistoryEntry>> = HashMap::new();
         for chunk in record_ids.chunks(500) {
-            let placeholders = (1..=chunk.len())
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let placeholders = super::placeholders(chunk.len());
             let sql = format!("{ENTRY} WHERE record_id IN ({placeholders}) ORDER BY fired_at, id");
             let mut query = sqlx::query(&sql);
             for id in chunk {

@@ -157,10 +157,7 @@ impl Store {
         debug_assert!(column == "id" || column == "record_id");
         let mut items = Vec::new();
         for chunk in values.chunks(500) {
-            let ph = (1..=chunk.len())
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let ph = super::placeholders(chunk.len());
             let sql = format!(
                 "{ITEM} WHERE {column} IN ({ph}) ORDER BY record_id, intent, first_seen_at, id"
             );
@@ -186,10 +183,7 @@ impl Store {
     ) -> Result<HashMap<i64, Vec<Evidence>>, StoreError> {
         let mut out: HashMap<i64, Vec<Evidence>> = HashMap::new();
         for chunk in item_ids.chunks(500) {
-            let ph = (1..=chunk.len())
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let ph = super::placeholders(chunk.len());
             let sql = format!(
                 "SELECT item_id, fire_id, connector_id, triggered_by, found_at FROM item_evidence \
                  WHERE item_id IN ({ph}) ORDER BY found_at, id"
@@ -309,10 +303,7 @@ impl Store {
     ) -> Result<HashMap<(i64, String), u32>, StoreError> {
         let mut out = HashMap::new();
         for chunk in record_ids.chunks(500) {
-            let ph = (1..=chunk.len())
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let ph = super::placeholders(chunk.len());
             let sql = format!(
                 "SELECT record_id, intent, COUNT(*) AS n FROM items WHERE record_id IN ({ph}) \
                  GROUP BY record_id, intent"

@@ -152,6 +152,14 @@ fn prepare_sqlite_url(url: &str) -> Result<String, StoreError> {
     Ok(format!("sqlite://{path}?{query}"))
 }
 
+/// `$1, $2, ..., $n`: the parameters of an `IN (...)` list.
+fn placeholders(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A database URL safe to show: any password is replaced by `***`.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
