@@ -23,6 +23,9 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     // Hermetic: the demo record set and connector, and packs whose chains are
     // only the demo connector, so no test reaches a real provider.
     "--demo",
+    // Slow enough for a person (and a test) to cancel a fire in flight.
+    "--demo-latency-ms",
+    "2000",
     "--packs",
     path.join(root, "end2end/fixtures/packs.toml"),
   ];

@@ -7,6 +7,7 @@ use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
 
+mod clock;
 mod error_view;
 pub mod pages;
 pub mod triage;

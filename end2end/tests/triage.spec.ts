@@ -136,3 +136,17 @@ test("the keyboard moves between records and fires a pack by its label", async (
   const news = second.locator('[data-pack="news"]');
   await expect(news).not.toHaveAttribute("data-state", "idle");
 });
+
+test("a second click on a firing chip cancels the fire", async ({ page }) => {
+  await openDemoSet(page);
+  const chipEl = chip(page, "Juniper Schools (demo)", "facebook");
+  await expect(chipEl).toHaveAttribute("data-state", "idle");
+  await chipEl.click();
+  await expect(chipEl).toHaveAttribute("data-state", "firing");
+  await expect(chipEl).toHaveAttribute("title", /Click to cancel/);
+  await chipEl.click();
+  await expect(chipEl).toHaveAttribute("data-state", "idle");
+  // The history says so.
+  await chipEl.click({ button: "right" });
+  await expect(page.locator('.connector-menu [data-connector="demo"]')).toContainText("cancelled");
+});

@@ -40,6 +40,10 @@ pub struct ServeArgs {
     /// Load the demo record set (plainly labelled demo data).
     #[arg(long, env = "SWITCHYARD_DEMO")]
     pub demo: bool,
+    /// The longest the demo connector takes to answer, in milliseconds (it
+    /// varies between a third of this and all of it).
+    #[arg(long, env = "SWITCHYARD_DEMO_LATENCY_MS", default_value_t = 900)]
+    pub demo_latency_ms: u64,
     /// A packs-and-bundles TOML file replacing the shipped catalogue.
     #[arg(long, env = "SWITCHYARD_PACKS")]
     pub packs: Option<std::path::PathBuf>,
@@ -62,6 +66,7 @@ impl From<&ServeArgs> for Config {
             database_url: args.database_url.clone(),
             site_root: args.site_root.clone(),
             demo: args.demo,
+            demo_latency: std::time::Duration::from_millis(args.demo_latency_ms),
             packs_file: args.packs.clone(),
         }
     }

@@ -20,6 +20,8 @@ pub struct Config {
     pub database_url: String,
     pub site_root: String,
     pub demo: bool,
+    /// The longest the demo connector takes to answer.
+    pub demo_latency: std::time::Duration,
     /// A packs-and-bundles TOML file replacing the shipped catalogue.
     pub packs_file: Option<PathBuf>,
 }

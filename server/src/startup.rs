@@ -41,7 +41,8 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
 /// Registers the coded adapters (and the demo connector in demo mode).
 pub fn register_connectors(config: &Config, state: &AppState) -> anyhow::Result<()> {
     let http = engine::connectors::http::Http::new().context("building the HTTP client")?;
-    engine::connectors::register_builtin(&state.engine.registry, &http, config.demo)
+    let demo = config.demo.then_some(config.demo_latency);
+    engine::connectors::register_builtin(&state.engine.registry, &http, demo)
         .context("registering the built-in connectors")?;
     Ok(())
 }

@@ -7,6 +7,7 @@ use model::JobStatus;
 
 use super::api::{cancel_fanout, fanout_estimate, start_fanout};
 use super::board::Board;
+use crate::clock::now_ms;
 
 #[component]
 pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
@@ -54,6 +55,7 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
         <div class="fanout">
             <button class="primary" on:click=start disabled=running>"Augment this set →"</button>
             {move || board.job.get().map(|job| {
+                let eta = eta(&job);
                 let pct = (job.progress.done * 100).checked_div(job.progress.total).unwrap_or(100);
                 view! {
                     <div class="job" data-job=job.id data-job-status=job.status.name()>
@@ -61,6 +63,7 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
                         <span class="job-figures">
                             {format!("{pct} % · {} of {} fires · found {} · nothing {} · errors {} · {}",
                                 job.progress.done, job.progress.total, job.found, job.not_found, job.errors, job.status.name())}
+                            {eta}
                         </span>
                         {(job.status == JobStatus::Running).then(|| view! { <button on:click=cancel>"Cancel"</button> })}
                     </div>
@@ -79,4 +82,18 @@ fn confirm(message: &str) -> bool {
 #[cfg(not(feature = "hydrate"))]
 fn confirm(_message: &str) -> bool {
     false
+}
+
+/// " · about 2 min left", from the pace so far; nothing before the first fire
+/// or once the job ended.
+fn eta(job: &model::Job) -> Option<String> {
+    if job.status != JobStatus::Running || job.progress.done == 0 {
+        return None;
+    }
+    let elapsed = (now_ms() - job.created_at).max(0) as u64;
+    let left_ms = elapsed * (job.progress.total - job.progress.done) / job.progress.done;
+    Some(match left_ms / 1000 {
+        0..=59 => format!(" · about {} s left", (left_ms / 1000).max(1)),
+        s => format!(" · about {} min left", s.div_ceil(60)),
+    })
 }

@@ -9,9 +9,10 @@ use model::{ConnectorMenu, MenuEntry};
 
 use super::api::{fire_chip, load_menu, set_start_with};
 use super::board::Board;
+use crate::clock::now_ms;
 
 fn ago(ms: i64) -> String {
-    let now = js_now();
+    let now = now_ms();
     let secs = ((now - ms) / 1000).max(0);
     match secs {
         0..=59 => "just now".to_owned(),
@@ -19,18 +20,6 @@ fn ago(ms: i64) -> String {
         3600..=86_399 => format!("{} h ago", secs / 3600),
         _ => format!("{} days ago", secs / 86_400),
     }
-}
-
-#[cfg(feature = "hydrate")]
-fn js_now() -> i64 {
-    js_sys::Date::now() as i64
-}
-
-#[cfg(not(feature = "hydrate"))]
-fn js_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn last_fire(entry: &MenuEntry) -> String {

@@ -84,8 +84,12 @@ pub fn adapters() -> Vec<Adapter> {
 }
 
 /// Registers every coded adapter against the real providers, and the demo
-/// connector when `demo` is set.
-pub fn register_builtin(registry: &Registry, http: &Http, demo: bool) -> Result<(), RegistryError> {
+/// connector (answering within `demo` at the most) when given.
+pub fn register_builtin(
+    registry: &Registry,
+    http: &Http,
+    demo: Option<std::time::Duration>,
+) -> Result<(), RegistryError> {
     for adapter in adapters() {
         registry.register(
             (adapter.registration)(),
@@ -97,8 +101,8 @@ pub fn register_builtin(registry: &Registry, http: &Http, demo: bool) -> Result<
         timeout: None,
     };
     registry.register(site::registration(), Arc::new(crawler))?;
-    if demo {
-        registry.register(demo::registration(), Arc::new(demo::Demo::default()))?;
+    if let Some(latency) = demo {
+        registry.register(demo::registration(), Arc::new(demo::Demo { latency }))?;
     }
     Ok(())
 }

@@ -47,6 +47,7 @@ impl TestServer {
             database_url: db.url.clone(),
             site_root: concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site").to_owned(),
             demo: false,
+            demo_latency: std::time::Duration::ZERO,
             packs_file: None,
         }
     }
