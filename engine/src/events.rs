@@ -69,12 +69,16 @@ impl EventBus {
     }
 
     /// The kept events after `last_id`, or `None` when some of them are no
-    /// longer kept (the caller should tell its client to resync).
+    /// longer kept, or `last_id` was never given out here (a client of an
+    /// earlier run of the server): the caller should tell its client to resync.
     pub fn since(&self, last_id: u64) -> Option<Vec<Arc<Event>>> {
         let recent = self.recent();
         let next = self.inner.next_id.load(Ordering::Relaxed);
-        if last_id + 1 >= next {
+        if last_id.saturating_add(1) == next {
             return Some(Vec::new());
+        }
+        if last_id >= next {
+            return None;
         }
         match recent.front() {
             Some(first) if first.id <= last_id + 1 => {
@@ -127,6 +131,11 @@ mod tests {
             bus.publish(Some(1), resync());
         }
         assert!(bus.since(3).is_none(), "event 4 is no longer kept");
+        assert!(
+            bus.since(u64::MAX).is_none(),
+            "an id from an earlier run of the server"
+        );
+        assert!(bus.since(bus.next_id() + 5).is_none());
         assert_eq!(bus.since(bus.next_id() - 2).unwrap().len(), 1);
     }
 }

@@ -58,7 +58,8 @@ pub async fn stream(
     let wanted = move |e: &Event| e.record_set_id.is_none() || e.record_set_id == params.record_set;
 
     let (replay, replayed_to): (Vec<SseEvent>, u64) = match last_id {
-        None => (Vec::new(), replay_bus.next_id().saturating_sub(1)),
+        // Nothing to replay: every event from the subscription on is new.
+        None => (Vec::new(), 0),
         Some(last) => match replay_bus.since(last) {
             Some(missed) => {
                 let to = missed.last().map_or(last, |e| e.id);
