@@ -8,6 +8,11 @@ SHELL := /bin/bash
 # Where the demo server listens for `make run`.
 ADDR ?= 127.0.0.1:3000
 
+# CI builds once from scratch: incremental state would only cost disk and time.
+ifdef CI
+export CARGO_INCREMENTAL := 0
+endif
+
 ## run: install what is missing, build, serve the demo on the embedded SQLite default.
 run: tools site server
 	@echo "==> Serving on http://$(ADDR)/ (demo data; Ctrl-C stops)"

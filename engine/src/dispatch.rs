@@ -226,6 +226,16 @@ impl Dispatcher {
             return Ok(report);
         }
 
+        let query = render_query(&pack.query_template, &record.name, &record.field_map());
+        if query.trim().is_empty() {
+            report.notes.push(format!(
+                "the query {:?} is empty for this record (it lacks the fields it names)",
+                pack.query_template
+            ));
+            report.chip = self.chip_of(&record, &pack).await?;
+            return Ok(report);
+        }
+
         let ctx = FireContext {
             record_id: record.id,
             pack_id: pack.pack_id.clone(),
@@ -253,7 +263,6 @@ impl Dispatcher {
             &req.actor,
         );
 
-        let query = render_query(&pack.query_template, &record.name, &record.field_map());
         let opts = FireOpts {
             record_name: record.name.clone(),
             record_fields: record.field_map(),

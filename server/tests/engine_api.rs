@@ -855,3 +855,35 @@ async fn filters_search_and_the_connector_menu() {
     assert_eq!(beta["record_override"], true);
     assert_eq!(beta["next"], true);
 }
+
+#[tokio::test]
+async fn a_query_the_record_cannot_fill_fires_nothing_and_says_why() {
+    let alpha = ScriptedConnector::new("alpha", [Step::Found(1)]);
+    let server = TestServer::start_with(testing::sqlite(), {
+        let alpha = alpha.clone();
+        move |state| {
+            *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+            let caps: Vec<Capability> = vec![B::CrawlSite.into()];
+            state
+                .engine
+                .registry
+                .register(
+                    ScriptedConnector::registration("alpha", CostTier::Free, &caps),
+                    alpha,
+                )
+                .unwrap();
+        }
+    })
+    .await;
+    let (_, records) = imported(&server).await; // no website column
+    let report = server.fire(records[0], "site", None).await;
+    assert!(report["fire_id"].is_null(), "{report}");
+    assert!(
+        report["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("\"{website}\" is empty"),
+        "{report}"
+    );
+    assert_eq!(alpha.calls(), 0);
+}

@@ -8,6 +8,7 @@ use model::{Item, TriageState, TriageVerb};
 
 use super::api::triage_item;
 use super::board::Board;
+use crate::clock::ago;
 
 fn state_label(state: TriageState) -> &'static str {
     match state {
@@ -67,7 +68,10 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
             <div class="url muted">{item.url.clone()}</div>
             {(!item.snippet.is_empty()).then(|| view! { <p class="snippet">{item.snippet.clone()}</p> })}
             <div class="item-foot">
-                <span class="muted">"found by "{finders.join(", ")}</span>
+                <span class="muted">
+                    "found by "{finders.join(", ")}" · first "{ago(item.first_seen_at)}
+                    {(item.evidence.len() > 1).then(|| format!(" · seen {} times", item.evidence.len()))}
+                </span>
                 <span class="triage-state">
                     {state_label(state)}
                     {item.triaged_by.clone().map(|who| format!(" by {who}"))}

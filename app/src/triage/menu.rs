@@ -9,18 +9,7 @@ use model::{ConnectorMenu, MenuEntry};
 
 use super::api::{fire_chip, load_menu, set_start_with};
 use super::board::Board;
-use crate::clock::now_ms;
-
-fn ago(ms: i64) -> String {
-    let now = now_ms();
-    let secs = ((now - ms) / 1000).max(0);
-    match secs {
-        0..=59 => "just now".to_owned(),
-        60..=3599 => format!("{} min ago", secs / 60),
-        3600..=86_399 => format!("{} h ago", secs / 3600),
-        _ => format!("{} days ago", secs / 86_400),
-    }
-}
+use crate::clock::ago;
 
 fn last_fire(entry: &MenuEntry) -> String {
     match &entry.last_attempt {

@@ -171,6 +171,13 @@ query_template = "{name} {city}"
 preferred_connectors = ["alpha", "beta", "gamma"]
 
 [[pack]]
+pack_id = "site"
+display_name = "Website"
+short_label = "ws"
+intent = "crawl.site"
+query_template = "{website}"
+
+[[pack]]
 pack_id = "news"
 display_name = "News"
 short_label = "n"
