@@ -224,7 +224,7 @@ fn fixtures() -> HashMap<&'static str, Fixture> {
 }
 
 fn build(adapter: &Adapter, http: Http, base: &str) -> Arc<dyn engine::connector::Connector> {
-    (adapter.build)(http, Some(base.to_owned()), Some(KEY.to_owned()))
+    adapter.connector(http, Some(base.to_owned()), Some(KEY.to_owned()))
 }
 
 fn opts() -> FireOpts {

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 
-use super::http::Http;
+use super::Endpoint;
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
 
@@ -27,11 +27,7 @@ pub fn registration() -> Registration {
 }
 
 #[derive(Debug)]
-pub struct Bluesky {
-    pub http: Http,
-    pub base: Option<String>,
-    pub key: Option<String>,
-}
+pub struct Bluesky(pub Endpoint);
 
 #[derive(Deserialize)]
 struct Answer {
@@ -59,14 +55,15 @@ impl Connector for Bluesky {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let base = self.base.clone().unwrap_or_else(|| BASE.to_owned());
+        let base = self.0.base_or(BASE);
         let limit = opts.max_results.clamp(1, 25).to_string();
         let request = self
+            .0
             .http
             .client()
             .get(format!("{base}/xrpc/app.bsky.actor.searchActors"))
             .query(&[("q", query), ("limit", limit.as_str())]);
-        let answer: Answer = self.http.json("Bluesky", request, &[]).await?;
+        let answer: Answer = self.0.http.json("Bluesky", request, &[]).await?;
         Ok(answer
             .actors
             .into_iter()

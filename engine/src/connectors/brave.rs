@@ -7,8 +7,9 @@ use async_trait::async_trait;
 use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 
-use super::http::{classify_status, parse_json, plain_text, Http};
-use super::{env, social};
+use super::http::{classify_status, parse_json, plain_text};
+use super::social;
+use super::Endpoint;
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
 
@@ -34,11 +35,7 @@ pub fn registration() -> Registration {
 }
 
 #[derive(Debug)]
-pub struct Brave {
-    pub http: Http,
-    pub base: Option<String>,
-    pub key: Option<String>,
-}
+pub struct Brave(pub Endpoint);
 
 #[derive(Deserialize)]
 struct WebAnswer {
@@ -74,8 +71,8 @@ impl Connector for Brave {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let key = env::key(&self.key, KEY_VAR)?;
-        let base = self.base.clone().unwrap_or_else(|| BASE.to_owned());
+        let key = self.0.key(KEY_VAR)?;
+        let base = self.0.base_or(BASE);
         let (q, platform) = social::prepare(intent, query);
         let path = if intent.name() == "search.news" {
             "news"
@@ -84,6 +81,7 @@ impl Connector for Brave {
         };
         let count = opts.max_results.clamp(1, 20).to_string();
         let request = self
+            .0
             .http
             .client()
             .get(format!("{base}/res/v1/{path}/search"))
@@ -91,7 +89,7 @@ impl Connector for Brave {
             .header("Accept", "application/json")
             .query(&[("q", q.as_str()), ("count", count.as_str())]);
         let secrets = [key.as_str()];
-        let (status, headers, body) = self.http.send("Brave", request, &secrets).await?;
+        let (status, headers, body) = self.0.http.send("Brave", request, &secrets).await?;
         if status.as_u16() == 422
             && String::from_utf8_lossy(&body).contains("SUBSCRIPTION_TOKEN_INVALID")
         {

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 
-use super::http::{classify_status, parse_json, Http};
+use super::http::{classify_status, parse_json};
+use super::Endpoint;
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
 
@@ -30,11 +31,7 @@ pub fn registration() -> Registration {
 }
 
 #[derive(Debug)]
-pub struct Gdelt {
-    pub http: Http,
-    pub base: Option<String>,
-    pub key: Option<String>,
-}
+pub struct Gdelt(pub Endpoint);
 
 #[derive(Deserialize)]
 struct Answer {
@@ -64,11 +61,12 @@ impl Connector for Gdelt {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let base = self.base.clone().unwrap_or_else(|| BASE.to_owned());
+        let base = self.0.base_or(BASE);
         // An exact phrase: the entity's name, not its words anywhere.
         let phrase = format!("\"{}\"", query.replace('"', ""));
         let max = opts.max_results.clamp(1, 75).to_string();
         let request = self
+            .0
             .http
             .client()
             .get(format!("{base}/api/v2/doc/doc"))
@@ -79,7 +77,7 @@ impl Connector for Gdelt {
                 ("maxrecords", max.as_str()),
                 ("sort", "DateDesc"),
             ]);
-        let (status, headers, body) = self.http.send("GDELT", request, &[]).await?;
+        let (status, headers, body) = self.0.http.send("GDELT", request, &[]).await?;
         if let Some(e) = classify_status("GDELT", status, &headers, &body, &[]) {
             return Err(e);
         }

@@ -13,8 +13,8 @@ use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::env;
-use super::http::{classify_status, parse_json, redact, Http};
+use super::http::{classify_status, parse_json, redact};
+use super::Endpoint;
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
 
@@ -80,11 +80,7 @@ pub fn kg_registration() -> Registration {
 }
 
 #[derive(Debug)]
-pub struct KnowledgeGraph {
-    pub http: Http,
-    pub base: Option<String>,
-    pub key: Option<String>,
-}
+pub struct KnowledgeGraph(pub Endpoint);
 
 #[derive(Deserialize)]
 struct KgAnswer {
@@ -108,10 +104,11 @@ impl Connector for KnowledgeGraph {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let key = env::key(&self.key, KG_KEY_VAR)?;
-        let base = self.base.clone().unwrap_or_else(|| KG_BASE.to_owned());
+        let key = self.0.key(KG_KEY_VAR)?;
+        let base = self.0.base_or(KG_BASE);
         let limit = opts.max_results.clamp(1, 20).to_string();
         let request = self
+            .0
             .http
             .client()
             .get(format!("{base}/v1/entities:search"))
@@ -120,7 +117,7 @@ impl Connector for KnowledgeGraph {
                 ("key", key.as_str()),
                 ("limit", limit.as_str()),
             ]);
-        let (status, headers, body) = self.http.send("Google KG", request, &[&key]).await?;
+        let (status, headers, body) = self.0.http.send("Google KG", request, &[&key]).await?;
         if let Some(e) = google_error("Google KG", status, &headers, &body, &key) {
             return Err(e);
         }
@@ -173,11 +170,7 @@ pub fn youtube_registration() -> Registration {
 }
 
 #[derive(Debug)]
-pub struct YouTube {
-    pub http: Http,
-    pub base: Option<String>,
-    pub key: Option<String>,
-}
+pub struct YouTube(pub Endpoint);
 
 #[derive(Deserialize)]
 struct YtAnswer {
@@ -201,10 +194,11 @@ impl Connector for YouTube {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let key = env::key(&self.key, YOUTUBE_KEY_VAR)?;
-        let base = self.base.clone().unwrap_or_else(|| YOUTUBE_BASE.to_owned());
+        let key = self.0.key(YOUTUBE_KEY_VAR)?;
+        let base = self.0.base_or(YOUTUBE_BASE);
         let max = opts.max_results.clamp(1, 25).to_string();
         let request = self
+            .0
             .http
             .client()
             .get(format!("{base}/youtube/v3/search"))
@@ -215,7 +209,7 @@ impl Connector for YouTube {
                 ("maxResults", max.as_str()),
                 ("key", key.as_str()),
             ]);
-        let (status, headers, body) = self.http.send("YouTube", request, &[&key]).await?;
+        let (status, headers, body) = self.0.http.send("YouTube", request, &[&key]).await?;
         if let Some(e) = google_error("YouTube", status, &headers, &body, &key) {
             return Err(e);
         }

@@ -24,47 +24,54 @@ use crate::connector::Connector;
 use crate::registry::{Registration, Registry, RegistryError};
 use http::Http;
 
-/// One coded adapter: its registration and a builder taking the shared
-/// client, a base URL (`None`: the provider's) and a key (`None`: read from
-/// the environment at each fire).
+/// What every HTTP adapter holds: the shared client, the provider's base URL
+/// (`None`: the provider's own) and a key (`None`: read from the environment
+/// at each fire, so a rotated key is used at once).
+#[derive(Debug)]
+pub struct Endpoint {
+    pub http: Http,
+    pub base: Option<String>,
+    pub key: Option<String>,
+}
+
+impl Endpoint {
+    /// The base URL, or the provider's own.
+    pub fn base_or(&self, default: &str) -> String {
+        self.base.clone().unwrap_or_else(|| default.to_owned())
+    }
+
+    /// The key given at construction, or the variable read now.
+    pub fn key(&self, var: &str) -> Result<String, crate::connector::FireError> {
+        env::key(&self.key, var)
+    }
+}
+
+/// One coded adapter: its registration and how to build it on an endpoint.
 pub struct Adapter {
     pub registration: fn() -> Registration,
-    pub build: fn(Http, Option<String>, Option<String>) -> Arc<dyn Connector>,
+    pub build: fn(Endpoint) -> Arc<dyn Connector>,
+}
+
+impl Adapter {
+    /// Builds the adapter on a client, a base URL and a key (see [`Endpoint`]).
+    pub fn connector(
+        &self,
+        http: Http,
+        base: Option<String>,
+        key: Option<String>,
+    ) -> Arc<dyn Connector> {
+        (self.build)(Endpoint { http, base, key })
+    }
 }
 
 macro_rules! adapter {
-    ($registration:path, $ty:ty) => {
+    ($registration:path, $ty:path) => {
         Adapter {
             registration: $registration,
-            build: |http, base, key| Arc::new(<$ty>::from_parts(http, base, key)),
+            build: |endpoint| Arc::new($ty(endpoint)),
         }
     };
 }
-
-macro_rules! from_parts {
-    ($($ty:ty),* $(,)?) => {
-        $(impl $ty {
-            /// Builds the adapter (see [`Adapter`]).
-            pub fn from_parts(http: Http, base: Option<String>, key: Option<String>) -> Self {
-                Self { http, base, key }
-            }
-        })*
-    };
-}
-
-from_parts!(
-    searxng::Searxng,
-    tavily::Tavily,
-    serpapi::SerpApi,
-    brave::Brave,
-    wikipedia::Wikipedia,
-    wikidata::Wikidata,
-    google::KnowledgeGraph,
-    google::YouTube,
-    bluesky::Bluesky,
-    openalex::OpenAlex,
-    gdelt::Gdelt,
-);
 
 /// Every coded adapter that talks to a real provider.
 pub fn adapters() -> Vec<Adapter> {
@@ -93,7 +100,7 @@ pub fn register_builtin(
     for adapter in adapters() {
         registry.register(
             (adapter.registration)(),
-            (adapter.build)(http.clone(), None, None),
+            adapter.connector(http.clone(), None, None),
         )?;
     }
     let crawler = site::SiteCrawler {

@@ -6,7 +6,7 @@ use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 
 use super::env;
-use super::http::Http;
+use super::Endpoint;
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
 
@@ -30,11 +30,7 @@ pub fn registration() -> Registration {
 }
 
 #[derive(Debug)]
-pub struct OpenAlex {
-    pub http: Http,
-    pub base: Option<String>,
-    pub key: Option<String>,
-}
+pub struct OpenAlex(pub Endpoint);
 
 #[derive(Deserialize)]
 struct Answer {
@@ -66,18 +62,19 @@ impl Connector for OpenAlex {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let base = self.base.clone().unwrap_or_else(|| BASE.to_owned());
+        let base = self.0.base_or(BASE);
         let per_page = opts.max_results.clamp(1, 25).to_string();
         let mut params = vec![("search", query.to_owned()), ("per-page", per_page)];
         if let Some(mailto) = env::optional(MAILTO_VAR) {
             params.push(("mailto", mailto));
         }
         let request = self
+            .0
             .http
             .client()
             .get(format!("{base}/works"))
             .query(&params);
-        let answer: Answer = self.http.json("OpenAlex", request, &[]).await?;
+        let answer: Answer = self.0.http.json("OpenAlex", request, &[]).await?;
         Ok(answer
             .results
             .into_iter()

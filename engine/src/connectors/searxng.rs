@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 
-use super::http::Http;
+use super::Endpoint;
 use super::{env, social};
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
@@ -36,13 +36,7 @@ pub fn registration() -> Registration {
 }
 
 #[derive(Debug)]
-pub struct Searxng {
-    pub http: Http,
-    /// The instance; `None` reads `SEARXNG_URL` at each fire.
-    pub base: Option<String>,
-    /// SearXNG takes no key; kept so every adapter is built alike.
-    pub key: Option<String>,
-}
+pub struct Searxng(pub Endpoint);
 
 #[derive(Deserialize)]
 struct Answer {
@@ -72,7 +66,8 @@ impl Connector for Searxng {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let base = match &self.base {
+        // The instance is the provider: its URL is read like a key.
+        let base = match &self.0.base {
             Some(b) => b.clone(),
             None => env::required(URL_VAR)?,
         };
@@ -83,6 +78,7 @@ impl Connector for Searxng {
             _ => "general",
         };
         let request = self
+            .0
             .http
             .client()
             .get(format!("{}/search", base.trim_end_matches('/')))
@@ -91,7 +87,7 @@ impl Connector for Searxng {
                 ("format", "json"),
                 ("categories", category),
             ]);
-        let answer: Answer = self.http.json("SearXNG", request, &[]).await?;
+        let answer: Answer = self.0.http.json("SearXNG", request, &[]).await?;
         let results = answer
             .results
             .into_iter()

@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 
-use super::http::{classify_status, parse_json, Http};
-use super::{env, social};
+use super::http::{classify_status, parse_json};
+use super::social;
+use super::Endpoint;
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
 
@@ -37,11 +38,7 @@ pub fn registration() -> Registration {
 }
 
 #[derive(Debug)]
-pub struct SerpApi {
-    pub http: Http,
-    pub base: Option<String>,
-    pub key: Option<String>,
-}
+pub struct SerpApi(pub Endpoint);
 
 /// The SerpApi engine serving an intent.
 pub fn engine_for(intent: &Capability) -> &'static str {
@@ -86,8 +83,8 @@ impl Connector for SerpApi {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let key = env::key(&self.key, KEY_VAR)?;
-        let base = self.base.clone().unwrap_or_else(|| BASE.to_owned());
+        let key = self.0.key(KEY_VAR)?;
+        let base = self.0.base_or(BASE);
         let (q, platform) = social::prepare(intent, query);
         let engine = engine_for(intent);
         let num = opts.max_results.clamp(1, 20).to_string();
@@ -100,12 +97,13 @@ impl Connector for SerpApi {
             params.push(("num", num.as_str()));
         }
         let request = self
+            .0
             .http
             .client()
             .get(format!("{base}/search.json"))
             .query(&params);
         let secrets = [key.as_str()];
-        let (status, headers, body) = self.http.send("SerpApi", request, &secrets).await?;
+        let (status, headers, body) = self.0.http.send("SerpApi", request, &secrets).await?;
         // SerpApi states a spent plan as 429 and a bad key as 401, with {"error"}.
         if let Some(e) = classify_status("SerpApi", status, &headers, &body, &secrets) {
             return Err(e);

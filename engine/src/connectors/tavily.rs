@@ -7,8 +7,8 @@ use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::http::Http;
-use super::{env, social};
+use super::social;
+use super::Endpoint;
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
 use crate::urlnorm::parse_web_url;
@@ -40,11 +40,7 @@ pub fn registration() -> Registration {
 }
 
 #[derive(Debug)]
-pub struct Tavily {
-    pub http: Http,
-    pub base: Option<String>,
-    pub key: Option<String>,
-}
+pub struct Tavily(pub Endpoint);
 
 #[derive(Deserialize)]
 struct SearchAnswer {
@@ -95,11 +91,12 @@ impl Connector for Tavily {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let key = env::key(&self.key, KEY_VAR)?;
-        let base = self.base.clone().unwrap_or_else(|| BASE.to_owned());
+        let key = self.0.key(KEY_VAR)?;
+        let base = self.0.base_or(BASE);
         let secrets = [key.as_str()];
         let post = |path: &str, body: serde_json::Value| {
-            self.http
+            self.0
+                .http
                 .client()
                 .post(format!("{base}{path}"))
                 .bearer_auth(&key)
@@ -120,7 +117,7 @@ impl Connector for Tavily {
                         json!({ "url": url.as_str(), "max_depth": 1, "limit": opts.max_results.max(1) }),
                     )
                 };
-                let answer: PagesAnswer = self.http.json("Tavily", request, &secrets).await?;
+                let answer: PagesAnswer = self.0.http.json("Tavily", request, &secrets).await?;
                 Ok(answer
                     .results
                     .into_iter()
@@ -143,6 +140,7 @@ impl Connector for Tavily {
                     body["include_domains"] = json!(p.domains);
                 }
                 let answer: SearchAnswer = self
+                    .0
                     .http
                     .json("Tavily", post("/search", body), &secrets)
                     .await?;

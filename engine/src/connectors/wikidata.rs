@@ -8,7 +8,7 @@ use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::http::Http;
+use super::Endpoint;
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
 
@@ -51,11 +51,7 @@ pub fn registration() -> Registration {
 }
 
 #[derive(Debug)]
-pub struct Wikidata {
-    pub http: Http,
-    pub base: Option<String>,
-    pub key: Option<String>,
-}
+pub struct Wikidata(pub Endpoint);
 
 #[derive(Deserialize)]
 struct Search {
@@ -99,14 +95,15 @@ impl Connector for Wikidata {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let base = self.base.clone().unwrap_or_else(|| BASE.to_owned());
+        let base = self.0.base_or(BASE);
         let api = format!("{base}/w/api.php");
         let limit = ENTITIES.to_string();
         let search: Search = self
+            .0
             .http
             .json(
                 "Wikidata",
-                self.http.client().get(&api).query(&[
+                self.0.http.client().get(&api).query(&[
                     ("action", "wbsearchentities"),
                     ("search", query),
                     ("language", "en"),
@@ -127,10 +124,11 @@ impl Connector for Wikidata {
         }
         let ids: Vec<&str> = search.search.iter().map(|f| f.id.as_str()).collect();
         let entities: Value = self
+            .0
             .http
             .json(
                 "Wikidata",
-                self.http.client().get(&api).query(&[
+                self.0.http.client().get(&api).query(&[
                     ("action", "wbgetentities"),
                     ("ids", ids.join("|").as_str()),
                     ("props", "claims"),

@@ -5,7 +5,8 @@ use async_trait::async_trait;
 use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 
-use super::http::{plain_text, Http};
+use super::http::plain_text;
+use super::Endpoint;
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
 
@@ -28,11 +29,7 @@ pub fn registration() -> Registration {
 }
 
 #[derive(Debug)]
-pub struct Wikipedia {
-    pub http: Http,
-    pub base: Option<String>,
-    pub key: Option<String>,
-}
+pub struct Wikipedia(pub Endpoint);
 
 #[derive(Deserialize)]
 struct Answer {
@@ -62,14 +59,15 @@ impl Connector for Wikipedia {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let base = self.base.clone().unwrap_or_else(|| BASE.to_owned());
+        let base = self.0.base_or(BASE);
         let limit = opts.max_results.clamp(1, 20).to_string();
         let request = self
+            .0
             .http
             .client()
             .get(format!("{base}/w/rest.php/v1/search/page"))
             .query(&[("q", query), ("limit", limit.as_str())]);
-        let answer: Answer = self.http.json("Wikipedia", request, &[]).await?;
+        let answer: Answer = self.0.http.json("Wikipedia", request, &[]).await?;
         Ok(answer
             .pages
             .into_iter()
