@@ -149,16 +149,7 @@ impl Dispatcher {
 
     /// Every registered connector as chain resolution sees it.
     pub fn candidates(&self) -> Vec<Candidate> {
-        self.registry
-            .all()
-            .into_iter()
-            .map(|h| Candidate {
-                id: h.registration.id,
-                serves: h.registration.capabilities,
-                cost_tier: h.registration.cost_tier,
-                status: h.status,
-            })
-            .collect()
+        candidates_of(&self.registry.all())
     }
 
     /// Resolves the chain a fire of `pack_id` on `record` would walk now.
@@ -222,7 +213,7 @@ impl Dispatcher {
             } else {
                 "no connector of this pack can fire now".to_owned()
             });
-            report.chip = self.chip_of(&record, &pack).await?;
+            report.chip = self.chip_of(&record, &set.bundle_id, &pack).await?;
             return Ok(report);
         }
 
@@ -232,7 +223,7 @@ impl Dispatcher {
                 "the query {:?} is empty for this record (it lacks the fields it names)",
                 pack.query_template
             ));
-            report.chip = self.chip_of(&record, &pack).await?;
+            report.chip = self.chip_of(&record, &set.bundle_id, &pack).await?;
             return Ok(report);
         }
 
@@ -335,7 +326,7 @@ impl Dispatcher {
         self.store
             .finish_fire(fire_id, if cancelled { "cancelled" } else { "done" })
             .await?;
-        report.chip = self.chip_of(&record, &pack).await?;
+        report.chip = self.chip_of(&record, &set.bundle_id, &pack).await?;
         self.publish_chip(
             set.id,
             &record,
@@ -477,11 +468,11 @@ impl Dispatcher {
     pub async fn chip_of(
         &self,
         record: &StoredRecord,
+        bundle_id: &str,
         pack: &PackConfig,
     ) -> Result<ChipState, DispatchError> {
-        let bundle = self.store.record_set(record.record_set_id).await?.bundle_id;
         let chips = self
-            .chips(&[record.id], &bundle, std::slice::from_ref(pack))
+            .chips(&[record.id], bundle_id, std::slice::from_ref(pack))
             .await?;
         Ok(chips
             .get(&record.id)
@@ -500,12 +491,17 @@ impl Dispatcher {
         let history = self.store.history_of(record_ids).await?;
         let counts = self.store.item_counts(record_ids).await?;
         let overrides = self.store.record_overrides_of(record_ids).await?;
-        let candidates = self.candidates();
-        let display: HashMap<String, String> = self
-            .registry
-            .all()
-            .into_iter()
-            .map(|h| (h.registration.id, h.registration.display_name))
+        // One registry snapshot for the chains and the names they show.
+        let handles = self.registry.all();
+        let candidates = candidates_of(&handles);
+        let display: HashMap<&str, &str> = handles
+            .iter()
+            .map(|h| {
+                (
+                    h.registration.id.as_str(),
+                    h.registration.display_name.as_str(),
+                )
+            })
             .collect();
         let needs_env: Vec<Option<Vec<String>>> = packs
             .iter()
@@ -557,10 +553,11 @@ impl Dispatcher {
                     );
                     Chip {
                         pack_id: pack.pack_id.clone(),
-                        next: chain
-                            .to_try
-                            .first()
-                            .map(|c| display.get(c).cloned().unwrap_or_else(|| c.clone())),
+                        next: chain.to_try.first().map(|c| {
+                            display
+                                .get(c.as_str())
+                                .map_or_else(|| c.clone(), |n| (*n).to_owned())
+                        }),
                         state: chip_state(ChipInputs {
                             attempts: &mine,
                             item_count: counts
@@ -605,6 +602,18 @@ impl Dispatcher {
             },
         );
     }
+}
+
+fn candidates_of(handles: &[ConnectorHandle]) -> Vec<Candidate> {
+    handles
+        .iter()
+        .map(|h| Candidate {
+            id: h.registration.id.clone(),
+            serves: h.registration.capabilities.clone(),
+            cost_tier: h.registration.cost_tier,
+            status: h.status.clone(),
+        })
+        .collect()
 }
 
 fn skip(connector_id: &str, reason: &str) -> Skipped {
