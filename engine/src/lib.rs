@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod events;
 pub mod import;
 pub mod jobs;
+pub mod ops;
 pub mod packs;
 pub mod registry;
 #[cfg(any(test, feature = "test-support"))]

@@ -887,3 +887,41 @@ async fn a_query_the_record_cannot_fill_fires_nothing_and_says_why() {
     );
     assert_eq!(alpha.calls(), 0);
 }
+
+#[tokio::test]
+async fn a_fanout_estimate_counts_first_fires_per_connector_and_tier() {
+    let server = server(
+        testing::sqlite(),
+        &[
+            (
+                "alpha",
+                CostTier::Paid,
+                ScriptedConnector::new("alpha", [Step::Empty]),
+            ),
+            (
+                "beta",
+                CostTier::Free,
+                ScriptedConnector::new("beta", [Step::Empty]),
+            ),
+        ],
+    )
+    .await;
+    let (set, _) = imported(&server).await;
+    // web starts with alpha, first in its chain; nothing serves news, so it adds nothing.
+    let lines = server.state.engine.fanout_estimate(set).await.unwrap();
+    let seen: Vec<(&str, CostTier, u64)> = lines
+        .iter()
+        .map(|l| (l.connector_id.as_str(), l.cost_tier, l.fires))
+        .collect();
+    assert_eq!(seen, [("alpha", CostTier::Paid, 2)]);
+    // With the paid one off, the fires start at the next in the chain.
+    server
+        .post_json("/api/connectors/alpha/disable", json!({}))
+        .await;
+    let lines = server.state.engine.fanout_estimate(set).await.unwrap();
+    let seen: Vec<(&str, CostTier, u64)> = lines
+        .iter()
+        .map(|l| (l.connector_id.as_str(), l.cost_tier, l.fires))
+        .collect();
+    assert_eq!(seen, [("beta", CostTier::Free, 2)]);
+}

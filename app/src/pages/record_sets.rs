@@ -33,40 +33,18 @@ pub async fn import_csv(
     bundle: String,
     csv: String,
 ) -> Result<ImportReport, ServerFnError> {
-    use engine::import::{parse_csv, ImportLimits};
     let engine = expect_context::<engine::Engine>();
-    let name = name.trim().to_owned();
-    if name.is_empty() || name.chars().count() > 200 {
-        return Err(ServerFnError::new(
-            "Give the record set a name of 1 to 200 characters.",
-        ));
-    }
-    if engine.catalog().bundle(&bundle).is_none() {
-        return Err(ServerFnError::new(format!(
-            "There is no bundle {bundle:?}."
-        )));
-    }
-    let parsed = parse_csv(csv.as_bytes(), ImportLimits::default())
-        .map_err(|e| ServerFnError::new(e.to_string()))?;
-    if parsed.records.is_empty() {
-        return Err(ServerFnError::new(match parsed.rejected.first() {
-            Some(r) => format!("No line could be imported; line {}: {}", r.line, r.reason),
-            None => "The file has a header but no records.".to_owned(),
-        }));
-    }
-    let id = engine
-        .store
-        .create_record_set(&name, &bundle, false, &parsed.records)
+    let limits = engine::import::ImportLimits::default();
+    engine
+        .import_record_set(&name, &bundle, csv.as_bytes(), limits)
         .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "Import failed.");
-            ServerFnError::new("the record set could not be stored")
-        })?;
-    Ok(ImportReport {
-        id,
-        imported: parsed.records.len() as u64,
-        rejected: parsed.rejected,
-    })
+        .map_err(|e| match e {
+            engine::ops::ImportFailure::Store(e) => {
+                tracing::error!(error = %e, "Import failed.");
+                ServerFnError::new("the record set could not be stored")
+            }
+            other => ServerFnError::new(other.to_string()),
+        })
 }
 
 #[server]

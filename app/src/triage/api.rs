@@ -140,25 +140,11 @@ pub async fn triage_item(
 ) -> Result<TriageOutcome, ServerFnError> {
     let engine = ssr::engine()?;
     let actor = ssr::actor();
-    match engine.store.triage(item_id, verb, version, &actor).await {
-        Ok(item) => {
-            let record = engine
-                .store
-                .record(item.record_id)
-                .await
-                .map_err(ssr::fail)?;
-            engine.events.publish(
-                Some(record.record_set_id),
-                model::EventKind::ItemChanged {
-                    item: item.clone(),
-                    actor,
-                },
-            );
-            Ok(TriageOutcome {
-                item,
-                conflict: None,
-            })
-        }
+    match engine.triage(item_id, verb, version, &actor).await {
+        Ok(item) => Ok(TriageOutcome {
+            item,
+            conflict: None,
+        }),
         Err(engine::store::TriageError::Conflict { current, .. }) => Ok(TriageOutcome {
             conflict: Some(format!(
                 "Someone else acted first: this item is now {}{}.",
@@ -182,12 +168,7 @@ pub async fn triage_item(
 pub async fn start_fanout(set_id: i64) -> Result<Job, ServerFnError> {
     let engine = ssr::engine()?;
     let set = engine.store.record_set(set_id).await.map_err(ssr::fail)?;
-    let packs: Vec<String> = engine
-        .catalog()
-        .bundle_packs(&set.bundle_id)
-        .into_iter()
-        .map(|(p, _)| p.pack_id.clone())
-        .collect();
+    let packs = engine.bundle_pack_ids(&set.bundle_id);
     engine
         .jobs
         .start(set_id, &packs, &ssr::actor())

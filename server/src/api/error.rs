@@ -121,6 +121,17 @@ impl From<TriageError> for ApiError {
     }
 }
 
+impl From<engine::ops::ImportFailure> for ApiError {
+    fn from(e: engine::ops::ImportFailure) -> Self {
+        use engine::ops::ImportFailure;
+        match e {
+            ImportFailure::Invalid(m) => ApiError::BadRequest(m),
+            ImportFailure::TooLarge(m) => ApiError::TooLarge(m),
+            ImportFailure::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> Self {
         match e {

@@ -131,17 +131,8 @@ pub async fn triage(
 ) -> Result<Json<Item>, ApiError> {
     let item = state
         .engine
-        .store
         .triage(item_id, body.verb, body.version, &actor)
         .await?;
-    let record = state.engine.store.record(item.record_id).await?;
-    state.engine.events.publish(
-        Some(record.record_set_id),
-        model::EventKind::ItemChanged {
-            item: item.clone(),
-            actor,
-        },
-    );
     Ok(Json(item))
 }
 

@@ -71,11 +71,10 @@ pub async fn fanout(
                 }
                 unique
             }
-            None => catalog
-                .bundle_packs(&set.bundle_id)
-                .into_iter()
-                .map(|(p, _)| p.pack_id.clone())
-                .collect(),
+            None => {
+                drop(catalog);
+                state.engine.bundle_pack_ids(&set.bundle_id)
+            }
         }
     };
     if packs.is_empty() {

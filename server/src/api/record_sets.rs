@@ -4,7 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use engine::import::{parse_csv, ImportError, ImportLimits};
+use engine::import::ImportLimits;
 use model::{ImportReport, Item, RecordFilter, RecordSetSummary, RecordsPage};
 use serde::{Deserialize, Serialize};
 
@@ -33,66 +33,15 @@ pub async fn import(
     ApiQuery(params): ApiQuery<ImportParams>,
     ApiBytes(body): ApiBytes,
 ) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
-    let name = params.name.trim();
-    if name.is_empty() || name.chars().count() > 200 {
-        return Err(ApiError::BadRequest(
-            "name: give the record set a name of 1 to 200 characters".into(),
-        ));
-    }
-    if state.engine.catalog().bundle(&params.bundle).is_none() {
-        let known: Vec<String> = state
-            .engine
-            .catalog()
-            .bundles()
-            .iter()
-            .map(|b| b.bundle_id.clone())
-            .collect();
-        return Err(ApiError::BadRequest(format!(
-            "bundle: no bundle {:?} (known: {})",
-            params.bundle,
-            known.join(", ")
-        )));
-    }
     let limits = ImportLimits {
         max_bytes: MAX_IMPORT_BYTES,
         ..ImportLimits::default()
     };
-    let parsed = parse_csv(&body, limits).map_err(|e| match e {
-        ImportError::TooLarge { .. } | ImportError::TooManyRecords { .. } => {
-            ApiError::TooLarge(e.to_string())
-        }
-        other => ApiError::BadRequest(format!("CSV body: {other}")),
-    })?;
-    if parsed.records.is_empty() {
-        return Err(ApiError::BadRequest(format!(
-            "CSV body: no line could be imported ({} rejected{})",
-            parsed.rejected.len(),
-            parsed
-                .rejected
-                .first()
-                .map(|r| format!("; line {}: {}", r.line, r.reason))
-                .unwrap_or_default()
-        )));
-    }
-    let id = state
+    let report = state
         .engine
-        .store
-        .create_record_set(name, &params.bundle, false, &parsed.records)
+        .import_record_set(&params.name, &params.bundle, &body, limits)
         .await?;
-    tracing::info!(
-        record_set = id,
-        imported = parsed.records.len(),
-        rejected = parsed.rejected.len(),
-        "Record set imported."
-    );
-    Ok((
-        StatusCode::CREATED,
-        Json(ImportReport {
-            id,
-            imported: parsed.records.len() as u64,
-            rejected: parsed.rejected,
-        }),
-    ))
+    Ok((StatusCode::CREATED, Json(report)))
 }
 
 /// `DELETE /api/record-sets/{id}`

@@ -1,0 +1,115 @@
+//! Write operations every door shares (REST and the pages' server functions),
+//! so each is done one way: importing a record set, applying a triage verb,
+//! naming a set's packs.
+
+use model::{ImportReport, Item, TriageVerb};
+
+use crate::import::{parse_csv, ImportError, ImportLimits};
+use crate::store::{StoreError, TriageError};
+use crate::Engine;
+
+/// Why an import stored nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportFailure {
+    /// Bad input; the message names the field or the line.
+    #[error("{0}")]
+    Invalid(String),
+    /// The file is over a size or record limit.
+    #[error("{0}")]
+    TooLarge(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Engine {
+    /// Validates and stores a CSV file as a new record set under `bundle_id`.
+    /// Bad lines are reported and the good ones stored; a file where no line
+    /// is good stores nothing.
+    pub async fn import_record_set(
+        &self,
+        name: &str,
+        bundle_id: &str,
+        csv: &[u8],
+        limits: ImportLimits,
+    ) -> Result<ImportReport, ImportFailure> {
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > 200 {
+            return Err(ImportFailure::Invalid(
+                "name: give the record set a name of 1 to 200 characters".to_owned(),
+            ));
+        }
+        if self.catalog().bundle(bundle_id).is_none() {
+            let known: Vec<String> = self
+                .catalog()
+                .bundles()
+                .iter()
+                .map(|b| b.bundle_id.clone())
+                .collect();
+            return Err(ImportFailure::Invalid(format!(
+                "bundle: no bundle {bundle_id:?} (known: {})",
+                known.join(", ")
+            )));
+        }
+        let parsed = parse_csv(csv, limits).map_err(|e| match e {
+            ImportError::TooLarge { .. } | ImportError::TooManyRecords { .. } => {
+                ImportFailure::TooLarge(e.to_string())
+            }
+            other => ImportFailure::Invalid(format!("CSV: {other}")),
+        })?;
+        if parsed.records.is_empty() {
+            return Err(ImportFailure::Invalid(match parsed.rejected.first() {
+                Some(r) => format!(
+                    "CSV: no line could be imported ({} rejected; line {}: {})",
+                    parsed.rejected.len(),
+                    r.line,
+                    r.reason
+                ),
+                None => "CSV: the file has a header but no records".to_owned(),
+            }));
+        }
+        let id = self
+            .store
+            .create_record_set(name, bundle_id, false, &parsed.records)
+            .await?;
+        tracing::info!(
+            record_set = id,
+            imported = parsed.records.len(),
+            rejected = parsed.rejected.len(),
+            "Record set imported."
+        );
+        Ok(ImportReport {
+            id,
+            imported: parsed.records.len() as u64,
+            rejected: parsed.rejected,
+        })
+    }
+
+    /// Applies a triage verb and tells every viewer of the record's set.
+    pub async fn triage(
+        &self,
+        item_id: i64,
+        verb: TriageVerb,
+        version: i64,
+        actor: &str,
+    ) -> Result<Item, TriageError> {
+        let item = self.store.triage(item_id, verb, version, actor).await?;
+        let record = self.store.record(item.record_id).await?;
+        self.events.publish(
+            Some(record.record_set_id),
+            model::EventKind::ItemChanged {
+                item: item.clone(),
+                actor: actor.to_owned(),
+            },
+        );
+        Ok(item)
+    }
+
+    /// The pack ids of a bundle, in roster order.
+    pub fn bundle_pack_ids(&self, bundle_id: &str) -> Vec<String> {
+        self.catalog()
+            .bundle_packs(bundle_id)
+            .into_iter()
+            .map(|(p, _)| p.pack_id.clone())
+            .collect()
+    }
+}
