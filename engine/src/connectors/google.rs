@@ -64,6 +64,21 @@ fn google_error(
     classify_status(provider, status, headers, body, &[key])
 }
 
+/// Sends a request to a Google API and reads its JSON answer, classifying
+/// Google's own error bodies first.
+async fn google_json<T: serde::de::DeserializeOwned>(
+    http: &super::http::Http,
+    provider: &str,
+    request: reqwest::RequestBuilder,
+    key: &str,
+) -> Result<T, FireError> {
+    let (status, headers, body) = http.send(provider, request, &[key]).await?;
+    if let Some(e) = google_error(provider, status, &headers, &body, key) {
+        return Err(e);
+    }
+    parse_json(provider, &headers, &body, &[key])
+}
+
 pub fn kg_registration() -> Registration {
     Registration {
         id: KG_ID.to_owned(),
@@ -117,11 +132,7 @@ impl Connector for KnowledgeGraph {
                 ("key", key.as_str()),
                 ("limit", limit.as_str()),
             ]);
-        let (status, headers, body) = self.0.http.send("Google KG", request, &[&key]).await?;
-        if let Some(e) = google_error("Google KG", status, &headers, &body, &key) {
-            return Err(e);
-        }
-        let answer: KgAnswer = parse_json("Google KG", &headers, &body, &[&key])?;
+        let answer: KgAnswer = google_json(&self.0.http, "Google KG", request, &key).await?;
         Ok(answer
             .items
             .into_iter()
@@ -209,11 +220,7 @@ impl Connector for YouTube {
                 ("maxResults", max.as_str()),
                 ("key", key.as_str()),
             ]);
-        let (status, headers, body) = self.0.http.send("YouTube", request, &[&key]).await?;
-        if let Some(e) = google_error("YouTube", status, &headers, &body, &key) {
-            return Err(e);
-        }
-        let answer: YtAnswer = parse_json("YouTube", &headers, &body, &[&key])?;
+        let answer: YtAnswer = google_json(&self.0.http, "YouTube", request, &key).await?;
         Ok(answer
             .items
             .into_iter()
