@@ -12,15 +12,24 @@ pub const DEMO_SET_NAME: &str = "Demo companies (made-up data)";
 /// The bundle the demo set is triaged under.
 pub const DEMO_BUNDLE: &str = "social-profiles";
 
-/// Creates the demo record set unless one exists. Returns its id when created.
-pub async fn load_demo_record_set(store: &Store) -> Result<Option<i64>, StoreError> {
-    if store.list_record_sets().await?.iter().any(|s| s.is_demo) {
+/// Creates the demo record set in a workspace unless it has one. Returns its id
+/// when created.
+pub async fn load_demo_record_set(
+    store: &Store,
+    workspace_id: i64,
+) -> Result<Option<i64>, StoreError> {
+    if store
+        .list_record_sets(workspace_id)
+        .await?
+        .iter()
+        .any(|s| s.is_demo)
+    {
         return Ok(None);
     }
     let parsed = parse_csv(DEMO_CSV.as_bytes(), ImportLimits::default())
         .map_err(|e| StoreError::Corrupt(format!("the shipped demo CSV: {e}")))?;
     let id = store
-        .create_record_set(DEMO_SET_NAME, DEMO_BUNDLE, true, &parsed.records)
+        .create_record_set(workspace_id, DEMO_SET_NAME, DEMO_BUNDLE, true, &parsed.records)
         .await?;
     Ok(Some(id))
 }
@@ -48,9 +57,10 @@ mod tests {
     async fn loading_twice_makes_one_demo_set() {
         let db = crate::store::testing::sqlite();
         let store = Store::connect(&db.url).await.unwrap();
-        assert!(load_demo_record_set(&store).await.unwrap().is_some());
-        assert!(load_demo_record_set(&store).await.unwrap().is_none());
-        let sets = store.list_record_sets().await.unwrap();
+        let (ws, _) = store.ensure_workspace("demo").await.unwrap();
+        assert!(load_demo_record_set(&store, ws).await.unwrap().is_some());
+        assert!(load_demo_record_set(&store, ws).await.unwrap().is_none());
+        let sets = store.list_record_sets(ws).await.unwrap();
         assert_eq!(sets.len(), 1);
         assert!(sets[0].is_demo);
         assert_eq!(sets[0].name, DEMO_SET_NAME);

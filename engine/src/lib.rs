@@ -2,6 +2,7 @@
 //! chain resolution, the dispatcher, jobs, the event bus and the store.
 //! Nothing here is linked into the browser bundle.
 
+pub mod accounts;
 pub mod chain;
 pub mod chip;
 pub mod connector;

@@ -22,11 +22,13 @@ pub enum ImportFailure {
 }
 
 impl Engine {
-    /// Validates and stores a CSV file as a new record set under `bundle_id`.
+    /// Validates and stores a CSV file as a new record set of a workspace under
+    /// `bundle_id`.
     /// Bad lines are reported and the good ones stored; a file where no line
     /// is good stores nothing.
     pub async fn import_record_set(
         &self,
+        workspace_id: i64,
         name: &str,
         bundle_id: &str,
         csv: &[u8],
@@ -69,7 +71,7 @@ impl Engine {
         }
         let id = self
             .store
-            .create_record_set(name, bundle_id, false, &parsed.records)
+            .create_record_set(workspace_id, name, bundle_id, false, &parsed.records)
             .await?;
         tracing::info!(
             record_set = id,

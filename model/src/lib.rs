@@ -1,6 +1,7 @@
 //! Wire types shared by the server and the browser: everything here compiles to
 //! WebAssembly and carries no server-only dependency.
 
+pub mod account;
 pub mod capability;
 pub mod connector;
 pub mod event;
@@ -12,6 +13,7 @@ pub mod pack;
 pub mod record;
 pub mod record_set;
 
+pub use account::{Role, Viewer, WorkspaceRef};
 pub use capability::{BuiltinCapability, Capability, InvalidCapability};
 pub use connector::{
     ConnectorInfo, ConnectorMenu, ConnectorStatus, CostTier, MenuEntry, RateHints,

@@ -11,7 +11,9 @@ use std::str::FromStr;
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::AnyPool;
 
+mod accounts;
 mod audit;
+pub use accounts::{Owned, Principal, TokenInfo, UserRow};
 pub use audit::StatusChange;
 pub use history::{AttemptEnd, FireContext};
 pub use items::TriageError;
@@ -230,7 +232,7 @@ mod tests {
         let store = Store::connect("sqlite::memory:").await.unwrap();
         store.ping().await.unwrap();
         assert_eq!(store.backend(), Backend::Sqlite);
-        assert!(store.list_record_sets().await.unwrap().is_empty());
+        assert!(store.list_record_sets(1).await.unwrap().is_empty());
     }
 
     #[tokio::test]
@@ -239,7 +241,7 @@ mod tests {
             let store = Store::connect(&db.url).await.unwrap();
             store.ping().await.unwrap();
             assert!(
-                store.list_record_sets().await.unwrap().is_empty(),
+                store.list_record_sets(1).await.unwrap().is_empty(),
                 "{}",
                 db.kind()
             );
@@ -247,7 +249,7 @@ mod tests {
             // A restart finds the migrations applied and changes nothing.
             let again = Store::connect(&db.url).await.unwrap();
             assert!(
-                again.list_record_sets().await.unwrap().is_empty(),
+                again.list_record_sets(1).await.unwrap().is_empty(),
                 "{}",
                 db.kind()
             );

@@ -72,11 +72,17 @@ fn record(row: &AnyRow) -> Result<StoredRecord, StoreError> {
 }
 
 impl Store {
-    /// Every record set, newest first, with its record count.
-    pub async fn list_record_sets(&self) -> Result<Vec<RecordSetSummary>, StoreError> {
-        let rows = sqlx::query(&format!("{SUMMARY} ORDER BY s.created_at DESC, s.id DESC"))
-            .fetch_all(self.pool())
-            .await?;
+    /// A workspace's record sets, newest first, with their record counts.
+    pub async fn list_record_sets(
+        &self,
+        workspace_id: i64,
+    ) -> Result<Vec<RecordSetSummary>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "{SUMMARY} WHERE s.workspace_id = $1 ORDER BY s.created_at DESC, s.id DESC"
+        ))
+        .bind(workspace_id)
+        .fetch_all(self.pool())
+        .await?;
         rows.iter().map(summary).collect()
     }
 
@@ -89,9 +95,10 @@ impl Store {
         summary(&row)
     }
 
-    /// Stores a record set and all its records in one transaction.
+    /// Stores a record set of a workspace and all its records in one transaction.
     pub async fn create_record_set(
         &self,
+        workspace_id: i64,
         name: &str,
         bundle_id: &str,
         is_demo: bool,
@@ -99,9 +106,10 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let mut tx = self.pool().begin().await?;
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO record_sets (name, bundle_id, is_demo, created_at) \
-             VALUES ($1, $2, $3, $4) RETURNING id",
+            "INSERT INTO record_sets (workspace_id, name, bundle_id, is_demo, created_at) \
+             VALUES ($1, $2, $3, $4, $5) RETURNING id",
         )
+        .bind(workspace_id)
         .bind(name)
         .bind(bundle_id)
         .bind(i64::from(is_demo))

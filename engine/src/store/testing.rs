@@ -104,3 +104,16 @@ pub async fn all() -> Vec<TestDatabase> {
     dbs.extend(postgres().await);
     dbs
 }
+
+/// An engine over `db` with the shipped catalogue and no connectors.
+pub async fn engine(db: &TestDatabase) -> crate::Engine {
+    let store = super::Store::connect(&db.url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot open the {} test database: {e}", db.kind()));
+    crate::Engine::new(
+        store,
+        crate::packs::Catalog::builtin(),
+        None,
+        crate::EngineConfig::default(),
+    )
+}

@@ -1,0 +1,490 @@
+//! Accounts in the database: workspaces, users, memberships, API tokens,
+//! sessions, per-user pack labels, and which workspace owns a stored thing.
+
+use std::collections::BTreeMap;
+
+use model::{Role, WorkspaceRef};
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::{Store, StoreError};
+use crate::time::now_ms;
+
+/// A stored user with the hash to check a password against.
+#[derive(Clone, Debug)]
+pub struct UserRow {
+    pub id: i64,
+    pub email: String,
+    pub password_hash: String,
+}
+
+/// Who is acting and where: a user in one of their workspaces, with the role
+/// they hold there. Every request that reaches data carries one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    pub user_id: i64,
+    pub email: String,
+    pub workspace_id: i64,
+    pub workspace_name: String,
+    pub role: Role,
+}
+
+impl Principal {
+    pub fn is_admin(&self) -> bool {
+        self.role == Role::Admin
+    }
+
+    pub fn workspace(&self) -> WorkspaceRef {
+        WorkspaceRef {
+            id: self.workspace_id,
+            name: self.workspace_name.clone(),
+            role: self.role,
+        }
+    }
+}
+
+/// An API token as listed (never its value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenInfo {
+    pub id: i64,
+    pub email: String,
+    pub workspace: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+/// A stored thing whose workspace decides who may reach it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owned {
+    RecordSet(i64),
+    Record(i64),
+    Item(i64),
+    Fire(i64),
+    Job(i64),
+}
+
+impl Owned {
+    fn describe(self) -> String {
+        match self {
+            Owned::RecordSet(id) => format!("record set {id}"),
+            Owned::Record(id) => format!("record {id}"),
+            Owned::Item(id) => format!("item {id}"),
+            Owned::Fire(id) => format!("fire {id}"),
+            Owned::Job(id) => format!("job {id}"),
+        }
+    }
+
+    fn owner_query(self) -> (&'static str, i64) {
+        match self {
+            Owned::RecordSet(id) => ("SELECT workspace_id FROM record_sets WHERE id = $1", id),
+            Owned::Record(id) => (
+                "SELECT s.workspace_id FROM records r \
+                 JOIN record_sets s ON s.id = r.record_set_id WHERE r.id = $1",
+                id,
+            ),
+            Owned::Item(id) => (
+                "SELECT s.workspace_id FROM items i JOIN records r ON r.id = i.record_id \
+                 JOIN record_sets s ON s.id = r.record_set_id WHERE i.id = $1",
+                id,
+            ),
+            Owned::Fire(id) => (
+                "SELECT s.workspace_id FROM fires f JOIN records r ON r.id = f.record_id \
+                 JOIN record_sets s ON s.id = r.record_set_id WHERE f.id = $1",
+                id,
+            ),
+            Owned::Job(id) => (
+                "SELECT s.workspace_id FROM jobs j \
+                 JOIN record_sets s ON s.id = j.record_set_id WHERE j.id = $1",
+                id,
+            ),
+        }
+    }
+}
+
+fn role_of(row: &AnyRow) -> Result<Role, StoreError> {
+    let role: String = row.try_get("role")?;
+    role.parse().map_err(StoreError::Corrupt)
+}
+
+const PRINCIPAL: &str = "SELECT u.id AS user_id, u.email, w.id AS workspace_id, \
+     w.name AS workspace_name, m.role \
+     FROM memberships m JOIN users u ON u.id = m.user_id \
+     JOIN workspaces w ON w.id = m.workspace_id";
+
+fn principal(row: &AnyRow) -> Result<Principal, StoreError> {
+    Ok(Principal {
+        user_id: row.try_get("user_id")?,
+        email: row.try_get("email")?,
+        workspace_id: row.try_get("workspace_id")?,
+        workspace_name: row.try_get("workspace_name")?,
+        role: role_of(row)?,
+    })
+}
+
+impl Store {
+    /// The workspace named `name`, created when missing; `true` when created.
+    pub async fn ensure_workspace(&self, name: &str) -> Result<(i64, bool), StoreError> {
+        if let Some(id) = self.workspace_id(name).await? {
+            return Ok((id, false));
+        }
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO workspaces (name, created_at) VALUES ($1, $2) RETURNING id",
+        )
+        .bind(name)
+        .bind(now_ms())
+        .fetch_one(self.pool())
+        .await?;
+        Ok((id, true))
+    }
+
+    pub async fn workspace_id(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT id FROM workspaces WHERE name = $1")
+                .bind(name)
+                .fetch_optional(self.pool())
+                .await?,
+        )
+    }
+
+    pub async fn user_count(&self) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users")
+            .fetch_one(self.pool())
+            .await?)
+    }
+
+    /// A user by (lower-cased) email.
+    pub async fn user_by_email(&self, email: &str) -> Result<Option<UserRow>, StoreError> {
+        let row = sqlx::query("SELECT id, email, password_hash FROM users WHERE email = $1")
+            .bind(email)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|row| {
+            Ok(UserRow {
+                id: row.try_get("id")?,
+                email: row.try_get("email")?,
+                password_hash: row.try_get("password_hash")?,
+            })
+        })
+        .transpose()
+    }
+
+    pub async fn create_user(&self, email: &str, password_hash: &str) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "INSERT INTO users (email, password_hash, created_at) VALUES ($1, $2, $3) RETURNING id",
+        )
+        .bind(email)
+        .bind(password_hash)
+        .bind(now_ms())
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    pub async fn set_password_hash(&self, user_id: i64, hash: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
+            .bind(hash)
+            .bind(user_id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Makes `user_id` a member of `workspace_id` with `role`, or changes the
+    /// role of an existing membership.
+    pub async fn set_membership(
+        &self,
+        user_id: i64,
+        workspace_id: i64,
+        role: Role,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO memberships (user_id, workspace_id, role, created_at) \
+             VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (user_id, workspace_id) DO UPDATE SET role = excluded.role",
+        )
+        .bind(user_id)
+        .bind(workspace_id)
+        .bind(role.name())
+        .bind(now_ms())
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// The workspaces `user_id` belongs to, by name.
+    pub async fn workspaces_of(&self, user_id: i64) -> Result<Vec<WorkspaceRef>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT w.id, w.name, m.role FROM memberships m \
+             JOIN workspaces w ON w.id = m.workspace_id WHERE m.user_id = $1 ORDER BY w.name",
+        )
+        .bind(user_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(WorkspaceRef {
+                    id: row.try_get("id")?,
+                    name: row.try_get("name")?,
+                    role: role_of(row)?,
+                })
+            })
+            .collect()
+    }
+
+    /// `user_id` acting in `workspace_id`, if they are (still) a member.
+    pub async fn principal(
+        &self,
+        user_id: i64,
+        workspace_id: i64,
+    ) -> Result<Option<Principal>, StoreError> {
+        let row = sqlx::query(&format!(
+            "{PRINCIPAL} WHERE m.user_id = $1 AND m.workspace_id = $2"
+        ))
+        .bind(user_id)
+        .bind(workspace_id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(principal).transpose()
+    }
+
+    /// Stores a new API token's hash; returns its id.
+    pub async fn create_token(
+        &self,
+        user_id: i64,
+        workspace_id: i64,
+        token_hash: &str,
+    ) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "INSERT INTO api_tokens (user_id, workspace_id, token_hash, created_at) \
+             VALUES ($1, $2, $3, $4) RETURNING id",
+        )
+        .bind(user_id)
+        .bind(workspace_id)
+        .bind(token_hash)
+        .bind(now_ms())
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    /// Who a token acts as: nobody when it is unknown, revoked, or its user
+    /// has left the workspace. Marks it used.
+    pub async fn principal_by_token(
+        &self,
+        token_hash: &str,
+    ) -> Result<Option<Principal>, StoreError> {
+        let row = sqlx::query(&format!(
+            "{PRINCIPAL} JOIN api_tokens t ON t.user_id = m.user_id \
+             AND t.workspace_id = m.workspace_id \
+             WHERE t.token_hash = $1 AND t.revoked_at IS NULL"
+        ))
+        .bind(token_hash)
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
+            .bind(now_ms())
+            .bind(token_hash)
+            .execute(self.pool())
+            .await?;
+        principal(&row).map(Some)
+    }
+
+    /// Revokes a token by id; `false` when there is no such live token.
+    pub async fn revoke_token(&self, id: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Revokes a token by the hash of its value; returns its id if it was live.
+    pub async fn revoke_token_by_hash(&self, token_hash: &str) -> Result<Option<i64>, StoreError> {
+        let id: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL",
+        )
+        .bind(token_hash)
+        .fetch_optional(self.pool())
+        .await?;
+        if let Some(id) = id {
+            self.revoke_token(id).await?;
+        }
+        Ok(id)
+    }
+
+    /// Every token, or those of one user, newest first.
+    pub async fn tokens(&self, email: Option<&str>) -> Result<Vec<TokenInfo>, StoreError> {
+        let sql = "SELECT t.id, u.email, w.name AS workspace, t.created_at, t.last_used_at, \
+             t.revoked_at FROM api_tokens t JOIN users u ON u.id = t.user_id \
+             JOIN workspaces w ON w.id = t.workspace_id";
+        let rows = match email {
+            Some(email) => {
+                sqlx::query(&format!("{sql} WHERE u.email = $1 ORDER BY t.id DESC"))
+                    .bind(email)
+                    .fetch_all(self.pool())
+                    .await?
+            }
+            None => {
+                sqlx::query(&format!("{sql} ORDER BY t.id DESC"))
+                    .fetch_all(self.pool())
+                    .await?
+            }
+        };
+        rows.iter()
+            .map(|row| {
+                Ok(TokenInfo {
+                    id: row.try_get("id")?,
+                    email: row.try_get("email")?,
+                    workspace: row.try_get("workspace")?,
+                    created_at: row.try_get("created_at")?,
+                    last_used_at: row.try_get("last_used_at")?,
+                    revoked_at: row.try_get("revoked_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The workspace owning a stored thing, or not found.
+    pub async fn workspace_of(&self, owned: Owned) -> Result<i64, StoreError> {
+        let (sql, id) = owned.owner_query();
+        let workspace: Option<Option<i64>> = sqlx::query_scalar(sql)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        workspace
+            .flatten()
+            .ok_or_else(|| StoreError::NotFound(owned.describe()))
+    }
+
+    /// Fails with not found unless `owned` belongs to `workspace_id`: another
+    /// workspace's things do not exist for this caller.
+    pub async fn check_owner(&self, workspace_id: i64, owned: Owned) -> Result<(), StoreError> {
+        if self.workspace_of(owned).await? == workspace_id {
+            Ok(())
+        } else {
+            Err(StoreError::NotFound(owned.describe()))
+        }
+    }
+
+    /// Gives record sets stored before accounts existed to `workspace_id`.
+    pub async fn adopt_unowned_record_sets(&self, workspace_id: i64) -> Result<u64, StoreError> {
+        let done =
+            sqlx::query("UPDATE record_sets SET workspace_id = $1 WHERE workspace_id IS NULL")
+                .bind(workspace_id)
+                .execute(self.pool())
+                .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// A user's own pack labels.
+    pub async fn pack_labels(&self, user_id: i64) -> Result<BTreeMap<String, String>, StoreError> {
+        let rows = sqlx::query("SELECT pack_id, label FROM user_pack_labels WHERE user_id = $1")
+            .bind(user_id)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("pack_id")?, row.try_get("label")?)))
+            .collect()
+    }
+
+    /// Sets (or with `None` clears) a user's label for a pack.
+    pub async fn set_pack_label(
+        &self,
+        user_id: i64,
+        pack_id: &str,
+        label: Option<&str>,
+    ) -> Result<(), StoreError> {
+        match label {
+            Some(label) => {
+                sqlx::query(
+                    "INSERT INTO user_pack_labels (user_id, pack_id, label) VALUES ($1, $2, $3) \
+                     ON CONFLICT (user_id, pack_id) DO UPDATE SET label = excluded.label",
+                )
+                .bind(user_id)
+                .bind(pack_id)
+                .bind(label)
+                .execute(self.pool())
+                .await?;
+            }
+            None => {
+                sqlx::query("DELETE FROM user_pack_labels WHERE user_id = $1 AND pack_id = $2")
+                    .bind(user_id)
+                    .bind(pack_id)
+                    .execute(self.pool())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A live session's data by the hash of its id.
+    pub async fn load_session(&self, id_hash: &str) -> Result<Option<(String, i64)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT data, expires_at FROM sessions WHERE id_hash = $1 AND expires_at > $2",
+        )
+        .bind(id_hash)
+        .bind(now_ms())
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|row| Ok((row.try_get("data")?, row.try_get("expires_at")?)))
+            .transpose()
+    }
+
+    /// Stores a new session; `false` when the id is taken.
+    pub async fn insert_session(
+        &self,
+        id_hash: &str,
+        data: &str,
+        expires_at: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO sessions (id_hash, data, expires_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (id_hash) DO NOTHING",
+        )
+        .bind(id_hash)
+        .bind(data)
+        .bind(expires_at)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    pub async fn save_session(
+        &self,
+        id_hash: &str,
+        data: &str,
+        expires_at: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO sessions (id_hash, data, expires_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (id_hash) DO UPDATE SET data = excluded.data, \
+             expires_at = excluded.expires_at",
+        )
+        .bind(id_hash)
+        .bind(data)
+        .bind(expires_at)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub async fn delete_session(&self, id_hash: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM sessions WHERE id_hash = $1")
+            .bind(id_hash)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Forgets expired sessions; returns how many.
+    pub async fn delete_expired_sessions(&self) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
+            .bind(now_ms())
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+}
