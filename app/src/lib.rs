@@ -7,12 +7,16 @@ use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
 
+pub mod access;
 mod clock;
 mod error_view;
 pub mod pages;
 pub mod triage;
 
-use pages::{InventoryPage, NotFoundPage, RecordSetsPage};
+use pages::{
+    provide_viewer, AccountCorner, InventoryPage, NotFoundPage, RecordSetsPage, SettingsPage,
+    SignInPage,
+};
 
 /// The whole HTML document the server renders around the app.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -39,6 +43,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     mark_hydrated();
+    provide_viewer();
 
     view! {
         <Stylesheet id="leptos" href="/pkg/switchyard.css"/>
@@ -51,7 +56,9 @@ pub fn App() -> impl IntoView {
                 <nav aria-label="Main">
                     <A href="/record-sets">"Record sets"</A>
                     <A href="/inventory">"Inventory"</A>
+                    <A href="/settings">"Settings"</A>
                 </nav>
+                <AccountCorner/>
             </header>
             <main class="app-main">
                 <Routes fallback=NotFoundPage>
@@ -59,6 +66,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/record-sets") view=RecordSetsPage/>
                     <Route path=path!("/record-sets/:id") view=triage::TriageView/>
                     <Route path=path!("/inventory") view=InventoryPage/>
+                    <Route path=path!("/settings") view=SettingsPage/>
+                    <Route path=path!("/sign-in") view=SignInPage/>
                 </Routes>
             </main>
         </Router>

@@ -52,9 +52,14 @@ async fn engine(db: &TestDatabase, per_second: Option<f64>) -> (Engine, i64) {
         csv.push_str(&format!("Company {i},City {i}\n"));
     }
     let parsed = parse_csv(csv.as_bytes(), ImportLimits::default()).expect("csv");
+    let (workspace, _) = engine
+        .store
+        .ensure_workspace("bench")
+        .await
+        .expect("workspace");
     let set = engine
         .store
-        .create_record_set("Bench", "bench", false, &parsed.records)
+        .create_record_set(workspace, "Bench", "bench", false, &parsed.records)
         .await
         .expect("set");
     (engine, set)

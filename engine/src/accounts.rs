@@ -264,6 +264,21 @@ impl Engine {
         })
     }
 
+    /// Shows `packs` as `who` sees them: with their own short labels.
+    pub async fn relabel(
+        &self,
+        who: &Principal,
+        packs: &mut [model::PackConfig],
+    ) -> Result<(), StoreError> {
+        let labels = self.store.pack_labels(who.user_id).await?;
+        for pack in packs {
+            if let Some(label) = labels.get(&pack.pack_id) {
+                pack.short_label.clone_from(label);
+            }
+        }
+        Ok(())
+    }
+
     /// Sets or clears (`None` or blank) a user's own label for a pack. The
     /// label must not be one this user already sees on another pack.
     pub async fn set_pack_label(

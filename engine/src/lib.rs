@@ -14,6 +14,7 @@ pub mod import;
 pub mod jobs;
 pub mod ops;
 pub mod packs;
+pub mod presence;
 pub mod registry;
 #[cfg(any(test, feature = "test-support"))]
 pub mod scripted;
@@ -58,6 +59,7 @@ pub struct Engine {
     pub catalog: Arc<RwLock<Catalog>>,
     pub dispatcher: Dispatcher,
     pub jobs: JobRunner,
+    pub presence: presence::Presence,
 }
 
 impl Engine {
@@ -88,6 +90,7 @@ impl Engine {
             config.job_concurrency,
         );
         Self {
+            presence: presence::Presence::new(events.clone()),
             store,
             registry,
             events,

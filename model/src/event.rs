@@ -46,6 +46,10 @@ pub enum EventKind {
     JobChanged {
         job: Job,
     },
+    /// Who is viewing the record set now (after someone came or went).
+    Presence {
+        viewers: Vec<String>,
+    },
     /// The events since the browser's `Last-Event-ID` are no longer kept:
     /// reload the state.
     Resync,

@@ -24,6 +24,73 @@ pub struct Cli {
 pub enum Command {
     /// Serve the web app and the API (the default).
     Serve(ServeArgs),
+    /// Manage users (works while the server runs, on the same database).
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage API tokens (works while the server runs, on the same database).
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+/// The database an operator command works on.
+#[derive(Clone, Debug, Args)]
+pub struct DatabaseArgs {
+    /// Database: `sqlite://path` or `postgres://...`, as for `serve`.
+    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, hide_env_values = true)]
+    pub database_url: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add a user to a workspace with a role, creating either when missing.
+    /// The password is read from standard input when it is not a terminal;
+    /// otherwise a new user gets a generated one, printed once.
+    Add {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        workspace: String,
+        #[arg(long, value_parser = parse_role)]
+        role: model::Role,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Issue an API token acting as a user in one workspace. The token is the
+    /// last line of standard output, shown once; only its hash is kept.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        workspace: String,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Revoke a token by its id, or by its value read from standard input.
+    Revoke {
+        /// The id `token create` and `token list` show.
+        #[arg(long, conflicts_with = "stdin", required_unless_present = "stdin")]
+        id: Option<i64>,
+        /// Read the token value from standard input instead.
+        #[arg(long)]
+        stdin: bool,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// List tokens (never their values), optionally of one user.
+    List {
+        #[arg(long)]
+        email: Option<String>,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+}
+
+fn parse_role(s: &str) -> Result<model::Role, String> {
+    s.parse()
 }
 
 #[derive(Clone, Debug, Args)]
@@ -47,6 +114,13 @@ pub struct ServeArgs {
     /// A packs-and-bundles TOML file replacing the shipped catalogue.
     #[arg(long, env = "SWITCHYARD_PACKS")]
     pub packs: Option<std::path::PathBuf>,
+    /// The address people reach the site at; an `https://` one marks the
+    /// session cookie Secure.
+    #[arg(long, env = "SWITCHYARD_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// The admin created on first run (when no account exists yet).
+    #[arg(long, env = "SWITCHYARD_FIRST_ADMIN", default_value = "admin@switchyard.local")]
+    pub first_admin: String,
 }
 
 impl Cli {
@@ -54,7 +128,7 @@ impl Cli {
     pub fn serve_args(&self) -> &ServeArgs {
         match &self.command {
             Some(Command::Serve(args)) => args,
-            None => &self.serve,
+            _ => &self.serve,
         }
     }
 }
@@ -68,6 +142,11 @@ impl From<&ServeArgs> for Config {
             demo: args.demo,
             demo_latency: std::time::Duration::from_millis(args.demo_latency_ms),
             packs_file: args.packs.clone(),
+            secure_cookies: args
+                .public_url
+                .as_deref()
+                .is_some_and(|u| u.starts_with("https://")),
+            first_admin: args.first_admin.clone(),
         }
     }
 }
@@ -84,6 +163,36 @@ mod tests {
 
         let cli = Cli::try_parse_from(["switchyard", "serve", "--demo"]).unwrap();
         assert!(cli.serve_args().demo);
+    }
+
+    #[test]
+    fn operator_commands_parse_and_check_their_arguments() {
+        let cli = Cli::try_parse_from([
+            "switchyard", "user", "add", "--email", "a@example.org", "--workspace", "w",
+            "--role", "admin",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::User(UserCommand::Add { role: model::Role::Admin, .. }))
+        ));
+        let err = Cli::try_parse_from([
+            "switchyard", "user", "add", "--email", "a@example.org", "--workspace", "w",
+            "--role", "owner",
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("owner"), "{err}");
+        assert!(Cli::try_parse_from(["switchyard", "token", "revoke"]).is_err());
+        assert!(Cli::try_parse_from(["switchyard", "token", "revoke", "--id", "3"]).is_ok());
+    }
+
+    #[test]
+    fn an_https_public_url_makes_cookies_secure() {
+        let plain = Cli::try_parse_from(["switchyard"]).unwrap();
+        assert!(!Config::from(plain.serve_args()).secure_cookies);
+        let https =
+            Cli::try_parse_from(["switchyard", "--public-url", "https://sy.example.org"]).unwrap();
+        assert!(Config::from(https.serve_args()).secure_cookies);
     }
 
     #[test]

@@ -24,6 +24,10 @@ pub struct Config {
     pub demo_latency: std::time::Duration,
     /// A packs-and-bundles TOML file replacing the shipped catalogue.
     pub packs_file: Option<PathBuf>,
+    /// Mark the session cookie Secure (the public address is https).
+    pub secure_cookies: bool,
+    /// The admin created on first run, when no account exists yet.
+    pub first_admin: String,
 }
 
 impl Config {

@@ -3,8 +3,10 @@
 //! shutdown. `main.rs` is only the command line on top of this.
 
 pub mod api;
+pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod operator;
 pub mod router;
 pub mod startup;
 
@@ -22,8 +24,12 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
+    // The peer address feeds the per-address sign-in limit.
+    axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
         .await
 }
 

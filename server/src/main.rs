@@ -5,7 +5,7 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use server::cli::{Cli, Command};
-use server::{serve, shutdown_signal, startup, Config};
+use server::{operator, serve, shutdown_signal, startup, Config};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -22,15 +22,27 @@ async fn main() -> anyhow::Result<()> {
         .init();
 
     let cli = Cli::parse();
-    match &cli.command {
-        None | Some(Command::Serve(_)) => run_serve(Config::from(cli.serve_args())).await,
+    let config = Config::from(cli.serve_args());
+    let mut stdout = std::io::stdout();
+    match cli.command {
+        None | Some(Command::Serve(_)) => run_serve(config).await,
+        Some(Command::User(command)) => operator::user(command, &mut stdout).await,
+        Some(Command::Token(command)) => operator::token(command, &mut stdout).await,
     }
 }
 
 async fn run_serve(config: Config) -> anyhow::Result<()> {
     let state = startup::prepare(&config).await?;
     startup::register_connectors(&config, &state)?;
-    startup::finish(&config, &state).await?;
+    if let Some(first) = startup::finish(&config, &state).await? {
+        // The one place the first admin's password appears: this console.
+        println!(
+            "First run: created workspace {:?} and its admin {}.",
+            first.workspace, first.email
+        );
+        println!("Sign in with this password (shown once; keep it safe):");
+        println!("{}", first.password);
+    }
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .with_context(|| format!("cannot listen on {}", config.addr))?;

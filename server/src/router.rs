@@ -1,7 +1,10 @@
-//! The one axum router: the REST door under `/api`, the Leptos pages and server
-//! functions, and the static site files.
+//! The one axum router: the REST door under `/api`, sign-in under `/auth`,
+//! the Leptos pages and server functions, and the static site files, all
+//! behind [`crate::auth::gate`].
 
 use axum::extract::FromRef;
+use axum::http::Method;
+use axum::routing::post;
 use axum::Router;
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
@@ -11,11 +14,17 @@ use tower_http::trace::TraceLayer;
 use app::{shell, App};
 use engine::Engine;
 
-/// What every handler can reach: the Leptos options and the domain engine.
+use crate::auth::{self, SignInLimits};
+
+/// What every handler can reach: the Leptos options, the domain engine and
+/// the sign-in limits.
 #[derive(Clone, Debug)]
 pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub engine: Engine,
+    pub sign_in_limits: SignInLimits,
+    /// Mark the session cookie Secure (the site is served over https).
+    pub secure_cookies: bool,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -30,17 +39,50 @@ impl FromRef<AppState> for Engine {
     }
 }
 
+/// The form posts of signing in and out and of switching workspace.
+const AUTH_ROUTES: [(Method, &str); 3] = [
+    (Method::POST, "/auth/sign-in"),
+    (Method::POST, "/auth/sign-out"),
+    (Method::POST, "/auth/workspace"),
+];
+
 /// Builds the whole router; tests call it with their own state.
 pub fn app(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let engine = state.engine.clone();
     Router::new()
         .nest("/api", crate::api::router())
+        .route(AUTH_ROUTES[0].1, post(auth::sign_in))
+        .route(AUTH_ROUTES[1].1, post(auth::sign_out))
+        .route(AUTH_ROUTES[2].1, post(auth::switch_workspace))
         .leptos_routes_with_context(&state, routes, move || provide_context(engine.clone()), {
             let options = state.leptos_options.clone();
             move || shell(options.clone())
         })
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::gate,
+        ))
+        .layer(auth::session_layer(&state, state.secure_cookies))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Every method and path the router answers (path parameters as `{name}`):
+/// the REST door, the sign-in forms, the pages and the server functions.
+/// The access tests call each one.
+pub fn inventory() -> Vec<(Method, String)> {
+    let mut all: Vec<(Method, String)> = crate::api::routes()
+        .into_iter()
+        .map(|r| (r.method, format!("/api{}", r.path)))
+        .collect();
+    all.extend(AUTH_ROUTES.iter().map(|(m, p)| (m.clone(), (*p).to_owned())));
+    for page in generate_route_list(App) {
+        all.push((Method::GET, page.path().to_owned()));
+    }
+    for (path, method) in server_fn::axum::server_fn_paths() {
+        all.push((method, path.to_owned()));
+    }
+    all
 }

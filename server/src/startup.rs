@@ -35,6 +35,8 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
     Ok(AppState {
         leptos_options: config.leptos_options(),
         engine,
+        sign_in_limits: crate::auth::SignInLimits::default(),
+        secure_cookies: config.secure_cookies,
     })
 }
 
@@ -47,18 +49,52 @@ pub fn register_connectors(config: &Config, state: &AppState) -> anyhow::Result<
     Ok(())
 }
 
-/// Loads demo data when asked and resumes unfinished work. Call after the
-/// connectors are registered.
-pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<()> {
+/// The admin made on first run, to be shown once.
+#[derive(Debug)]
+pub struct FirstAdmin {
+    pub workspace: String,
+    pub email: String,
+    pub password: String,
+}
+
+/// The workspace made on first run and holding the demo data.
+pub fn first_workspace(config: &Config) -> &'static str {
     if config.demo {
-        if let Some(id) = engine::demo::load_demo_record_set(&state.engine.store).await? {
+        "demo"
+    } else {
+        "main"
+    }
+}
+
+/// Creates the first admin when nobody has an account, loads demo data when
+/// asked, and resumes unfinished work. Call after the connectors are
+/// registered. Returns the first admin's credentials when it made them.
+pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<Option<FirstAdmin>> {
+    let engine = &state.engine;
+    let workspace = first_workspace(config);
+    let first = engine
+        .bootstrap(&config.first_admin, workspace)
+        .await
+        .context("creating the first admin")?;
+    let first = first.map(|(added, adopted)| {
+        if adopted > 0 {
+            tracing::info!(record_sets = adopted, workspace, "Record sets from before accounts now belong to the first workspace.");
+        }
+        FirstAdmin {
+            workspace: workspace.to_owned(),
+            email: config.first_admin.trim().to_lowercase(),
+            password: added.generated_password.unwrap_or_default(),
+        }
+    });
+    if config.demo {
+        let (workspace_id, _) = engine.store.ensure_workspace("demo").await?;
+        if let Some(id) = engine::demo::load_demo_record_set(&engine.store, workspace_id).await? {
             tracing::info!(record_set = id, "Loaded the demo record set.");
         }
     }
-    state
-        .engine
+    engine
         .recover()
         .await
         .context("recovering unfinished work")?;
-    Ok(())
+    Ok(first)
 }

@@ -124,7 +124,7 @@ async fn the_chain_walks_past_empty_and_failing_connectors_and_logs_each_attempt
         assert_eq!(history.len(), 3);
         for entry in history {
             assert_eq!(entry["triggered_by"], "human-refire");
-            assert_eq!(entry["actor"], "anonymous");
+            assert_eq!(entry["actor"], common::TEST_EMAIL);
             assert!(entry["finished_at"].as_i64().unwrap() >= entry["fired_at"].as_i64().unwrap());
         }
         assert!(history
@@ -220,7 +220,7 @@ async fn rate_limits_and_refused_keys_take_a_connector_out_of_the_chain() {
     let (_, audit) = server.get_json("/api/connectors/beta/audit").await;
     let audit = audit.as_array().unwrap();
     assert_eq!(audit[0]["status"], "available");
-    assert_eq!(audit[0]["actor"], "anonymous");
+    assert_eq!(audit[0]["actor"], common::TEST_EMAIL);
     assert_eq!(audit[1]["status"], "auth-failed");
     assert_eq!(audit[1]["actor"], "system");
 }

@@ -190,10 +190,11 @@ fn a_job_resumes_after_a_crash_without_repeating_finished_fires() {
         setup(slow)(&state);
         server::startup::finish(&config, &state).await.unwrap();
         let parsed = engine::import::parse_csv(csv(20).as_bytes(), Default::default()).unwrap();
+        let (workspace, _) = state.engine.store.ensure_workspace("crash").await.unwrap();
         let set = state
             .engine
             .store
-            .create_record_set("Crash", "test", false, &parsed.records)
+            .create_record_set(workspace, "Crash", "test", false, &parsed.records)
             .await
             .unwrap();
         let job = state

@@ -1,9 +1,11 @@
 //! One module per page of the app.
 
+mod account;
 mod inventory;
 mod not_found;
 mod record_sets;
 
+pub use account::{provide_viewer, AccountCorner, SettingsPage, SignInPage, ViewerResource};
 pub use inventory::InventoryPage;
 pub use not_found::NotFoundPage;
 pub use record_sets::RecordSetsPage;

@@ -6,22 +6,25 @@ use leptos::task::spawn_local;
 use leptos_meta::Title;
 use model::{BundleConfig, ImportReport, RecordSetSummary};
 
+#[cfg(feature = "ssr")]
+use crate::access::ssr;
 use crate::error_view::error_list;
 
 /// Every record set, newest first.
 #[server]
 pub async fn list_record_sets() -> Result<Vec<RecordSetSummary>, ServerFnError> {
-    let engine = expect_context::<engine::Engine>();
-    engine.store.list_record_sets().await.map_err(|e| {
-        tracing::error!(error = %e, "Listing record sets failed.");
-        ServerFnError::new("the record sets could not be read")
-    })
+    let (engine, who) = (ssr::engine()?, ssr::caller()?);
+    engine
+        .store
+        .list_record_sets(who.workspace_id)
+        .await
+        .map_err(ssr::fail)
 }
 
 /// The bundles a set can be triaged under.
 #[server]
 pub async fn list_bundles() -> Result<Vec<BundleConfig>, ServerFnError> {
-    let engine = expect_context::<engine::Engine>();
+    let (engine, _) = (ssr::engine()?, ssr::caller()?);
     let bundles = engine.catalog().bundles().to_vec();
     Ok(bundles)
 }
@@ -33,10 +36,10 @@ pub async fn import_csv(
     bundle: String,
     csv: String,
 ) -> Result<ImportReport, ServerFnError> {
-    let engine = expect_context::<engine::Engine>();
+    let (engine, who) = (ssr::engine()?, ssr::caller()?);
     let limits = engine::import::ImportLimits::default();
     engine
-        .import_record_set(&name, &bundle, csv.as_bytes(), limits)
+        .import_record_set(who.workspace_id, &name, &bundle, csv.as_bytes(), limits)
         .await
         .map_err(|e| match e {
             engine::ops::ImportFailure::Store(e) => {
@@ -49,12 +52,8 @@ pub async fn import_csv(
 
 #[server]
 pub async fn delete_record_set(id: i64) -> Result<(), ServerFnError> {
-    let engine = expect_context::<engine::Engine>();
-    engine
-        .store
-        .delete_record_set(id)
-        .await
-        .map_err(|e| ServerFnError::new(e.to_string()))
+    let (engine, _) = ssr::reach(engine::store::Owned::RecordSet(id)).await?;
+    engine.store.delete_record_set(id).await.map_err(ssr::fail)
 }
 
 #[component]

@@ -18,30 +18,9 @@ pub struct TriagePage {
 pub const PAGE_SIZE: i64 = 50;
 
 #[cfg(feature = "ssr")]
-mod ssr {
-    use leptos::prelude::*;
-
-    pub fn engine() -> Result<engine::Engine, ServerFnError> {
-        use_context::<engine::Engine>()
-            .ok_or_else(|| ServerFnError::new("the engine is not available"))
-    }
-
-    /// Who acts; accounts come with sign-in.
-    pub fn actor() -> String {
-        "anonymous".to_owned()
-    }
-
-    /// A failure as a person reads it; internal details stay in the log.
-    pub fn fail(e: impl std::fmt::Display) -> ServerFnError {
-        let text = e.to_string();
-        if text.contains("not found") || text.starts_with("no pack") {
-            ServerFnError::new(text)
-        } else {
-            tracing::error!(error = %text, "A triage request failed.");
-            ServerFnError::new("the server could not do that; try again")
-        }
-    }
-}
+use crate::access::ssr;
+#[cfg(feature = "ssr")]
+use engine::store::Owned;
 
 #[server]
 pub async fn load_triage(
@@ -50,9 +29,13 @@ pub async fn load_triage(
     search: String,
     offset: i64,
 ) -> Result<TriagePage, ServerFnError> {
-    let engine = ssr::engine()?;
-    let page = engine
+    let (engine, who) = ssr::reach(Owned::RecordSet(set_id)).await?;
+    let mut page = engine
         .records_page(set_id, filter, &search, offset, PAGE_SIZE)
+        .await
+        .map_err(ssr::fail)?;
+    engine
+        .relabel(&who, &mut page.packs)
         .await
         .map_err(ssr::fail)?;
     let ids: Vec<i64> = page.records.iter().map(|r| r.id).collect();
@@ -73,7 +56,7 @@ pub async fn fire_chip(
     pack_id: String,
     connector: Option<String>,
 ) -> Result<FireReport, ServerFnError> {
-    let engine = ssr::engine()?;
+    let (engine, who) = ssr::reach(Owned::Record(record_id)).await?;
     if engine.catalog().pack(&pack_id).is_none() {
         return Err(ServerFnError::new(format!("no pack {pack_id:?}")));
     }
@@ -84,7 +67,7 @@ pub async fn fire_chip(
             pack_id,
             connector,
             triggered_by: model::TriggeredBy::HumanRefire,
-            actor: ssr::actor(),
+            actor: who.email,
             job_id: None,
             parent: None,
         })
@@ -94,12 +77,14 @@ pub async fn fire_chip(
 
 #[server]
 pub async fn cancel_fire(fire_id: i64) -> Result<bool, ServerFnError> {
-    Ok(ssr::engine()?.dispatcher.cancel(fire_id))
+    let (engine, _) = ssr::reach(Owned::Fire(fire_id)).await?;
+    Ok(engine.dispatcher.cancel(fire_id))
 }
 
 #[server]
 pub async fn load_menu(record_id: i64, pack_id: String) -> Result<ConnectorMenu, ServerFnError> {
-    ssr::engine()?
+    let (engine, _) = ssr::reach(Owned::Record(record_id)).await?;
+    engine
         .connector_menu(record_id, &pack_id)
         .await
         .map_err(ssr::fail)
@@ -111,7 +96,7 @@ pub async fn set_start_with(
     pack_id: String,
     connector: Option<String>,
 ) -> Result<(), ServerFnError> {
-    let engine = ssr::engine()?;
+    let (engine, who) = ssr::reach(Owned::Record(record_id)).await?;
     if let Some(id) = &connector {
         if engine.registry.by_id(id).is_none() {
             return Err(ServerFnError::new(format!("no connector {id:?}")));
@@ -119,7 +104,7 @@ pub async fn set_start_with(
     }
     engine
         .store
-        .set_record_override(record_id, &pack_id, connector.as_deref(), &ssr::actor())
+        .set_record_override(record_id, &pack_id, connector.as_deref(), &who.email)
         .await
         .map_err(ssr::fail)
 }
@@ -138,9 +123,8 @@ pub async fn triage_item(
     verb: TriageVerb,
     version: i64,
 ) -> Result<TriageOutcome, ServerFnError> {
-    let engine = ssr::engine()?;
-    let actor = ssr::actor();
-    match engine.triage(item_id, verb, version, &actor).await {
+    let (engine, who) = ssr::reach(Owned::Item(item_id)).await?;
+    match engine.triage(item_id, verb, version, &who.email).await {
         Ok(item) => Ok(TriageOutcome {
             item,
             conflict: None,
@@ -166,19 +150,20 @@ pub async fn triage_item(
 
 #[server]
 pub async fn start_fanout(set_id: i64) -> Result<Job, ServerFnError> {
-    let engine = ssr::engine()?;
+    let (engine, who) = ssr::reach(Owned::RecordSet(set_id)).await?;
     let set = engine.store.record_set(set_id).await.map_err(ssr::fail)?;
     let packs = engine.bundle_pack_ids(&set.bundle_id);
     engine
         .jobs
-        .start(set_id, &packs, &ssr::actor())
+        .start(set_id, &packs, &who.email)
         .await
         .map_err(ssr::fail)
 }
 
 #[server]
 pub async fn fanout_estimate(set_id: i64) -> Result<Vec<model::EstimateLine>, ServerFnError> {
-    ssr::engine()?
+    let (engine, _) = ssr::reach(Owned::RecordSet(set_id)).await?;
+    engine
         .fanout_estimate(set_id)
         .await
         .map_err(ssr::fail)
@@ -186,5 +171,6 @@ pub async fn fanout_estimate(set_id: i64) -> Result<Vec<model::EstimateLine>, Se
 
 #[server]
 pub async fn cancel_fanout(job_id: i64) -> Result<Job, ServerFnError> {
-    ssr::engine()?.jobs.cancel(job_id).await.map_err(ssr::fail)
+    let (engine, _) = ssr::reach(Owned::Job(job_id)).await?;
+    engine.jobs.cancel(job_id).await.map_err(ssr::fail)
 }

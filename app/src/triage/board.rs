@@ -27,7 +27,17 @@ pub struct Board {
     pub reload: RwSignal<u32>,
     /// The chip whose connector menu is open.
     pub menu: RwSignal<Option<(i64, String)>>,
+    /// Who else has this record set open now.
+    pub viewers: RwSignal<Vec<String>>,
+    /// What people did here lately, newest first: "who: what".
+    pub activity: RwSignal<Vec<(String, String)>>,
+    /// Record names and pack labels, to say what an event was about.
+    names: StoredValue<HashMap<i64, String>>,
+    labels: StoredValue<HashMap<String, String>>,
 }
+
+/// How many recent actions the activity line keeps.
+const ACTIVITY_KEPT: usize = 5;
 
 impl Board {
     pub fn new(job: Option<Job>) -> Self {
@@ -37,7 +47,37 @@ impl Board {
             job: RwSignal::new(job),
             reload: RwSignal::new(0),
             menu: RwSignal::new(None),
+            viewers: RwSignal::new(Vec::new()),
+            activity: RwSignal::new(Vec::new()),
+            names: StoredValue::new(HashMap::new()),
+            labels: StoredValue::new(HashMap::new()),
         }
+    }
+
+    /// Remembers what to call a record and a pack in the activity line.
+    pub fn name(&self, record: i64, name: &str) {
+        self.names.update_value(|m| {
+            m.insert(record, name.to_owned());
+        });
+    }
+
+    pub fn label(&self, pack: &str, label: &str) {
+        self.labels.update_value(|m| {
+            m.insert(pack.to_owned(), label.to_owned());
+        });
+    }
+
+    fn note(&self, actor: String, what: String) {
+        self.activity.update(|list| {
+            list.insert(0, (actor, what));
+            list.truncate(ACTIVITY_KEPT);
+        });
+    }
+
+    fn record_name(&self, record: i64) -> String {
+        self.names
+            .with_value(|m| m.get(&record).cloned())
+            .unwrap_or_else(|| format!("record {record}"))
     }
 
     /// The slot of a chip, made on first use.
@@ -100,9 +140,21 @@ impl Board {
                 record_id,
                 pack_id,
                 chip,
-                ..
+                actor,
             } => {
                 if let Some(slot) = self.slot(record_id, &pack_id) {
+                    let label = self
+                        .labels
+                        .with_value(|m| m.get(&pack_id).cloned())
+                        .unwrap_or_else(|| pack_id.clone());
+                    self.note(
+                        actor,
+                        format!(
+                            "{label} on {}: {}",
+                            self.record_name(record_id),
+                            super::chip::describe(&chip)
+                        ),
+                    );
                     if chip != ChipState::Firing {
                         slot.fire.set(None);
                     }
@@ -117,7 +169,21 @@ impl Board {
                     }
                 }
             }
-            EventKind::ItemChanged { item, .. } => self.put_item(item),
+            EventKind::ItemChanged { item, actor } => {
+                if item.triaged_by.as_deref() == Some(actor.as_str()) {
+                    self.note(
+                        actor,
+                        format!(
+                            "marked “{}” on {} {}",
+                            item.title,
+                            self.record_name(item.record_id),
+                            item.state.name()
+                        ),
+                    );
+                }
+                self.put_item(item);
+            }
+            EventKind::Presence { viewers } => self.viewers.set(viewers),
             EventKind::JobChanged { job } => {
                 let newer = self
                     .job

@@ -70,6 +70,9 @@ fn Cards(
     let TriagePage { page, items, job } = data;
     let set_id = page.record_set.id;
     let board = Board::new(job);
+    for pack in &page.packs {
+        board.label(&pack.pack_id, &pack.short_label);
+    }
     // A resync from the stream reloads the page's data.
     Effect::new(move |first: Option<()>| {
         let n = board.reload.get();
@@ -122,6 +125,7 @@ fn Cards(
                 <a href=format!("/api/record-sets/{set_id}/export?format=json") download>"JSON"</a>
                 " · press ? for keys"
             </p>
+            <Together board/>
             <FanoutBar set_id board/>
             <div class="toolbar">
                 <label>
@@ -166,6 +170,35 @@ fn Cards(
     }
 }
 
+/// Who else is here, and what people did lately (live).
+#[component]
+fn Together(board: Board) -> impl IntoView {
+    view! {
+        <div class="together" aria-live="polite">
+            <p class="viewers" data-viewers=move || board.viewers.get().join(" ")>
+                {move || {
+                    let viewers = board.viewers.get();
+                    if viewers.is_empty() {
+                        String::new()
+                    } else {
+                        format!("Viewing now: {}", viewers.join(", "))
+                    }
+                }}
+            </p>
+            <ul class="activity">
+                {move || {
+                    board
+                        .activity
+                        .get()
+                        .into_iter()
+                        .map(|(who, what)| view! { <li><strong>{who}</strong>" · "{what}</li> })
+                        .collect_view()
+                }}
+            </ul>
+        </div>
+    }
+}
+
 #[component]
 fn Card(
     record: Record,
@@ -174,6 +207,7 @@ fn Card(
     board: Board,
 ) -> impl IntoView {
     let items = board.items(record.id, items);
+    board.name(record.id, &record.name);
     let chips = packs
         .into_iter()
         .map(|pack| {

@@ -7,7 +7,7 @@ use engine::store::StatusChange;
 use model::{Capability, ConnectorInfo};
 use serde::{Deserialize, Serialize};
 
-use super::extract::{Actor, ApiBytes};
+use super::extract::{AdminCaller, ApiBytes};
 use super::ApiError;
 use crate::router::AppState;
 
@@ -70,25 +70,26 @@ pub struct DisableBody {
     pub reason: String,
 }
 
-/// `POST /api/connectors/{id}/disable` with an optional `{"reason": "..."}`.
+/// `POST /api/connectors/{id}/disable` with an optional `{"reason": "..."}`
+/// (admins).
 pub async fn disable(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Actor(actor): Actor,
+    AdminCaller(who): AdminCaller,
     body: ApiBytes,
 ) -> Result<Json<ConnectorInfo>, ApiError> {
     let reason = body.json_or_default::<DisableBody>()?.reason;
-    state.engine.registry.disable(&id, &actor, &reason).await?;
+    state.engine.registry.disable(&id, &who.email, &reason).await?;
     info(&state, &id)
 }
 
-/// `POST /api/connectors/{id}/enable`
+/// `POST /api/connectors/{id}/enable` (admins)
 pub async fn enable(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Actor(actor): Actor,
+    AdminCaller(who): AdminCaller,
 ) -> Result<Json<ConnectorInfo>, ApiError> {
-    state.engine.registry.enable(&id, &actor).await?;
+    state.engine.registry.enable(&id, &who.email).await?;
     info(&state, &id)
 }
 

@@ -16,6 +16,12 @@ pub enum ApiError {
     /// Bad input; the detail names the field.
     #[error("{0}")]
     BadRequest(String),
+    /// Nobody signed in and no valid token.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Signed in, but the role does not allow it.
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     NotFound(String),
     /// Someone acted first; `current` is the item as it is now.
@@ -46,6 +52,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, error) = match &self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
             ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
@@ -128,6 +136,16 @@ impl From<engine::ops::ImportFailure> for ApiError {
             ImportFailure::Invalid(m) => ApiError::BadRequest(m),
             ImportFailure::TooLarge(m) => ApiError::TooLarge(m),
             ImportFailure::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<engine::accounts::AccountError> for ApiError {
+    fn from(e: engine::accounts::AccountError) -> Self {
+        use engine::accounts::AccountError;
+        match e {
+            AccountError::Invalid(m) => ApiError::BadRequest(m),
+            AccountError::Store(e) => e.into(),
         }
     }
 }

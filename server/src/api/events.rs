@@ -13,7 +13,9 @@ use serde::Deserialize;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
 
-use super::extract::ApiQuery;
+use engine::store::Owned;
+
+use super::extract::{ApiQuery, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
@@ -41,11 +43,14 @@ fn resync(id: u64) -> SseEvent {
 
 pub async fn stream(
     State(state): State<AppState>,
+    Caller(who): Caller,
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<EventParams>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    // Only the caller's own sets; the events every viewer gets carry no
+    // workspace data (connector changes).
     if let Some(id) = params.record_set {
-        state.engine.store.record_set(id).await?;
+        state.engine.authorize(&who, Owned::RecordSet(id)).await?;
     }
     let bus = state.engine.events.clone();
     let replay_bus = bus.clone();
@@ -79,7 +84,13 @@ pub async fn stream(
             }
         },
     };
+    // Joining after subscribing: this viewer's own stream carries the news.
+    let viewing = params
+        .record_set
+        .map(|id| state.engine.presence.join(id, &who.email));
     let live = BroadcastStream::new(live).filter_map(move |received| {
+        // The stream holds the presence guard: closing it leaves.
+        let _viewing = &viewing;
         let out = match received {
             Ok(event) if event.id > replayed_to && wanted(&event) => Some(sse(&event)),
             Ok(_) => None,

@@ -3,6 +3,7 @@
 
 use axum::extract::{FromRequest, FromRequestParts};
 use axum::http::request::Parts;
+use engine::store::Principal;
 
 use super::ApiError;
 
@@ -16,16 +17,42 @@ pub struct ApiJson<T>(pub T);
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct ApiQuery<T>(pub T);
 
-/// Who is acting, for history and audit rows. Accounts come with sign-in;
-/// until then every request acts as `anonymous`.
+/// Who is asking: the signed-in user or the token's user, in one workspace.
+/// [`crate::auth::gate`] resolves it; a route taking it cannot be reached
+/// without it.
 #[derive(Clone, Debug)]
-pub struct Actor(pub String);
+pub struct Caller(pub Principal);
 
-impl<S: Send + Sync> FromRequestParts<S> for Actor {
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(_parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Actor("anonymous".to_owned()))
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Principal>()
+            .cloned()
+            .map(Caller)
+            .ok_or_else(|| ApiError::Unauthorized("sign in or send a bearer token".to_owned()))
+    }
+}
+
+/// A caller who is an admin of their workspace; members get 403.
+#[derive(Clone, Debug)]
+pub struct AdminCaller(pub Principal);
+
+impl<S: Send + Sync> FromRequestParts<S> for AdminCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Caller(who) = Caller::from_request_parts(parts, state).await?;
+        if who.is_admin() {
+            Ok(AdminCaller(who))
+        } else {
+            Err(ApiError::Forbidden(format!(
+                "only an admin of workspace {:?} may do this",
+                who.workspace_name
+            )))
+        }
     }
 }
 

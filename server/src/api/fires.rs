@@ -9,7 +9,9 @@ use model::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::extract::{Actor, ApiJson};
+use engine::store::Owned;
+
+use super::extract::{ApiJson, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
@@ -27,9 +29,10 @@ pub struct FireBody {
 pub async fn fire(
     State(state): State<AppState>,
     Path(record_id): Path<i64>,
-    Actor(actor): Actor,
+    Caller(who): Caller,
     ApiJson(body): ApiJson<FireBody>,
 ) -> Result<Json<Envelope<FireReport>>, ApiError> {
+    state.engine.authorize(&who, Owned::Record(record_id)).await?;
     if state.engine.catalog().pack(&body.pack).is_none() {
         return Err(ApiError::BadRequest(format!(
             "pack: no pack {:?}",
@@ -44,7 +47,7 @@ pub async fn fire(
             pack_id: body.pack,
             connector: body.connector.filter(|c| !c.trim().is_empty()),
             triggered_by: TriggeredBy::HumanRefire,
-            actor,
+            actor: who.email,
             job_id: None,
             parent: None,
         })
@@ -81,7 +84,9 @@ pub struct Cancelled {
 pub async fn cancel(
     State(state): State<AppState>,
     Path(fire_id): Path<i64>,
+    Caller(who): Caller,
 ) -> Result<Json<Cancelled>, ApiError> {
+    state.engine.authorize(&who, Owned::Fire(fire_id)).await?;
     if state.engine.dispatcher.cancel(fire_id) {
         return Ok(Json(Cancelled {
             fire_id,
@@ -99,8 +104,9 @@ pub async fn cancel(
 pub async fn history(
     State(state): State<AppState>,
     Path(record_id): Path<i64>,
+    Caller(who): Caller,
 ) -> Result<Json<Vec<HistoryEntry>>, ApiError> {
-    state.engine.store.record(record_id).await?;
+    state.engine.authorize(&who, Owned::Record(record_id)).await?;
     Ok(Json(state.engine.store.history(record_id).await?))
 }
 
@@ -108,8 +114,9 @@ pub async fn history(
 pub async fn items(
     State(state): State<AppState>,
     Path(record_id): Path<i64>,
+    Caller(who): Caller,
 ) -> Result<Json<Vec<Item>>, ApiError> {
-    state.engine.store.record(record_id).await?;
+    state.engine.authorize(&who, Owned::Record(record_id)).await?;
     Ok(Json(state.engine.store.items(record_id).await?))
 }
 
@@ -126,12 +133,13 @@ pub struct TriageBody {
 pub async fn triage(
     State(state): State<AppState>,
     Path(item_id): Path<i64>,
-    Actor(actor): Actor,
+    Caller(who): Caller,
     ApiJson(body): ApiJson<TriageBody>,
 ) -> Result<Json<Item>, ApiError> {
+    state.engine.authorize(&who, Owned::Item(item_id)).await?;
     let item = state
         .engine
-        .triage(item_id, body.verb, body.version, &actor)
+        .triage(item_id, body.verb, body.version, &who.email)
         .await?;
     Ok(Json(item))
 }
@@ -140,7 +148,9 @@ pub async fn triage(
 pub async fn menu(
     State(state): State<AppState>,
     Path((record_id, pack_id)): Path<(i64, String)>,
+    Caller(who): Caller,
 ) -> Result<Json<model::ConnectorMenu>, ApiError> {
+    state.engine.authorize(&who, Owned::Record(record_id)).await?;
     if state.engine.catalog().pack(&pack_id).is_none() {
         return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
     }
@@ -160,10 +170,10 @@ pub struct OverrideBody {
 pub async fn set_override(
     State(state): State<AppState>,
     Path((record_id, pack_id)): Path<(i64, String)>,
-    Actor(actor): Actor,
+    Caller(who): Caller,
     ApiJson(body): ApiJson<OverrideBody>,
 ) -> Result<StatusCode, ApiError> {
-    state.engine.store.record(record_id).await?;
+    state.engine.authorize(&who, Owned::Record(record_id)).await?;
     if state.engine.catalog().pack(&pack_id).is_none() {
         return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
     }
@@ -177,7 +187,7 @@ pub async fn set_override(
     state
         .engine
         .store
-        .set_record_override(record_id, &pack_id, body.connector.as_deref(), &actor)
+        .set_record_override(record_id, &pack_id, body.connector.as_deref(), &who.email)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

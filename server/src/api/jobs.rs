@@ -8,7 +8,9 @@ use axum::Json;
 use model::{Envelope, EnvelopeStatus, Job, JobStatus};
 use serde::Deserialize;
 
-use super::extract::{Actor, ApiBytes};
+use engine::store::Owned;
+
+use super::extract::{ApiBytes, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
@@ -46,9 +48,10 @@ fn envelope(job: Job) -> Envelope<()> {
 pub async fn fanout(
     State(state): State<AppState>,
     Path(set_id): Path<i64>,
-    Actor(actor): Actor,
+    Caller(who): Caller,
     body: ApiBytes,
 ) -> Result<(StatusCode, Json<Envelope<()>>), ApiError> {
+    state.engine.authorize(&who, Owned::RecordSet(set_id)).await?;
     let body: FanoutBody = body.json_or_default()?;
     let set = state.engine.store.record_set(set_id).await?;
     let packs: Vec<String> = {
@@ -83,7 +86,7 @@ pub async fn fanout(
             set.bundle_id
         )));
     }
-    let job = state.engine.jobs.start(set_id, &packs, &actor).await?;
+    let job = state.engine.jobs.start(set_id, &packs, &who.email).await?;
     if job.progress.total <= INLINE_TASKS {
         let _ = tokio::time::timeout(INLINE_WAIT, state.engine.jobs.wait(job.id)).await;
         let job = state.engine.store.job(job.id).await?;
@@ -101,7 +104,9 @@ pub async fn fanout(
 pub async fn get(
     State(state): State<AppState>,
     Path(id): Path<i64>,
+    Caller(who): Caller,
 ) -> Result<Json<Envelope<()>>, ApiError> {
+    state.engine.authorize(&who, Owned::Job(id)).await?;
     Ok(Json(envelope(state.engine.store.job(id).await?)))
 }
 
@@ -109,7 +114,8 @@ pub async fn get(
 pub async fn cancel(
     State(state): State<AppState>,
     Path(id): Path<i64>,
+    Caller(who): Caller,
 ) -> Result<Json<Envelope<()>>, ApiError> {
-    state.engine.store.job(id).await?;
+    state.engine.authorize(&who, Owned::Job(id)).await?;
     Ok(Json(envelope(state.engine.jobs.cancel(id).await?)))
 }

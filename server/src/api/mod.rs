@@ -11,47 +11,117 @@ mod jobs;
 mod record_sets;
 
 use axum::extract::{DefaultBodyLimit, State};
-use axum::routing::{delete, get, post, put};
+use axum::handler::Handler;
+use axum::http::Method;
+use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::{Json, Router};
 use model::Health;
 
 pub use error::ApiError;
+pub use extract::{AdminCaller, Caller};
+
+use extract::ApiJson;
 pub use record_sets::MAX_IMPORT_BYTES;
 
 use crate::router::AppState;
 
+/// One route: its method, its path under `/api`, and its handler.
+pub struct Route {
+    pub method: Method,
+    pub path: &'static str,
+    handler: MethodRouter<AppState>,
+}
+
+fn route<H, T>(method: Method, path: &'static str, handler: H) -> Route
+where
+    H: Handler<T, AppState>,
+    T: 'static,
+{
+    // Only the standard methods below are used, and each has a filter.
+    let filter = MethodFilter::try_from(method.clone()).unwrap_or(MethodFilter::GET);
+    Route {
+        method,
+        path,
+        handler: on(filter, handler),
+    }
+}
+
+/// Every route of the REST door, in one table the router is built from and
+/// the access tests walk. All but `/health` need a session or a token
+/// ([`crate::auth::gate`]).
+pub fn routes() -> Vec<Route> {
+    let import = route(Method::POST, "/record-sets", record_sets::import);
+    vec![
+        route(Method::GET, "/health", health),
+        route(Method::GET, "/capabilities", catalog::capabilities),
+        route(Method::GET, "/connectors", catalog::connectors),
+        route(Method::POST, "/connectors/{id}/disable", catalog::disable),
+        route(Method::POST, "/connectors/{id}/enable", catalog::enable),
+        route(Method::GET, "/connectors/{id}/audit", catalog::audit),
+        route(Method::GET, "/packs", catalog::packs),
+        route(Method::GET, "/bundles", catalog::bundles),
+        route(Method::GET, "/record-sets", record_sets::list),
+        Route {
+            handler: import
+                .handler
+                .layer(DefaultBodyLimit::max(MAX_IMPORT_BYTES + 1)),
+            ..import
+        },
+        route(Method::DELETE, "/record-sets/{id}", record_sets::remove),
+        route(Method::GET, "/record-sets/{id}/records", record_sets::records),
+        route(Method::GET, "/record-sets/{id}/export", record_sets::export),
+        route(Method::POST, "/record-sets/{id}/fanout", jobs::fanout),
+        route(Method::POST, "/records/{id}/fire", fires::fire),
+        route(Method::GET, "/records/{id}/history", fires::history),
+        route(Method::GET, "/records/{id}/items", fires::items),
+        route(Method::PUT, "/records/{id}/overrides/{pack}", fires::set_override),
+        route(Method::GET, "/records/{id}/menu/{pack}", fires::menu),
+        route(Method::POST, "/fires/{id}/cancel", fires::cancel),
+        route(Method::POST, "/items/{id}/triage", fires::triage),
+        route(Method::GET, "/jobs/{id}", jobs::get),
+        route(Method::POST, "/jobs/{id}/cancel", jobs::cancel),
+        route(Method::GET, "/events", events::stream),
+        route(Method::GET, "/me", me),
+        route(Method::PUT, "/me/pack-labels/{pack}", set_pack_label),
+    ]
+}
+
 /// The routes under `/api`; anything else there is a JSON 404.
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/health", get(health))
-        .route("/capabilities", get(catalog::capabilities))
-        .route("/connectors", get(catalog::connectors))
-        .route("/connectors/{id}/disable", post(catalog::disable))
-        .route("/connectors/{id}/enable", post(catalog::enable))
-        .route("/connectors/{id}/audit", get(catalog::audit))
-        .route("/packs", get(catalog::packs))
-        .route("/bundles", get(catalog::bundles))
-        .route(
-            "/record-sets",
-            get(record_sets::list)
-                .post(record_sets::import)
-                .layer(DefaultBodyLimit::max(MAX_IMPORT_BYTES + 1)),
-        )
-        .route("/record-sets/{id}", delete(record_sets::remove))
-        .route("/record-sets/{id}/records", get(record_sets::records))
-        .route("/record-sets/{id}/export", get(record_sets::export))
-        .route("/record-sets/{id}/fanout", post(jobs::fanout))
-        .route("/records/{id}/fire", post(fires::fire))
-        .route("/records/{id}/history", get(fires::history))
-        .route("/records/{id}/items", get(fires::items))
-        .route("/records/{id}/overrides/{pack}", put(fires::set_override))
-        .route("/records/{id}/menu/{pack}", get(fires::menu))
-        .route("/fires/{id}/cancel", post(fires::cancel))
-        .route("/items/{id}/triage", post(fires::triage))
-        .route("/jobs/{id}", get(jobs::get))
-        .route("/jobs/{id}/cancel", post(jobs::cancel))
-        .route("/events", get(events::stream))
+    routes()
+        .into_iter()
+        .fold(Router::new(), |router, r| router.route(r.path, r.handler))
         .fallback(|| async { ApiError::NotFound("no such API route".to_owned()) })
+}
+
+/// `GET /api/me`: who the caller is, where, and their own pack labels.
+async fn me(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<model::Viewer>, ApiError> {
+    Ok(Json(state.engine.viewer(&who).await?))
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PackLabelBody {
+    /// The caller's own short label for the pack; `null` or blank restores
+    /// the pack's.
+    label: Option<String>,
+}
+
+/// `PUT /api/me/pack-labels/{pack}` `{"label": "fb" | null}`
+async fn set_pack_label(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    axum::extract::Path(pack): axum::extract::Path<String>,
+    ApiJson(body): ApiJson<PackLabelBody>,
+) -> Result<Json<model::Viewer>, ApiError> {
+    state
+        .engine
+        .set_pack_label(&who, &pack, body.label.as_deref())
+        .await?;
+    Ok(Json(state.engine.viewer(&who).await?))
 }
 
 /// `GET /api/health`: the process answers and its database is reachable.

@@ -8,7 +8,9 @@ use engine::import::ImportLimits;
 use model::{ImportReport, Item, RecordFilter, RecordSetSummary, RecordsPage};
 use serde::{Deserialize, Serialize};
 
-use super::extract::{ApiBytes, ApiQuery};
+use engine::store::Owned;
+
+use super::extract::{ApiBytes, ApiQuery, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
@@ -16,8 +18,13 @@ use crate::router::AppState;
 pub const MAX_IMPORT_BYTES: usize = 20 * 1024 * 1024;
 
 /// `GET /api/record-sets`
-pub async fn list(State(state): State<AppState>) -> Result<Json<Vec<RecordSetSummary>>, ApiError> {
-    Ok(Json(state.engine.store.list_record_sets().await?))
+pub async fn list(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<RecordSetSummary>>, ApiError> {
+    Ok(Json(
+        state.engine.store.list_record_sets(who.workspace_id).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -30,6 +37,7 @@ pub struct ImportParams {
 /// `POST /api/record-sets?name=N&bundle=B` with a CSV body.
 pub async fn import(
     State(state): State<AppState>,
+    Caller(who): Caller,
     ApiQuery(params): ApiQuery<ImportParams>,
     ApiBytes(body): ApiBytes,
 ) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
@@ -39,7 +47,7 @@ pub async fn import(
     };
     let report = state
         .engine
-        .import_record_set(&params.name, &params.bundle, &body, limits)
+        .import_record_set(who.workspace_id, &params.name, &params.bundle, &body, limits)
         .await?;
     Ok((StatusCode::CREATED, Json(report)))
 }
@@ -48,7 +56,9 @@ pub async fn import(
 pub async fn remove(
     State(state): State<AppState>,
     Path(id): Path<i64>,
+    Caller(who): Caller,
 ) -> Result<StatusCode, ApiError> {
+    state.engine.authorize(&who, Owned::RecordSet(id)).await?;
     state.engine.store.delete_record_set(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -75,20 +85,22 @@ fn default_limit() -> i64 {
 pub async fn records(
     State(state): State<AppState>,
     Path(id): Path<i64>,
+    Caller(who): Caller,
     ApiQuery(page): ApiQuery<Page>,
 ) -> Result<Json<RecordsPage>, ApiError> {
+    state.engine.authorize(&who, Owned::RecordSet(id)).await?;
     if page.offset < 0 || !(1..=engine::views::MAX_PAGE).contains(&page.limit) {
         return Err(ApiError::BadRequest(format!(
             "offset must be 0 or more and limit 1 to {}",
             engine::views::MAX_PAGE
         )));
     }
-    Ok(Json(
-        state
-            .engine
-            .records_page(id, page.filter, &page.search, page.offset, page.limit)
-            .await?,
-    ))
+    let mut page = state
+        .engine
+        .records_page(id, page.filter, &page.search, page.offset, page.limit)
+        .await?;
+    state.engine.relabel(&who, &mut page.packs).await?;
+    Ok(Json(page))
 }
 
 #[derive(Debug, Deserialize)]
@@ -116,8 +128,10 @@ pub struct ExportedRecord {
 pub async fn export(
     State(state): State<AppState>,
     Path(id): Path<i64>,
+    Caller(who): Caller,
     ApiQuery(params): ApiQuery<ExportParams>,
 ) -> Result<Response, ApiError> {
+    state.engine.authorize(&who, Owned::RecordSet(id)).await?;
     let format = params.format.to_ascii_lowercase();
     if format != "csv" && format != "json" {
         return Err(ApiError::BadRequest(format!(

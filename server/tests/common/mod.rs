@@ -7,11 +7,21 @@ use server::{AppState, Config};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// The user the test helpers act as: admin of [`TEST_WORKSPACE`].
+pub const TEST_EMAIL: &str = "tester@example.org";
+pub const TEST_PASSWORD: &str = "tester's long password";
+pub const TEST_WORKSPACE: &str = "test";
+
 pub struct TestServer {
     /// `http://127.0.0.1:<port>`, no trailing slash.
     pub url: String,
     pub state: AppState,
+    /// Sends [`TEST_EMAIL`]'s API token with every request.
     pub client: reqwest::Client,
+    /// Sends no credentials.
+    pub anonymous: reqwest::Client,
+    /// The id of [`TEST_WORKSPACE`].
+    pub workspace_id: i64,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
     _db: TestDatabase,
@@ -49,6 +59,8 @@ impl TestServer {
             demo: false,
             demo_latency: std::time::Duration::ZERO,
             packs_file: None,
+            secure_cookies: false,
+            first_admin: "first@example.org".to_owned(),
         }
     }
 
@@ -60,10 +72,23 @@ impl TestServer {
         let task = tokio::spawn(server::serve(listener, state.clone(), async {
             let _ = rx.await;
         }));
+        let added = state
+            .engine
+            .add_user(
+                TEST_EMAIL,
+                TEST_WORKSPACE,
+                model::Role::Admin,
+                Some(TEST_PASSWORD.to_owned()),
+            )
+            .await
+            .expect("the test user");
+        let client = token_client(&state, TEST_EMAIL, TEST_WORKSPACE).await;
         TestServer {
             url,
             state,
-            client: reqwest::Client::new(),
+            client,
+            anonymous: reqwest::Client::new(),
+            workspace_id: added.workspace_id,
             shutdown: Some(tx),
             task: Some(task),
             _db: db,
@@ -72,6 +97,35 @@ impl TestServer {
 
     pub fn at(&self, path: &str) -> String {
         format!("{}{}", self.url, path)
+    }
+
+    /// A client acting through a new API token as `email` (added with `role`
+    /// to `workspace` when missing).
+    pub async fn user(&self, email: &str, workspace: &str, role: model::Role) -> reqwest::Client {
+        self.state
+            .engine
+            .add_user(email, workspace, role, None)
+            .await
+            .expect("a test user");
+        token_client(&self.state, email, workspace).await
+    }
+
+    /// A browser-like client (cookies kept) signed in through the sign-in form.
+    pub async fn browser(&self, email: &str, password: &str) -> reqwest::Client {
+        let client = reqwest::Client::builder()
+            .cookie_store(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let res = client
+            .post(self.at("/auth/sign-in"))
+            .form(&[("email", email), ("password", password), ("next", "/")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 303, "sign-in should redirect");
+        assert_eq!(res.headers()["location"], "/", "sign-in failed for {email}");
+        client
     }
 
     /// Asks the server to stop and waits until it has.
@@ -83,6 +137,24 @@ impl TestServer {
             task.await.unwrap().unwrap();
         }
     }
+}
+
+/// A client sending a new API token of `email` in `workspace`.
+pub async fn token_client(state: &AppState, email: &str, workspace: &str) -> reqwest::Client {
+    let (_, token) = state
+        .engine
+        .create_token(email, workspace)
+        .await
+        .expect("a test token");
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {token}").parse().unwrap(),
+    );
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap()
 }
 
 impl Drop for TestServer {

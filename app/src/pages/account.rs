@@ -1,0 +1,204 @@
+//! Account pages: sign-in (a plain form the server handles, so it works before
+//! the wasm loads), the header's account corner with the workspace switcher,
+//! and the settings page where a user picks their own pack labels.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+use model::{PackConfig, Viewer};
+
+#[cfg(feature = "ssr")]
+use crate::access::ssr;
+use crate::error_view::error_list;
+
+/// The signed-in person, or `None` on the sign-in page.
+#[server]
+pub async fn whoami() -> Result<Option<Viewer>, ServerFnError> {
+    let engine = ssr::engine()?;
+    let Ok(who) = ssr::caller() else {
+        return Ok(None);
+    };
+    engine.viewer(&who).await.map(Some).map_err(ssr::fail)
+}
+
+/// Every pack with the caller's own labels applied, and the packs as shipped.
+#[server]
+pub async fn load_pack_labels() -> Result<(Vec<PackConfig>, Vec<PackConfig>), ServerFnError> {
+    let (engine, who) = (ssr::engine()?, ssr::caller()?);
+    let shipped = engine.catalog().packs().to_vec();
+    let mut mine = shipped.clone();
+    engine.relabel(&who, &mut mine).await.map_err(ssr::fail)?;
+    Ok((mine, shipped))
+}
+
+/// Sets (or with a blank label clears) the caller's label for a pack.
+#[server]
+pub async fn save_pack_label(pack_id: String, label: String) -> Result<(), ServerFnError> {
+    let (engine, who) = (ssr::engine()?, ssr::caller()?);
+    engine
+        .set_pack_label(&who, &pack_id, Some(&label))
+        .await
+        .map_err(|e| match e {
+            engine::accounts::AccountError::Invalid(m) => ServerFnError::new(m),
+            other => ssr::fail(other),
+        })
+}
+
+/// The viewer, loaded once per page and shared through context.
+#[derive(Clone, Copy)]
+pub struct ViewerResource(pub Resource<Result<Option<Viewer>, ServerFnError>>);
+
+pub fn provide_viewer() -> ViewerResource {
+    let resource = ViewerResource(Resource::new(|| (), |_| whoami()));
+    provide_context(resource);
+    resource
+}
+
+fn sign_in_message(code: &str) -> Option<&'static str> {
+    match code {
+        "invalid" => Some("Wrong email or password."),
+        "limited" => Some("Too many attempts. Wait a minute, then try again."),
+        "no-workspace" => Some("This account belongs to no workspace yet. Ask an admin to add you."),
+        "signed-out" => Some("You are signed out."),
+        _ => None,
+    }
+}
+
+#[component]
+pub fn SignInPage() -> impl IntoView {
+    let query = use_query_map();
+    let message = move || {
+        query
+            .read()
+            .get("error")
+            .and_then(|code| sign_in_message(&code))
+    };
+    let next = move || query.read().get("next").unwrap_or_else(|| "/".to_owned());
+    view! {
+        <Title text="Sign in"/>
+        <section class="sign-in">
+            <h1>"Sign in"</h1>
+            {move || message().map(|m| view! { <p class="notice" role="alert">{m}</p> })}
+            <form method="post" action="/auth/sign-in">
+                <input type="hidden" name="next" prop:value=next/>
+                <label>"Email" <input type="email" name="email" autocomplete="username" required autofocus/></label>
+                <label>"Password" <input type="password" name="password" autocomplete="current-password" required/></label>
+                <button type="submit">"Sign in"</button>
+            </form>
+            <p class="muted">"No account? An admin adds you with "<code>"switchyard user add"</code>"."</p>
+        </section>
+    }
+}
+
+/// The header's right side: workspace switcher, who is signed in, sign out.
+#[component]
+pub fn AccountCorner() -> impl IntoView {
+    let ViewerResource(viewer) = expect_context::<ViewerResource>();
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                let Ok(Some(v)) = viewer.await else { return ().into_any() };
+                let current = v.workspace.id;
+                let options = v
+                    .workspaces
+                    .iter()
+                    .map(|w| {
+                        view! {
+                            <option value=w.id.to_string() selected=w.id == current>
+                                {format!("{} ({})", w.name, w.role)}
+                            </option>
+                        }
+                    })
+                    .collect_view();
+                view! {
+                    <div class="account">
+                        <form method="post" action="/auth/workspace" class="switcher">
+                            <label>
+                                "Workspace "
+                                <select name="workspace" aria-label="Workspace">{options}</select>
+                            </label>
+                            <button type="submit">"Switch"</button>
+                        </form>
+                        <span class="who" data-email=v.email.clone()>{v.email.clone()}</span>
+                        <form method="post" action="/auth/sign-out">
+                            <button type="submit">"Sign out"</button>
+                        </form>
+                    </div>
+                }
+                .into_any()
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+pub fn SettingsPage() -> impl IntoView {
+    let version = RwSignal::new(0u32);
+    let packs = Resource::new(move || version.get(), |_| load_pack_labels());
+    let message = RwSignal::new(None::<Result<String, String>>);
+    let save = move |pack_id: String, label: String| {
+        spawn_local(async move {
+            match save_pack_label(pack_id.clone(), label).await {
+                Ok(()) => {
+                    message.set(Some(Ok(format!("Saved your label for {pack_id}."))));
+                    version.update(|v| *v += 1);
+                }
+                Err(e) => message.set(Some(Err(e.to_string()))),
+            }
+        });
+    };
+    view! {
+        <Title text="Settings"/>
+        <h1>"Your pack labels"</h1>
+        <p class="muted">"The short label on each chip, as only you see it. Leave one blank to use the pack's own."</p>
+        {move || message.get().map(|m| match m {
+            Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
+            Err(text) => view! { <p class="error" role="alert">{text}</p> }.into_any(),
+        })}
+        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+            <ErrorBoundary fallback=error_list>
+                {move || Suspend::new(async move {
+                    packs.await.map(|(mine, shipped)| {
+                        let rows = mine
+                            .into_iter()
+                            .zip(shipped)
+                            .map(|(pack, own)| {
+                                let input = NodeRef::<leptos::html::Input>::new();
+                                let pack_id = pack.pack_id.clone();
+                                let custom = pack.short_label != own.short_label;
+                                view! {
+                                    <tr data-pack=pack.pack_id.clone()>
+                                        <td>{pack.display_name.clone()}</td>
+                                        <td><code>{own.short_label.clone()}</code></td>
+                                        <td>
+                                            <input
+                                                node_ref=input
+                                                aria-label=format!("Your label for {}", pack.display_name)
+                                                maxlength="3"
+                                                size="4"
+                                                value=if custom { pack.short_label.clone() } else { String::new() }
+                                            />
+                                        </td>
+                                        <td>
+                                            <button on:click=move |_| {
+                                                let label = input.get().map(|i| i.value()).unwrap_or_default();
+                                                save(pack_id.clone(), label);
+                                            }>"Save"</button>
+                                        </td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view();
+                        view! {
+                            <table class="labels">
+                                <thead><tr><th>"Pack"</th><th>"Its label"</th><th>"Yours"</th><th></th></tr></thead>
+                                <tbody>{rows}</tbody>
+                            </table>
+                        }
+                    })
+                })}
+            </ErrorBoundary>
+        </Transition>
+    }
+}

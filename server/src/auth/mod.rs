@@ -1,0 +1,345 @@
+//! Who is asking: browser sessions (cookie, kept in the database) and API
+//! tokens (`Authorization: Bearer`), resolved once per request into an
+//! [`engine::store::Principal`] by [`gate`], which also turns away every
+//! request outside [`is_public`] that carries neither. Sign-in, sign-out and
+//! the workspace switch are plain HTML form posts handled here.
+
+mod session_store;
+
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use engine::store::Principal;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use serde::Deserialize;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, Session, SessionManagerLayer};
+
+pub use session_store::DbSessionStore;
+
+use crate::api::ApiError;
+use crate::router::AppState;
+
+/// Where people sign in.
+pub const SIGN_IN_PAGE: &str = "/sign-in";
+/// A session ends after this long without a request.
+pub const SESSION_IDLE_DAYS: i64 = 7;
+const USER_ID: &str = "user_id";
+const WORKSPACE_ID: &str = "workspace_id";
+
+/// Paths anyone may reach: the health check, the sign-in page and its form,
+/// and the static files the sign-in page needs. Everything else needs a
+/// session or a token.
+pub fn is_public(method: &axum::http::Method, path: &str) -> bool {
+    match path {
+        "/api/health" | "/favicon.svg" => true,
+        SIGN_IN_PAGE => *method == axum::http::Method::GET,
+        "/auth/sign-in" => *method == axum::http::Method::POST,
+        _ => path.starts_with("/pkg/"),
+    }
+}
+
+/// The session cookie: HttpOnly, SameSite=Lax, Secure when the public address
+/// is https, ending after [`SESSION_IDLE_DAYS`] idle.
+pub fn session_layer(state: &AppState, secure: bool) -> SessionManagerLayer<DbSessionStore> {
+    SessionManagerLayer::new(DbSessionStore::new(state.engine.store.clone()))
+        .with_name("switchyard.sid")
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(secure)
+        .with_path("/")
+        .with_expiry(Expiry::OnInactivity(time::Duration::days(SESSION_IDLE_DAYS)))
+}
+
+/// Sign-in attempts allowed per account and per client address.
+#[derive(Clone, Debug)]
+pub struct SignInLimits {
+    by_email: Arc<DefaultKeyedRateLimiter<String>>,
+    by_address: Arc<DefaultKeyedRateLimiter<IpAddr>>,
+}
+
+impl SignInLimits {
+    /// `per_email` and `per_address` attempts a minute, without a burst.
+    pub fn new(per_email: NonZeroU32, per_address: NonZeroU32) -> Self {
+        Self {
+            by_email: Arc::new(RateLimiter::keyed(Quota::per_minute(per_email))),
+            by_address: Arc::new(RateLimiter::keyed(Quota::per_minute(per_address))),
+        }
+    }
+
+    fn allow(&self, email: &str, address: IpAddr) -> bool {
+        // Both are charged, so guessing across many accounts from one address
+        // and at one account from many addresses are both slowed.
+        let by_address = self.by_address.check_key(&address).is_ok();
+        let by_email = self.by_email.check_key(&email.trim().to_lowercase()).is_ok();
+        by_address && by_email
+    }
+}
+
+impl Default for SignInLimits {
+    fn default() -> Self {
+        Self::new(
+            NonZeroU32::new(5).unwrap_or(NonZeroU32::MIN),
+            NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
+        )
+    }
+}
+
+/// Resolves who is asking and stops requests that need someone and have
+/// nobody: 401 under `/api`, a redirect to the sign-in page elsewhere.
+pub async fn gate(
+    State(state): State<AppState>,
+    session: Session,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let principal = match principal_of(&state, &session, req.headers()).await {
+        Ok(p) => p,
+        Err(response) => return *response,
+    };
+    let path = req.uri().path().to_owned();
+    match principal {
+        Some(p) => {
+            req.extensions_mut().insert(p);
+        }
+        None if is_public(req.method(), &path) => {}
+        None if path.starts_with("/api/") || path == "/api" => {
+            return unauthorized();
+        }
+        None => {
+            let back = req
+                .uri()
+                .path_and_query()
+                .map_or("/", |pq| pq.as_str())
+                .to_owned();
+            return Redirect::to(&format!("{SIGN_IN_PAGE}?next={}", encode(&back))).into_response();
+        }
+    }
+    next.run(req).await
+}
+
+fn unauthorized() -> Response {
+    let mut response = ApiError::Unauthorized(
+        "sign in, or send Authorization: Bearer <token> (switchyard token create)".to_owned(),
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static header"));
+    response
+}
+
+/// The principal of a bearer token or of the session. A bearer header that
+/// does not resolve is refused outright, never treated as anonymous.
+async fn principal_of(
+    state: &AppState,
+    session: &Session,
+    headers: &HeaderMap,
+) -> Result<Option<Principal>, Box<Response>> {
+    let internal = |e: &dyn std::fmt::Display| {
+        tracing::error!(error = %e, "Cannot resolve who is asking.");
+        Box::new(StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    };
+    if let Some(value) = headers.get(header::AUTHORIZATION) {
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        return match token {
+            Some(token) => match state.engine.principal_by_token(token).await {
+                Ok(Some(p)) => Ok(Some(p)),
+                Ok(None) => Err(Box::new(unauthorized())),
+                Err(e) => Err(internal(&e)),
+            },
+            None => Err(Box::new(unauthorized())),
+        };
+    }
+    let ids = async {
+        let user = session.get::<i64>(USER_ID).await?;
+        let workspace = session.get::<i64>(WORKSPACE_ID).await?;
+        Ok::<_, tower_sessions::session::Error>(user.zip(workspace))
+    };
+    let Some((user_id, workspace_id)) = ids.await.map_err(|e| internal(&e))? else {
+        return Ok(None);
+    };
+    // Checked on every request: a member removed from a workspace is out at once.
+    state
+        .engine
+        .store
+        .principal(user_id, workspace_id)
+        .await
+        .map_err(|e| internal(&e))
+}
+
+/// Percent-encodes a path for a `next=` parameter.
+fn encode(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Only a path on this site is a place to go back to after signing in.
+fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
+        _ => "/".to_owned(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SignInForm {
+    pub email: String,
+    pub password: String,
+    #[serde(default)]
+    pub next: Option<String>,
+}
+
+fn back_to_sign_in(error: &str, next: &str) -> Response {
+    Redirect::to(&format!(
+        "{SIGN_IN_PAGE}?error={error}&next={}",
+        encode(next)
+    ))
+    .into_response()
+}
+
+/// `POST /auth/sign-in`: checks the password, starts a fresh session in the
+/// user's first workspace, and goes back where they were headed.
+pub async fn sign_in(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    session: Session,
+    Form(form): Form<SignInForm>,
+) -> Response {
+    let next = safe_next(form.next.as_deref());
+    if !state.sign_in_limits.allow(&form.email, peer.ip()) {
+        tracing::warn!(address = %peer.ip(), "Sign-in attempts over the limit.");
+        return back_to_sign_in("limited", &next);
+    }
+    let user_id = match state.engine.check_password(&form.email, &form.password).await {
+        Ok(Some(id)) => id,
+        Ok(None) => return back_to_sign_in("invalid", &next),
+        Err(e) => {
+            tracing::error!(error = %e, "Sign-in failed inside the server.");
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        }
+    };
+    let principal = match state.engine.default_principal(user_id).await {
+        Ok(Some(p)) => p,
+        Ok(None) => return back_to_sign_in("no-workspace", &next),
+        Err(e) => {
+            tracing::error!(error = %e, "Sign-in failed inside the server.");
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        }
+    };
+    if let Err(e) = start_session(&session, &principal).await {
+        tracing::error!(error = %e, "Cannot start a session.");
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    tracing::info!(user = principal.user_id, workspace = principal.workspace_id, "Signed in.");
+    Redirect::to(&next).into_response()
+}
+
+/// A new session id for a new sign-in, so an id known before it is worthless.
+async fn start_session(
+    session: &Session,
+    p: &Principal,
+) -> Result<(), tower_sessions::session::Error> {
+    session.cycle_id().await?;
+    session.insert(USER_ID, p.user_id).await?;
+    session.insert(WORKSPACE_ID, p.workspace_id).await?;
+    Ok(())
+}
+
+/// `POST /auth/sign-out`: ends the session everywhere it is stored.
+pub async fn sign_out(session: Session) -> Response {
+    if let Err(e) = session.flush().await {
+        tracing::error!(error = %e, "Cannot end a session.");
+    }
+    Redirect::to(&format!("{SIGN_IN_PAGE}?error=signed-out")).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SwitchForm {
+    pub workspace: i64,
+}
+
+/// `POST /auth/workspace`: acts in another of the user's workspaces from now on.
+pub async fn switch_workspace(
+    State(state): State<AppState>,
+    session: Session,
+    axum::Extension(who): axum::Extension<Principal>,
+    Form(form): Form<SwitchForm>,
+) -> Result<Response, ApiError> {
+    let target = state
+        .engine
+        .store
+        .principal(who.user_id, form.workspace)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workspace {} does not exist", form.workspace)))?;
+    session
+        .insert(WORKSPACE_ID, target.workspace_id)
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    Ok(Redirect::to("/record-sets").into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Method;
+
+    #[test]
+    fn only_the_sign_in_door_and_its_assets_are_public() {
+        assert!(is_public(&Method::GET, "/api/health"));
+        assert!(is_public(&Method::GET, "/sign-in"));
+        assert!(is_public(&Method::POST, "/auth/sign-in"));
+        assert!(is_public(&Method::GET, "/pkg/switchyard.wasm"));
+        for (method, path) in [
+            (Method::POST, "/sign-in"),
+            (Method::GET, "/"),
+            (Method::GET, "/api/record-sets"),
+            (Method::POST, "/auth/sign-out"),
+            (Method::GET, "/api/healthz"),
+            (Method::GET, "/pkgx"),
+        ] {
+            assert!(!is_public(&method, path), "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn next_only_goes_to_this_site() {
+        assert_eq!(safe_next(Some("/record-sets/3?x=1")), "/record-sets/3?x=1");
+        for bad in ["https://evil.example/", "//evil.example/", "/\\evil.example", "x"] {
+            assert_eq!(safe_next(Some(bad)), "/", "{bad}");
+        }
+        assert_eq!(safe_next(None), "/");
+        assert_eq!(encode("/a b?c=d&e"), "/a%20b%3Fc%3Dd%26e");
+    }
+
+    #[test]
+    fn sign_in_attempts_are_limited_per_account_and_per_address() {
+        let limits = SignInLimits::new(NonZeroU32::new(2).unwrap(), NonZeroU32::new(2).unwrap());
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        assert!(limits.allow("ada@example.org", a));
+        assert!(limits.allow("ADA@example.org", b));
+        // Ada's account has had its two attempts, from any address.
+        assert!(!limits.allow("ada@example.org", b));
+        // Address a has one attempt left, and spends it on another account.
+        assert!(limits.allow("bob@example.org", a));
+        assert!(!limits.allow("carol@example.org", a));
+    }
+}

@@ -1,0 +1,80 @@
+//! Browser sessions kept in Switchyard's own database through the engine's
+//! store (SQLite or PostgreSQL alike), so they survive restarts and are shared
+//! by every process. Rows are keyed by the SHA-256 of the session id: the
+//! database never holds a usable cookie value.
+
+use async_trait::async_trait;
+use engine::accounts::secret_hash;
+use engine::store::Store;
+use time::OffsetDateTime;
+use tower_sessions::session::{Id, Record};
+use tower_sessions::session_store::{Error, Result};
+use tower_sessions::SessionStore;
+
+#[derive(Clone, Debug)]
+pub struct DbSessionStore {
+    store: Store,
+}
+
+impl DbSessionStore {
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+}
+
+fn key(id: &Id) -> String {
+    secret_hash(&id.to_string())
+}
+
+fn expires_ms(record: &Record) -> i64 {
+    i64::try_from(record.expiry_date.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+fn backend(e: impl std::fmt::Display) -> Error {
+    Error::Backend(e.to_string())
+}
+
+#[async_trait]
+impl SessionStore for DbSessionStore {
+    async fn create(&self, record: &mut Record) -> Result<()> {
+        let data = serde_json::to_string(&record.data).map_err(|e| Error::Encode(e.to_string()))?;
+        // A colliding id (astronomically unlikely) gets a fresh one.
+        while !self
+            .store
+            .insert_session(&key(&record.id), &data, expires_ms(record))
+            .await
+            .map_err(backend)?
+        {
+            record.id = Id::default();
+        }
+        Ok(())
+    }
+
+    async fn save(&self, record: &Record) -> Result<()> {
+        let data = serde_json::to_string(&record.data).map_err(|e| Error::Encode(e.to_string()))?;
+        self.store
+            .save_session(&key(&record.id), &data, expires_ms(record))
+            .await
+            .map_err(backend)
+    }
+
+    async fn load(&self, id: &Id) -> Result<Option<Record>> {
+        let Some((data, expires_at)) = self.store.load_session(&key(id)).await.map_err(backend)?
+        else {
+            return Ok(None);
+        };
+        let data = serde_json::from_str(&data).map_err(|e| Error::Decode(e.to_string()))?;
+        let expiry_date =
+            OffsetDateTime::from_unix_timestamp_nanos(i128::from(expires_at) * 1_000_000)
+                .map_err(|e| Error::Decode(e.to_string()))?;
+        Ok(Some(Record {
+            id: *id,
+            data,
+            expiry_date,
+        }))
+    }
+
+    async fn delete(&self, id: &Id) -> Result<()> {
+        self.store.delete_session(&key(id)).await.map_err(backend)
+    }
+}

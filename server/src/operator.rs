@@ -1,0 +1,136 @@
+//! The operator commands of the `switchyard` binary: `user add` and
+//! `token create | revoke | list`. They open the same database as `serve`
+//! (and may run while it serves). Secrets go to standard output once and
+//! nowhere else: never to the log.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use anyhow::Context;
+use engine::packs::Catalog;
+use engine::store::{redact_url, Store};
+use engine::{Engine, EngineConfig};
+
+use crate::cli::{TokenCommand, UserCommand};
+
+async fn open(database_url: &str) -> anyhow::Result<Engine> {
+    let store = Store::connect(database_url)
+        .await
+        .with_context(|| format!("cannot open the database {}", redact_url(database_url)))?;
+    Ok(Engine::new(
+        store,
+        Catalog::builtin(),
+        None,
+        EngineConfig::default(),
+    ))
+}
+
+/// The first line of standard input without its line end, when standard
+/// input is not a terminal.
+fn piped_line() -> anyhow::Result<Option<String>> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Ok(None);
+    }
+    let mut line = String::new();
+    stdin
+        .lock()
+        .read_line(&mut line)
+        .context("reading standard input")?;
+    let line = line.trim_end_matches(['\r', '\n']).to_owned();
+    Ok(Some(line))
+}
+
+pub async fn user(command: UserCommand, out: &mut impl Write) -> anyhow::Result<()> {
+    match command {
+        UserCommand::Add {
+            email,
+            workspace,
+            role,
+            db,
+        } => {
+            let engine = open(&db.database_url).await?;
+            let password = piped_line()?;
+            if password.as_deref() == Some("") {
+                anyhow::bail!("standard input is empty: pipe the password, or run from a terminal to have one generated");
+            }
+            let added = engine
+                .add_user(&email, &workspace, role, password)
+                .await?;
+            writeln!(
+                out,
+                "{} {} in workspace {workspace:?} as {role}{}.",
+                if added.created_user { "Added" } else { "Updated" },
+                email.trim().to_lowercase(),
+                if added.created_workspace {
+                    " (new workspace)"
+                } else {
+                    ""
+                }
+            )?;
+            if let Some(password) = added.generated_password {
+                writeln!(out, "Password (shown once, keep it safe):")?;
+                writeln!(out, "{password}")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+pub async fn token(command: TokenCommand, out: &mut impl Write) -> anyhow::Result<()> {
+    match command {
+        TokenCommand::Create {
+            email,
+            workspace,
+            db,
+        } => {
+            let engine = open(&db.database_url).await?;
+            let (id, token) = engine.create_token(&email, &workspace).await?;
+            writeln!(
+                out,
+                "Token {id} acts as {} in {workspace:?}; it is shown once (revoke: switchyard token revoke --id {id}):",
+                email.trim().to_lowercase()
+            )?;
+            writeln!(out, "{token}")?;
+            Ok(())
+        }
+        TokenCommand::Revoke { id, stdin, db } => {
+            let engine = open(&db.database_url).await?;
+            let revoked = match (id, stdin) {
+                (Some(id), _) => engine.store.revoke_token(id).await?.then_some(id),
+                (None, _) => {
+                    let value = piped_line()?
+                        .context("--stdin: pipe the token value into standard input")?;
+                    engine
+                        .store
+                        .revoke_token_by_hash(&engine::accounts::secret_hash(value.trim()))
+                        .await?
+                }
+            };
+            match revoked {
+                Some(id) => writeln!(out, "Revoked token {id}.")?,
+                None => anyhow::bail!("no live token matches (unknown, or already revoked)"),
+            }
+            Ok(())
+        }
+        TokenCommand::List { email, db } => {
+            let engine = open(&db.database_url).await?;
+            let email = email.map(|e| e.trim().to_lowercase());
+            for t in engine.store.tokens(email.as_deref()).await? {
+                let state = match (t.revoked_at, t.last_used_at) {
+                    (Some(_), _) => "revoked".to_owned(),
+                    (None, Some(at)) => format!("live, last used {}", engine::time::format_utc(at)),
+                    (None, None) => "live, never used".to_owned(),
+                };
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\tcreated {}\t{state}",
+                    t.id,
+                    t.email,
+                    t.workspace,
+                    engine::time::format_utc(t.created_at)
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
