@@ -18,11 +18,15 @@ pub mod ssr {
         }
     }
 
+    /// The signed-in caller, if any (the sign-in page renders without one).
+    pub fn signed_in() -> Option<Principal> {
+        use_context::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>().cloned())
+    }
+
     /// The signed-in caller, or an error answered 401.
     pub fn caller() -> Result<Principal, ServerFnError> {
-        let principal = use_context::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Principal>().cloned());
-        principal.ok_or_else(|| {
+        signed_in().ok_or_else(|| {
             set_status(http::StatusCode::UNAUTHORIZED);
             ServerFnError::new("sign in first")
         })

@@ -47,9 +47,9 @@ pub fn normalize_email(email: &str) -> Result<String, AccountError> {
     let email = email.trim().to_lowercase();
     let valid = email.len() <= 254
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())
-        && email
-            .split_once('@')
-            .is_some_and(|(user, host)| !user.is_empty() && host.contains('.') && !host.contains('@'));
+        && email.split_once('@').is_some_and(|(user, host)| {
+            !user.is_empty() && host.contains('.') && !host.contains('@')
+        });
     if valid {
         Ok(email)
     } else {
@@ -92,7 +92,10 @@ pub fn generate_password() -> String {
 
 /// A new API token and the hash to store for it.
 pub fn generate_token() -> (String, String) {
-    let token = format!("{TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(random_bytes::<32>()));
+    let token = format!(
+        "{TOKEN_PREFIX}{}",
+        URL_SAFE_NO_PAD.encode(random_bytes::<32>())
+    );
     let hash = secret_hash(&token);
     (token, hash)
 }
@@ -175,7 +178,11 @@ impl Engine {
                     }
                 };
                 let hash = hash_password_blocking(password).await?;
-                (self.store.create_user(&email, &hash).await?, true, generated)
+                (
+                    self.store.create_user(&email, &hash).await?,
+                    true,
+                    generated,
+                )
             }
         };
         self.store
@@ -191,7 +198,11 @@ impl Engine {
     }
 
     /// Checks an email and password; the user's id when they match.
-    pub async fn check_password(&self, email: &str, password: &str) -> Result<Option<i64>, StoreError> {
+    pub async fn check_password(
+        &self,
+        email: &str,
+        password: &str,
+    ) -> Result<Option<i64>, StoreError> {
         let user = match normalize_email(email) {
             Ok(email) => self.store.user_by_email(&email).await?,
             Err(_) => None,
@@ -237,7 +248,10 @@ impl Engine {
             )));
         }
         let (token, hash) = generate_token();
-        let id = self.store.create_token(user.id, workspace_id, &hash).await?;
+        let id = self
+            .store
+            .create_token(user.id, workspace_id, &hash)
+            .await?;
         Ok((id, token))
     }
 
@@ -292,7 +306,9 @@ impl Engine {
         {
             let catalog = self.catalog();
             let Some(pack) = catalog.pack(pack_id) else {
-                return Err(AccountError::Invalid(format!("pack {pack_id:?}: no such pack")));
+                return Err(AccountError::Invalid(format!(
+                    "pack {pack_id:?}: no such pack"
+                )));
             };
             if let Some(label) = label {
                 model::account::check_pack_label(label).map_err(AccountError::Invalid)?;
@@ -346,8 +362,18 @@ mod tests {
 
     #[test]
     fn emails_are_normalised_and_checked() {
-        assert_eq!(normalize_email(" Ada@Example.ORG ").unwrap(), "ada@example.org");
-        for bad in ["", "ada", "@example.org", "ada@localhost", "a da@example.org", "a@b@c.d"] {
+        assert_eq!(
+            normalize_email(" Ada@Example.ORG ").unwrap(),
+            "ada@example.org"
+        );
+        for bad in [
+            "",
+            "ada",
+            "@example.org",
+            "ada@localhost",
+            "a da@example.org",
+            "a@b@c.d",
+        ] {
             assert!(normalize_email(bad).is_err(), "{bad}");
         }
     }
@@ -389,14 +415,34 @@ mod tests {
             assert!(ada.created_user && ada.created_workspace);
             let password = ada.generated_password.clone().unwrap();
             assert_eq!(
-                engine.check_password("ada@EXAMPLE.org", &password).await.unwrap(),
+                engine
+                    .check_password("ada@EXAMPLE.org", &password)
+                    .await
+                    .unwrap(),
                 Some(ada.user_id)
             );
-            assert_eq!(engine.check_password("ada@example.org", "wrong password").await.unwrap(), None);
-            assert_eq!(engine.check_password("nobody@example.org", &password).await.unwrap(), None);
+            assert_eq!(
+                engine
+                    .check_password("ada@example.org", "wrong password")
+                    .await
+                    .unwrap(),
+                None
+            );
+            assert_eq!(
+                engine
+                    .check_password("nobody@example.org", &password)
+                    .await
+                    .unwrap(),
+                None
+            );
 
             let bob = engine
-                .add_user("bob@example.org", "two", Role::Member, Some("bob's long password".into()))
+                .add_user(
+                    "bob@example.org",
+                    "two",
+                    Role::Member,
+                    Some("bob's long password".into()),
+                )
                 .await
                 .unwrap();
             let set_two = engine
@@ -404,7 +450,11 @@ mod tests {
                 .create_record_set(bob.workspace_id, "Two's", "social-profiles", false, &[])
                 .await
                 .unwrap();
-            let ada_in_one = engine.default_principal(ada.user_id).await.unwrap().unwrap();
+            let ada_in_one = engine
+                .default_principal(ada.user_id)
+                .await
+                .unwrap()
+                .unwrap();
             assert!(ada_in_one.is_admin());
             let err = engine
                 .authorize(&ada_in_one, Owned::RecordSet(set_two))
@@ -416,11 +466,18 @@ mod tests {
             let bob_by_token = engine.principal_by_token(&token).await.unwrap().unwrap();
             assert_eq!(bob_by_token.workspace_id, bob.workspace_id);
             assert_eq!(bob_by_token.role, Role::Member);
-            engine.authorize(&bob_by_token, Owned::RecordSet(set_two)).await.unwrap();
+            engine
+                .authorize(&bob_by_token, Owned::RecordSet(set_two))
+                .await
+                .unwrap();
             assert!(engine.create_token("bob@example.org", "one").await.is_err());
 
             assert!(engine.store.revoke_token(id).await.unwrap());
-            assert!(engine.principal_by_token(&token).await.unwrap().is_none(), "{}", db.kind());
+            assert!(
+                engine.principal_by_token(&token).await.unwrap().is_none(),
+                "{}",
+                db.kind()
+            );
             assert!(!engine.store.revoke_token(id).await.unwrap());
         }
     }
@@ -429,15 +486,32 @@ mod tests {
     async fn pack_labels_are_per_user_and_may_not_collide() {
         let db = crate::store::testing::sqlite();
         let engine = crate::store::testing::engine(&db).await;
-        let ada = engine.add_user("ada@example.org", "one", Role::Member, None).await.unwrap();
-        let who = engine.default_principal(ada.user_id).await.unwrap().unwrap();
+        let ada = engine
+            .add_user("ada@example.org", "one", Role::Member, None)
+            .await
+            .unwrap();
+        let who = engine
+            .default_principal(ada.user_id)
+            .await
+            .unwrap()
+            .unwrap();
         let (first, second) = {
             let catalog = engine.catalog();
             let packs = catalog.packs();
             (packs[0].clone(), packs[1].clone())
         };
-        engine.set_pack_label(&who, &first.pack_id, Some("zz")).await.unwrap();
-        assert_eq!(engine.viewer(&who).await.unwrap().label_of(&first.pack_id, "x"), "zz");
+        engine
+            .set_pack_label(&who, &first.pack_id, Some("zz"))
+            .await
+            .unwrap();
+        assert_eq!(
+            engine
+                .viewer(&who)
+                .await
+                .unwrap()
+                .label_of(&first.pack_id, "x"),
+            "zz"
+        );
         let clash = engine
             .set_pack_label(&who, &first.pack_id, Some(&second.short_label))
             .await
@@ -448,9 +522,18 @@ mod tests {
             .set_pack_label(&who, &second.pack_id, Some(&first.short_label))
             .await
             .unwrap();
-        engine.set_pack_label(&who, &first.pack_id, None).await.unwrap_err();
-        engine.set_pack_label(&who, &second.pack_id, Some(" ")).await.unwrap();
-        engine.set_pack_label(&who, &first.pack_id, None).await.unwrap();
+        engine
+            .set_pack_label(&who, &first.pack_id, None)
+            .await
+            .unwrap_err();
+        engine
+            .set_pack_label(&who, &second.pack_id, Some(" "))
+            .await
+            .unwrap();
+        engine
+            .set_pack_label(&who, &first.pack_id, None)
+            .await
+            .unwrap();
         assert!(engine.viewer(&who).await.unwrap().pack_labels.is_empty());
     }
 }

@@ -29,7 +29,13 @@ pub async fn load_demo_record_set(
     let parsed = parse_csv(DEMO_CSV.as_bytes(), ImportLimits::default())
         .map_err(|e| StoreError::Corrupt(format!("the shipped demo CSV: {e}")))?;
     let id = store
-        .create_record_set(workspace_id, DEMO_SET_NAME, DEMO_BUNDLE, true, &parsed.records)
+        .create_record_set(
+            workspace_id,
+            DEMO_SET_NAME,
+            DEMO_BUNDLE,
+            true,
+            &parsed.records,
+        )
         .await?;
     Ok(Some(id))
 }

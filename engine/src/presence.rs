@@ -112,9 +112,6 @@ mod tests {
                 last_of_set_1 = Some(event.kind.clone());
             }
         }
-        assert_eq!(
-            last_of_set_1,
-            Some(EventKind::Presence { viewers: vec![] })
-        );
+        assert_eq!(last_of_set_1, Some(EventKind::Presence { viewers: vec![] }));
     }
 }

@@ -119,7 +119,11 @@ pub struct ServeArgs {
     #[arg(long, env = "SWITCHYARD_PUBLIC_URL")]
     pub public_url: Option<String>,
     /// The admin created on first run (when no account exists yet).
-    #[arg(long, env = "SWITCHYARD_FIRST_ADMIN", default_value = "admin@switchyard.local")]
+    #[arg(
+        long,
+        env = "SWITCHYARD_FIRST_ADMIN",
+        default_value = "admin@switchyard.local"
+    )]
     pub first_admin: String,
 }
 
@@ -168,17 +172,34 @@ mod tests {
     #[test]
     fn operator_commands_parse_and_check_their_arguments() {
         let cli = Cli::try_parse_from([
-            "switchyard", "user", "add", "--email", "a@example.org", "--workspace", "w",
-            "--role", "admin",
+            "switchyard",
+            "user",
+            "add",
+            "--email",
+            "a@example.org",
+            "--workspace",
+            "w",
+            "--role",
+            "admin",
         ])
         .unwrap();
         assert!(matches!(
             cli.command,
-            Some(Command::User(UserCommand::Add { role: model::Role::Admin, .. }))
+            Some(Command::User(UserCommand::Add {
+                role: model::Role::Admin,
+                ..
+            }))
         ));
         let err = Cli::try_parse_from([
-            "switchyard", "user", "add", "--email", "a@example.org", "--workspace", "w",
-            "--role", "owner",
+            "switchyard",
+            "user",
+            "add",
+            "--email",
+            "a@example.org",
+            "--workspace",
+            "w",
+            "--role",
+            "owner",
         ])
         .unwrap_err();
         assert!(err.to_string().contains("owner"), "{err}");

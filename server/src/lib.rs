@@ -30,7 +30,7 @@ pub async fn serve(
         app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown)
-        .await
+    .await
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

@@ -53,13 +53,15 @@ pub async fn user(command: UserCommand, out: &mut impl Write) -> anyhow::Result<
             if password.as_deref() == Some("") {
                 anyhow::bail!("standard input is empty: pipe the password, or run from a terminal to have one generated");
             }
-            let added = engine
-                .add_user(&email, &workspace, role, password)
-                .await?;
+            let added = engine.add_user(&email, &workspace, role, password).await?;
             writeln!(
                 out,
                 "{} {} in workspace {workspace:?} as {role}{}.",
-                if added.created_user { "Added" } else { "Updated" },
+                if added.created_user {
+                    "Added"
+                } else {
+                    "Updated"
+                },
                 email.trim().to_lowercase(),
                 if added.created_workspace {
                     " (new workspace)"

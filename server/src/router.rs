@@ -77,7 +77,11 @@ pub fn inventory() -> Vec<(Method, String)> {
         .into_iter()
         .map(|r| (r.method, format!("/api{}", r.path)))
         .collect();
-    all.extend(AUTH_ROUTES.iter().map(|(m, p)| (m.clone(), (*p).to_owned())));
+    all.extend(
+        AUTH_ROUTES
+            .iter()
+            .map(|(m, p)| (m.clone(), (*p).to_owned())),
+    );
     for page in generate_route_list(App) {
         all.push((Method::GET, page.path().to_owned()));
     }

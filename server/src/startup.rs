@@ -78,7 +78,11 @@ pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<Option<
         .context("creating the first admin")?;
     let first = first.map(|(added, adopted)| {
         if adopted > 0 {
-            tracing::info!(record_sets = adopted, workspace, "Record sets from before accounts now belong to the first workspace.");
+            tracing::info!(
+                record_sets = adopted,
+                workspace,
+                "Record sets from before accounts now belong to the first workspace."
+            );
         }
         FirstAdmin {
             workspace: workspace.to_owned(),

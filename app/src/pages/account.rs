@@ -16,7 +16,7 @@ use crate::error_view::error_list;
 #[server]
 pub async fn whoami() -> Result<Option<Viewer>, ServerFnError> {
     let engine = ssr::engine()?;
-    let Ok(who) = ssr::caller() else {
+    let Some(who) = ssr::signed_in() else {
         return Ok(None);
     };
     engine.viewer(&who).await.map(Some).map_err(ssr::fail)
@@ -59,7 +59,9 @@ fn sign_in_message(code: &str) -> Option<&'static str> {
     match code {
         "invalid" => Some("Wrong email or password."),
         "limited" => Some("Too many attempts. Wait a minute, then try again."),
-        "no-workspace" => Some("This account belongs to no workspace yet. Ask an admin to add you."),
+        "no-workspace" => {
+            Some("This account belongs to no workspace yet. Ask an admin to add you.")
+        }
         "signed-out" => Some("You are signed out."),
         _ => None,
     }

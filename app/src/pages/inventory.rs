@@ -9,10 +9,7 @@ use crate::error_view::error_list;
 
 #[server]
 pub async fn list_connectors() -> Result<Vec<ConnectorInfo>, ServerFnError> {
-    let (engine, _) = (
-        crate::access::ssr::engine()?,
-        crate::access::ssr::caller()?,
-    );
+    let (engine, _) = (crate::access::ssr::engine()?, crate::access::ssr::caller()?);
     Ok(engine.registry.all().iter().map(|h| h.info()).collect())
 }
 

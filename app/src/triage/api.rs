@@ -163,10 +163,7 @@ pub async fn start_fanout(set_id: i64) -> Result<Job, ServerFnError> {
 #[server]
 pub async fn fanout_estimate(set_id: i64) -> Result<Vec<model::EstimateLine>, ServerFnError> {
     let (engine, _) = ssr::reach(Owned::RecordSet(set_id)).await?;
-    engine
-        .fanout_estimate(set_id)
-        .await
-        .map_err(ssr::fail)
+    engine.fanout_estimate(set_id).await.map_err(ssr::fail)
 }
 
 #[server]

@@ -79,7 +79,11 @@ pub async fn disable(
     body: ApiBytes,
 ) -> Result<Json<ConnectorInfo>, ApiError> {
     let reason = body.json_or_default::<DisableBody>()?.reason;
-    state.engine.registry.disable(&id, &who.email, &reason).await?;
+    state
+        .engine
+        .registry
+        .disable(&id, &who.email, &reason)
+        .await?;
     info(&state, &id)
 }
 

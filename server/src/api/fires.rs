@@ -32,7 +32,10 @@ pub async fn fire(
     Caller(who): Caller,
     ApiJson(body): ApiJson<FireBody>,
 ) -> Result<Json<Envelope<FireReport>>, ApiError> {
-    state.engine.authorize(&who, Owned::Record(record_id)).await?;
+    state
+        .engine
+        .authorize(&who, Owned::Record(record_id))
+        .await?;
     if state.engine.catalog().pack(&body.pack).is_none() {
         return Err(ApiError::BadRequest(format!(
             "pack: no pack {:?}",
@@ -106,7 +109,10 @@ pub async fn history(
     Path(record_id): Path<i64>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<HistoryEntry>>, ApiError> {
-    state.engine.authorize(&who, Owned::Record(record_id)).await?;
+    state
+        .engine
+        .authorize(&who, Owned::Record(record_id))
+        .await?;
     Ok(Json(state.engine.store.history(record_id).await?))
 }
 
@@ -116,7 +122,10 @@ pub async fn items(
     Path(record_id): Path<i64>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<Item>>, ApiError> {
-    state.engine.authorize(&who, Owned::Record(record_id)).await?;
+    state
+        .engine
+        .authorize(&who, Owned::Record(record_id))
+        .await?;
     Ok(Json(state.engine.store.items(record_id).await?))
 }
 
@@ -150,7 +159,10 @@ pub async fn menu(
     Path((record_id, pack_id)): Path<(i64, String)>,
     Caller(who): Caller,
 ) -> Result<Json<model::ConnectorMenu>, ApiError> {
-    state.engine.authorize(&who, Owned::Record(record_id)).await?;
+    state
+        .engine
+        .authorize(&who, Owned::Record(record_id))
+        .await?;
     if state.engine.catalog().pack(&pack_id).is_none() {
         return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
     }
@@ -173,7 +185,10 @@ pub async fn set_override(
     Caller(who): Caller,
     ApiJson(body): ApiJson<OverrideBody>,
 ) -> Result<StatusCode, ApiError> {
-    state.engine.authorize(&who, Owned::Record(record_id)).await?;
+    state
+        .engine
+        .authorize(&who, Owned::Record(record_id))
+        .await?;
     if state.engine.catalog().pack(&pack_id).is_none() {
         return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
     }

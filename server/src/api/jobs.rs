@@ -51,7 +51,10 @@ pub async fn fanout(
     Caller(who): Caller,
     body: ApiBytes,
 ) -> Result<(StatusCode, Json<Envelope<()>>), ApiError> {
-    state.engine.authorize(&who, Owned::RecordSet(set_id)).await?;
+    state
+        .engine
+        .authorize(&who, Owned::RecordSet(set_id))
+        .await?;
     let body: FanoutBody = body.json_or_default()?;
     let set = state.engine.store.record_set(set_id).await?;
     let packs: Vec<String> = {

@@ -68,13 +68,21 @@ pub fn routes() -> Vec<Route> {
             ..import
         },
         route(Method::DELETE, "/record-sets/{id}", record_sets::remove),
-        route(Method::GET, "/record-sets/{id}/records", record_sets::records),
+        route(
+            Method::GET,
+            "/record-sets/{id}/records",
+            record_sets::records,
+        ),
         route(Method::GET, "/record-sets/{id}/export", record_sets::export),
         route(Method::POST, "/record-sets/{id}/fanout", jobs::fanout),
         route(Method::POST, "/records/{id}/fire", fires::fire),
         route(Method::GET, "/records/{id}/history", fires::history),
         route(Method::GET, "/records/{id}/items", fires::items),
-        route(Method::PUT, "/records/{id}/overrides/{pack}", fires::set_override),
+        route(
+            Method::PUT,
+            "/records/{id}/overrides/{pack}",
+            fires::set_override,
+        ),
         route(Method::GET, "/records/{id}/menu/{pack}", fires::menu),
         route(Method::POST, "/fires/{id}/cancel", fires::cancel),
         route(Method::POST, "/items/{id}/triage", fires::triage),

@@ -23,7 +23,11 @@ pub async fn list(
     Caller(who): Caller,
 ) -> Result<Json<Vec<RecordSetSummary>>, ApiError> {
     Ok(Json(
-        state.engine.store.list_record_sets(who.workspace_id).await?,
+        state
+            .engine
+            .store
+            .list_record_sets(who.workspace_id)
+            .await?,
     ))
 }
 
@@ -47,7 +51,13 @@ pub async fn import(
     };
     let report = state
         .engine
-        .import_record_set(who.workspace_id, &params.name, &params.bundle, &body, limits)
+        .import_record_set(
+            who.workspace_id,
+            &params.name,
+            &params.bundle,
+            &body,
+            limits,
+        )
         .await?;
     Ok((StatusCode::CREATED, Json(report)))
 }

@@ -54,7 +54,9 @@ pub fn session_layer(state: &AppState, secure: bool) -> SessionManagerLayer<DbSe
         .with_same_site(SameSite::Lax)
         .with_secure(secure)
         .with_path("/")
-        .with_expiry(Expiry::OnInactivity(time::Duration::days(SESSION_IDLE_DAYS)))
+        .with_expiry(Expiry::OnInactivity(time::Duration::days(
+            SESSION_IDLE_DAYS,
+        )))
 }
 
 /// Sign-in attempts allowed per account and per client address.
@@ -77,7 +79,10 @@ impl SignInLimits {
         // Both are charged, so guessing across many accounts from one address
         // and at one account from many addresses are both slowed.
         let by_address = self.by_address.check_key(&address).is_ok();
-        let by_email = self.by_email.check_key(&email.trim().to_lowercase()).is_ok();
+        let by_email = self
+            .by_email
+            .check_key(&email.trim().to_lowercase())
+            .is_ok();
         by_address && by_email
     }
 }
@@ -129,9 +134,10 @@ fn unauthorized() -> Response {
         "sign in, or send Authorization: Bearer <token> (switchyard token create)".to_owned(),
     )
     .into_response();
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static header"));
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        "Bearer".parse().expect("static header"),
+    );
     response
 }
 
@@ -228,7 +234,11 @@ pub async fn sign_in(
         tracing::warn!(address = %peer.ip(), "Sign-in attempts over the limit.");
         return back_to_sign_in("limited", &next);
     }
-    let user_id = match state.engine.check_password(&form.email, &form.password).await {
+    let user_id = match state
+        .engine
+        .check_password(&form.email, &form.password)
+        .await
+    {
         Ok(Some(id)) => id,
         Ok(None) => return back_to_sign_in("invalid", &next),
         Err(e) => {
@@ -248,7 +258,11 @@ pub async fn sign_in(
         tracing::error!(error = %e, "Cannot start a session.");
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     }
-    tracing::info!(user = principal.user_id, workspace = principal.workspace_id, "Signed in.");
+    tracing::info!(
+        user = principal.user_id,
+        workspace = principal.workspace_id,
+        "Signed in."
+    );
     Redirect::to(&next).into_response()
 }
 
@@ -288,7 +302,9 @@ pub async fn switch_workspace(
         .store
         .principal(who.user_id, form.workspace)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("workspace {} does not exist", form.workspace)))?;
+        .ok_or_else(|| {
+            ApiError::NotFound(format!("workspace {} does not exist", form.workspace))
+        })?;
     session
         .insert(WORKSPACE_ID, target.workspace_id)
         .await
@@ -322,7 +338,12 @@ mod tests {
     #[test]
     fn next_only_goes_to_this_site() {
         assert_eq!(safe_next(Some("/record-sets/3?x=1")), "/record-sets/3?x=1");
-        for bad in ["https://evil.example/", "//evil.example/", "/\\evil.example", "x"] {
+        for bad in [
+            "https://evil.example/",
+            "//evil.example/",
+            "/\\evil.example",
+            "x",
+        ] {
             assert_eq!(safe_next(Some(bad)), "/", "{bad}");
         }
         assert_eq!(safe_next(None), "/");

@@ -129,13 +129,19 @@ impl TestServer {
     }
 
     /// Asks the server to stop and waits until it has.
-    pub async fn stop(mut self) {
+    pub async fn stop(self) {
+        self.stop_keeping_database().await;
+    }
+
+    /// Stops the server and hands back its database, for a restart on it.
+    pub async fn stop_keeping_database(mut self) -> TestDatabase {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
         if let Some(task) = self.task.take() {
             task.await.unwrap().unwrap();
         }
+        std::mem::replace(&mut self._db, engine::store::testing::sqlite())
     }
 }
 

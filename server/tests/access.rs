@@ -1,0 +1,738 @@
+//! Who may reach what, through the real server: every route needs a session
+//! or a token, members cannot do admins' work, workspaces never see each
+//! other, sessions outlive a restart, revoked tokens stop at once, and no
+//! password, token or provider key shows up in a response or a log line.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use axum::http::Method;
+use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_PASSWORD};
+use engine::packs::Catalog;
+use engine::scripted::{ScriptedConnector, Step};
+use engine::store::testing::{self, TestDatabase};
+use model::{BuiltinCapability as B, CostTier, Role};
+use serde_json::Value;
+
+/// Every log line of this test binary, to scan for secrets.
+fn log_lines() -> Arc<Mutex<Vec<u8>>> {
+    static LOG: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOG.get_or_init(|| {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let writer = buffer.clone();
+        tracing_subscriber::fmt()
+            .with_env_filter("debug")
+            .with_writer(move || SharedWriter(writer.clone()))
+            .with_ansi(false)
+            .init();
+        buffer
+    })
+    .clone()
+}
+
+struct SharedWriter(Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+async fn server(db: TestDatabase) -> TestServer {
+    log_lines();
+    TestServer::start_with(db, |state| {
+        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        let alpha = ScriptedConnector::new("alpha", std::iter::repeat_n(Step::Found(2), 100));
+        state
+            .engine
+            .registry
+            .register(
+                ScriptedConnector::registration("alpha", CostTier::Free, &[B::SearchWeb.into()]),
+                alpha,
+            )
+            .unwrap();
+    })
+    .await
+}
+
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// A route's path with its parameters filled in.
+fn fill(path: &str, id: i64) -> String {
+    path.replace("{id}", &id.to_string())
+        .replace("{pack}", "web")
+        .replace(":id", &id.to_string())
+}
+
+#[tokio::test]
+async fn every_route_needs_a_session_or_a_token() {
+    let server = server(testing::sqlite()).await;
+    let routes = server::router::inventory();
+    assert!(
+        routes
+            .iter()
+            .any(|(_, p)| p == "/record-sets/:id" || p == "/record-sets/{id}"),
+        "{routes:?}"
+    );
+    assert!(
+        routes.iter().filter(|(m, _)| *m == Method::POST).count() > 10,
+        "server functions and form posts are listed: {routes:?}"
+    );
+    let anonymous = no_redirects();
+    let mut checked = 0;
+    for (method, path) in &routes {
+        let path = fill(path, 1);
+        if server::auth::is_public(method, &path) {
+            continue;
+        }
+        let res = anonymous
+            .request(method.clone(), server.at(&path))
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        if path.starts_with("/api/") {
+            assert_eq!(
+                status, 401,
+                "{method} {path} answered {status} without credentials"
+            );
+            assert_eq!(res.headers()["www-authenticate"], "Bearer");
+        } else {
+            assert_eq!(
+                status, 303,
+                "{method} {path} answered {status} without credentials"
+            );
+            let to = res.headers()["location"].to_str().unwrap();
+            assert!(
+                to.starts_with("/sign-in?next="),
+                "{method} {path} went to {to}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 40, "only {checked} routes were checked");
+
+    // A token that is not one is refused, not treated as no token.
+    let res = anonymous
+        .get(server.at("/api/record-sets"))
+        .bearer_auth("sy_not-a-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+    // The open doors stay open.
+    let res = anonymous
+        .get(server.at("/api/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let res = anonymous.get(server.at("/sign-in")).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    assert!(res
+        .text()
+        .await
+        .unwrap()
+        .contains("action=\"/auth/sign-in\""));
+}
+
+#[tokio::test]
+async fn members_cannot_do_what_admins_do() {
+    let server = server(testing::sqlite()).await;
+    let member = server
+        .user("member@example.org", common::TEST_WORKSPACE, Role::Member)
+        .await;
+    for path in [
+        "/api/connectors/alpha/disable",
+        "/api/connectors/alpha/enable",
+    ] {
+        let res = member.post(server.at(path)).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 403, "{path}");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["error"], "forbidden");
+    }
+    // Members still import, fire and triage.
+    let res = member
+        .post(server.at("/api/record-sets"))
+        .query(&[("name", "Mine"), ("bundle", "test")])
+        .body("name,city\nAcme,Lyon\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 201);
+    // The admin may.
+    let res = server
+        .client
+        .post(server.at("/api/connectors/alpha/disable"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+}
+
+/// Reads server-sent events until `until` matches one; returns them all.
+async fn events_until(res: reqwest::Response, until: impl Fn(&Value) -> bool) -> Vec<Value> {
+    use futures::StreamExt;
+    let mut stream = res.bytes_stream();
+    let mut buffer = String::new();
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while let Ok(Some(chunk)) = tokio::time::timeout_at(deadline, stream.next()).await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            for line in block.lines() {
+                if let Some(data) = line.strip_prefix("data:") {
+                    let event: Value = serde_json::from_str(data.trim()).unwrap();
+                    let done = until(&event);
+                    seen.push(event);
+                    if done {
+                        return seen;
+                    }
+                }
+            }
+        }
+    }
+    panic!("the awaited event never came; saw {seen:?}");
+}
+
+#[tokio::test]
+async fn no_read_write_fire_event_or_export_crosses_workspaces() {
+    for db in testing::all().await {
+        let kind = db.kind();
+        let server = server(db).await;
+        let mut bodies = String::new();
+        // Workspace two, with a set, a fire, items and a job.
+        let two = server.user("bob@example.org", "two", Role::Admin).await;
+        let res = two
+            .post(server.at("/api/record-sets"))
+            .query(&[("name", "Two's secret list"), ("bundle", "test")])
+            .body("name,city\nHidden Corp,Oslo\n")
+            .send()
+            .await
+            .unwrap();
+        let set_two = res.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+        let page: Value = two
+            .get(server.at(&format!("/api/record-sets/{set_two}/records")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let record_two = page["records"][0]["id"].as_i64().unwrap();
+        let fired: Value = two
+            .post(server.at(&format!("/api/records/{record_two}/fire")))
+            .json(&serde_json::json!({"pack": "web"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let fire_two = fired["results"][0]["fire_id"].as_i64().unwrap();
+        let items: Value = two
+            .get(server.at(&format!("/api/records/{record_two}/items")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let item_two = items[0]["id"].as_i64().unwrap();
+        let job: Value = two
+            .post(server.at(&format!("/api/record-sets/{set_two}/fanout")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let job_two = job["job_id"].as_i64().unwrap();
+
+        // The test user, in workspace "test", probes all of it.
+        let one = &server.client;
+        let probes: Vec<(Method, String, Option<Value>)> = vec![
+            (
+                Method::GET,
+                format!("/api/record-sets/{set_two}/records"),
+                None,
+            ),
+            (
+                Method::GET,
+                format!("/api/record-sets/{set_two}/export?format=csv"),
+                None,
+            ),
+            (
+                Method::GET,
+                format!("/api/record-sets/{set_two}/export?format=json"),
+                None,
+            ),
+            (
+                Method::POST,
+                format!("/api/record-sets/{set_two}/fanout"),
+                None,
+            ),
+            (Method::DELETE, format!("/api/record-sets/{set_two}"), None),
+            (
+                Method::POST,
+                format!("/api/records/{record_two}/fire"),
+                Some(serde_json::json!({"pack": "web"})),
+            ),
+            (
+                Method::GET,
+                format!("/api/records/{record_two}/history"),
+                None,
+            ),
+            (
+                Method::GET,
+                format!("/api/records/{record_two}/items"),
+                None,
+            ),
+            (
+                Method::GET,
+                format!("/api/records/{record_two}/menu/web"),
+                None,
+            ),
+            (
+                Method::PUT,
+                format!("/api/records/{record_two}/overrides/web"),
+                Some(serde_json::json!({"connector": "alpha"})),
+            ),
+            (Method::POST, format!("/api/fires/{fire_two}/cancel"), None),
+            (
+                Method::POST,
+                format!("/api/items/{item_two}/triage"),
+                Some(serde_json::json!({"verb": "accept-canonical", "version": 1})),
+            ),
+            (Method::GET, format!("/api/jobs/{job_two}"), None),
+            (Method::POST, format!("/api/jobs/{job_two}/cancel"), None),
+            (
+                Method::GET,
+                format!("/api/events?record_set={set_two}"),
+                None,
+            ),
+        ];
+        for (method, path, body) in probes {
+            let mut req = one.request(method.clone(), server.at(&path));
+            if let Some(body) = body {
+                req = req.json(&body);
+            }
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            let text = res.text().await.unwrap();
+            assert_eq!(
+                status, 404,
+                "{kind}: {method} {path} answered {status}: {text}"
+            );
+            assert!(
+                !text.contains("Hidden Corp"),
+                "{kind}: {path} leaked {text}"
+            );
+            bodies.push_str(&text);
+        }
+        // The server functions check too.
+        let fns: Vec<(String, String)> = server::router::inventory()
+            .into_iter()
+            .filter(|(m, p)| *m == Method::POST && p.starts_with("/api/") && !p.contains('{'))
+            .filter(|(_, p)| {
+                !server::api::routes()
+                    .iter()
+                    .any(|r| format!("/api{}", r.path) == *p)
+            })
+            .map(|(_, p)| {
+                let args = if p.contains("load_triage") {
+                    format!("set_id={set_two}&filter=all&search=&offset=0")
+                } else if p.contains("fire_chip") {
+                    format!("record_id={record_two}&pack_id=web")
+                } else if p.contains("load_menu") {
+                    format!("record_id={record_two}&pack_id=web")
+                } else if p.contains("set_start_with") {
+                    format!("record_id={record_two}&pack_id=web&connector=alpha")
+                } else if p.contains("triage_item") {
+                    format!("item_id={item_two}&verb=discard&version=1")
+                } else if p.contains("start_fanout")
+                    || p.contains("fanout_estimate")
+                    || p.contains("delete_record_set")
+                {
+                    format!("set_id={set_two}&id={set_two}")
+                } else if p.contains("cancel_fanout") {
+                    format!("job_id={job_two}")
+                } else if p.contains("cancel_fire") {
+                    format!("fire_id={fire_two}")
+                } else {
+                    String::new()
+                };
+                (p, args)
+            })
+            .filter(|(_, args)| !args.is_empty())
+            .collect();
+        assert!(fns.len() >= 9, "{fns:?}");
+        for (path, args) in fns {
+            let res = one
+                .post(server.at(&path))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(args)
+                .send()
+                .await
+                .unwrap();
+            let status = res.status().as_u16();
+            let text = res.text().await.unwrap();
+            assert_eq!(
+                status, 404,
+                "{kind}: server fn {path} answered {status}: {text}"
+            );
+            assert!(
+                !text.contains("Hidden Corp"),
+                "{kind}: {path} leaked {text}"
+            );
+        }
+        // Listing shows only this workspace's sets.
+        let list = one
+            .get(server.at("/api/record-sets"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!list.contains("secret list"), "{list}");
+
+        // Events: a stream on workspace one's set sees none of two's events.
+        let res = server
+            .import("Mine", "test", "name,city\nAcme,Lyon\n")
+            .await;
+        let set_one = res.1["id"].as_i64().unwrap();
+        let record_one = server.record_ids(set_one).await[0];
+        let stream = one
+            .get(server.at(&format!("/api/events?record_set={set_one}")))
+            .send()
+            .await
+            .unwrap();
+        two.post(server.at(&format!("/api/records/{record_two}/fire")))
+            .json(&serde_json::json!({"pack": "web"}))
+            .send()
+            .await
+            .unwrap();
+        server.fire(record_one, "web", None).await;
+        let seen = events_until(stream, |e| {
+            e["type"] == "chip_changed"
+                && e["record_id"] == record_one
+                && e["chip"]["state"] != "firing"
+        })
+        .await;
+        for event in &seen {
+            let set = event.get("record_set_id").and_then(Value::as_i64);
+            assert!(
+                set.is_none() || set == Some(set_one),
+                "{kind}: leaked {event}"
+            );
+            assert!(
+                !event.to_string().contains("bob@example.org"),
+                "{kind}: leaked {event}"
+            );
+        }
+        assert!(seen.iter().any(|e| e["type"] == "presence"), "{seen:?}");
+    }
+}
+
+#[tokio::test]
+async fn sessions_outlive_a_restart_and_revoked_tokens_stop_at_once() {
+    let db = testing::sqlite();
+    let url = db.url.clone();
+    let server = server(db).await;
+    let browser = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
+    let me: Value = browser
+        .get(server.at("/api/me"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["email"], TEST_EMAIL);
+    assert_eq!(me["workspace"]["role"], "admin");
+
+    // Wrong passwords, then the limit: even the right one waits.
+    let anonymous = no_redirects();
+    for _ in 0..4 {
+        let res = anonymous
+            .post(server.at("/auth/sign-in"))
+            .form(&[("email", TEST_EMAIL), ("password", "wrong password!")])
+            .send()
+            .await
+            .unwrap();
+        assert!(res.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("error=invalid"));
+    }
+    let res = anonymous
+        .post(server.at("/auth/sign-in"))
+        .form(&[("email", TEST_EMAIL), ("password", TEST_PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        res.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("error=limited"),
+        "{:?}",
+        res.headers()
+    );
+
+    // A failed sign-in starts no session; a good one sets an HttpOnly,
+    // SameSite=Lax cookie (not Secure over plain http).
+    let res = anonymous
+        .post(server.at("/auth/sign-in"))
+        .form(&[
+            ("email", "first@example.org"),
+            ("password", "not it at all"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        res.headers().get("set-cookie").is_none(),
+        "a failed sign-in sets no session"
+    );
+    server
+        .state
+        .engine
+        .add_user(
+            "dora@example.org",
+            "test",
+            Role::Member,
+            Some("dora's long password".into()),
+        )
+        .await
+        .unwrap();
+    let res = anonymous
+        .post(server.at("/auth/sign-in"))
+        .form(&[
+            ("email", "dora@example.org"),
+            ("password", "dora's long password"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.starts_with("switchyard.sid="), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
+    assert!(!cookie.contains("Secure"), "{cookie}");
+    let session_id = cookie["switchyard.sid=".len()..]
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+
+    // Tokens: revoked means refused on the next request.
+    let (id, token) = server
+        .state
+        .engine
+        .create_token(TEST_EMAIL, "test")
+        .await
+        .unwrap();
+    let with_token = |t: &str| {
+        anonymous
+            .get(server.at("/api/me"))
+            .bearer_auth(t.to_owned())
+            .send()
+    };
+    assert_eq!(with_token(&token).await.unwrap().status().as_u16(), 200);
+    server.state.engine.store.revoke_token(id).await.unwrap();
+    assert_eq!(with_token(&token).await.unwrap().status().as_u16(), 401);
+
+    // Restart on the same database: the browser is still signed in.
+    let db = server.stop_keeping_database().await;
+    assert_eq!(db.url, url);
+    let again = TestServer::start_on(db).await;
+    let res = browser.get(again.at("/api/me")).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    // Signing out ends it.
+    browser
+        .post(again.at("/auth/sign-out"))
+        .send()
+        .await
+        .unwrap();
+    let res = browser.get(again.at("/api/me")).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+
+    // Nothing secret was ever logged.
+    let log = String::from_utf8_lossy(&log_lines().lock().unwrap()).into_owned();
+    assert!(log.contains("Signed in"), "the log was captured");
+    for secret in [
+        TEST_PASSWORD,
+        token.as_str(),
+        "wrong password!",
+        "dora's long password",
+        &session_id,
+    ] {
+        assert!(!log.contains(secret), "a secret reached the log");
+    }
+}
+
+#[tokio::test]
+async fn the_operator_commands_work_on_a_running_server_database() {
+    let db = testing::sqlite();
+    let url = db.url.clone();
+    let server = server(db).await;
+    let run = |args: &[&str], stdin: Option<&str>| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
+            .args(args)
+            .env("DATABASE_URL", &url)
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(text) = stdin {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+        } else {
+            drop(child.stdin.take());
+        }
+        child.wait_with_output().unwrap()
+    };
+    let out = run(
+        &[
+            "user",
+            "add",
+            "--email",
+            "Carol@Example.org",
+            "--workspace",
+            "three",
+            "--role",
+            "member",
+        ],
+        Some("carol's long password\n"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("carol@example.org") && !text.contains("carol's long password"),
+        "{text}"
+    );
+
+    let out = run(
+        &[
+            "token",
+            "create",
+            "--email",
+            "carol@example.org",
+            "--workspace",
+            "three",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let token = stdout.lines().last().unwrap().trim().to_owned();
+    assert!(token.starts_with("sy_"), "{stdout}");
+
+    let me: Value = no_redirects()
+        .get(server.at("/api/me"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["workspace"]["name"], "three");
+    assert_eq!(me["workspace"]["role"], "member");
+    let browser = server
+        .browser("carol@example.org", "carol's long password")
+        .await;
+    assert_eq!(
+        browser
+            .get(server.at("/api/me"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+
+    let out = run(&["token", "list", "--email", "carol@example.org"], None);
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        listed.contains("three") && !listed.contains(&token),
+        "{listed}"
+    );
+
+    let out = run(&["token", "revoke", "--stdin"], Some(&token));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let res = no_redirects()
+        .get(server.at("/api/me"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+
+    // Bad input names what is wrong and changes nothing.
+    let out = run(
+        &[
+            "user",
+            "add",
+            "--email",
+            "nope",
+            "--workspace",
+            "three",
+            "--role",
+            "admin",
+        ],
+        Some("long enough password\n"),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("email"));
+    let out = run(
+        &[
+            "user",
+            "add",
+            "--email",
+            "d@example.org",
+            "--workspace",
+            "three",
+            "--role",
+            "admin",
+        ],
+        Some("short\n"),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("password"));
+}
