@@ -1,8 +1,12 @@
 // Starts the real switchyard binary (built by `make site server`, never here) on
 // a free port with a fresh temporary database, waits for /api/health, and hands
-// its URL to the tests as SWITCHYARD_URL. Returns the teardown.
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+// its URL to the tests as SWITCHYARD_URL. Before that it adds the test users
+// with the operator command, and after it signs each in and saves their
+// cookies for the tests (see USERS in tests/fixtures.ts). Returns the teardown.
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, existsSync, mkdirSync } from "node:fs";
+import { request } from "@playwright/test";
+import { USERS, PASSWORD, AUTH_DIR, authFile } from "./tests/users";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -14,12 +18,21 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     throw new Error(`${bin} is missing: build it first (make site server)`);
   }
   const dataDir = mkdtempSync(path.join(tmpdir(), "switchyard-e2e-"));
+  const databaseUrl = `sqlite://${path.join(dataDir, "e2e.db")}`;
+  for (const user of Object.values(USERS)) {
+    const added = spawnSync(
+      bin,
+      ["user", "add", "--email", user.email, "--workspace", user.workspace, "--role", user.role],
+      { cwd: root, input: `${PASSWORD}\n`, env: { ...process.env, DATABASE_URL: databaseUrl } },
+    );
+    if (added.status !== 0) throw new Error(`user add ${user.email} failed:\n${added.stderr}`);
+  }
   const args = [
     "serve",
     "--addr",
     "127.0.0.1:0",
     "--database-url",
-    `sqlite://${path.join(dataDir, "e2e.db")}`,
+    databaseUrl,
     // Hermetic: the demo record set and connector, and packs whose chains are
     // only the demo connector, so no test reaches a real provider.
     "--demo",
@@ -63,6 +76,20 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     await new Promise((r) => setTimeout(r, 100));
   }
   process.env.SWITCHYARD_URL = url;
+
+  mkdirSync(AUTH_DIR, { recursive: true });
+  for (const [name, user] of Object.entries(USERS)) {
+    const context = await request.newContext({ baseURL: url });
+    const res = await context.post("/auth/sign-in", {
+      form: { email: user.email, password: PASSWORD, next: "/" },
+      maxRedirects: 0,
+    });
+    if (res.status() !== 303 || res.headers()["location"] !== "/") {
+      throw new Error(`${user.email} could not sign in: ${res.status()} ${res.headers()["location"]}`);
+    }
+    await context.storageState({ path: authFile(name) });
+    await context.dispose();
+  }
 
   return async () => {
     const exited = new Promise((r) => server.once("exit", r));

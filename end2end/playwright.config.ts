@@ -1,6 +1,7 @@
 // Browser tests: Debian's Chromium (never a downloaded browser) against the real
 // switchyard binary, which global-setup.ts starts on a free port.
 import { defineConfig } from "@playwright/test";
+import { authFile } from "./tests/users";
 
 export default defineConfig({
   testDir: "./tests",
@@ -13,6 +14,8 @@ export default defineConfig({
   forbidOnly: !!process.env.CI,
   reporter: process.env.CI ? [["list"]] : [["list"], ["html", { open: "never" }]],
   use: {
+    // Signed in as Ada (admin of the demo workspace) unless a test says otherwise.
+    storageState: authFile("ada"),
     headless: true,
     trace: "retain-on-failure",
     launchOptions: {

@@ -27,6 +27,7 @@ export const test = base.extend<{ pageErrors: string[] }>({
 });
 
 export { expect };
+export { USERS, PASSWORD, authFile } from "./users";
 
 /** Waits until the wasm bundle has hydrated the server-rendered page. */
 export async function hydrated(page: import("@playwright/test").Page) {

@@ -36,6 +36,20 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
             slow.set(false);
         }
     });
+    // A cancel clicked before the server has said which fire is in flight
+    // waits for the fire's id, then cancels it.
+    let cancel_wanted = RwSignal::new(false);
+    Effect::new(move |_| {
+        let in_flight = fire.get();
+        if state.get() != ChipState::Firing {
+            cancel_wanted.set(false);
+        } else if let (Some(id), true) = (in_flight, cancel_wanted.get()) {
+            cancel_wanted.set(false);
+            spawn_local(async move {
+                let _ = cancel_fire(id).await;
+            });
+        }
+    });
     let shown = move || match state.get() {
         ChipState::Firing if slow.get() => ChipState::NotFound,
         s => s,
@@ -66,10 +80,11 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
                 return;
             }
             if state.get_untracked() == ChipState::Firing {
-                if let Some(id) = fire.get_untracked() {
-                    spawn_local(async move {
+                match fire.get_untracked() {
+                    Some(id) => spawn_local(async move {
                         let _ = cancel_fire(id).await;
-                    });
+                    }),
+                    None => cancel_wanted.set(true),
                 }
                 return;
             }
