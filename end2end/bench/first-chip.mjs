@@ -13,15 +13,28 @@ const bin = process.env.SWITCHYARD_BIN ?? path.join(root, "target/release/switch
 const dir = mkdtempSync(path.join(tmpdir(), "switchyard-bench-"));
 const server = spawn(bin, ["serve", "--addr", "127.0.0.1:0", "--database-url", `sqlite://${dir}/bench.db`,
   "--demo", "--packs", path.join(root, "end2end/fixtures/packs.toml")], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
-const url = await new Promise((resolve, reject) => {
+// A fresh database: the first run prints its admin's password once.
+const [url, password] = await new Promise((resolve, reject) => {
   let out = "";
-  server.stdout.on("data", (c) => { out += c; const m = out.match(/serving on (http:\/\/[^\s/]+)\//); if (m) resolve(m[1]); });
+  server.stdout.on("data", (c) => {
+    out += c;
+    const m = out.match(/serving on (http:\/\/[^\s/]+)\//);
+    const p = out.match(/keep it safe\):\n(\S+)\n/);
+    if (m && p) resolve([m[1], p[1]]);
+  });
   server.on("exit", (code) => reject(new Error(`switchyard exited with ${code}`)));
 });
+const signIn = await fetch(`${url}/auth/sign-in`, {
+  method: "POST",
+  redirect: "manual",
+  body: new URLSearchParams({ email: "admin@switchyard.local", password, next: "/" }),
+});
+const session = signIn.headers.get("set-cookie").split(";")[0];
+const [cookieName, cookieValue] = session.split("=");
 
 let csv = "name,city\n";
 for (let i = 0; i < 1000; i++) csv += `Company ${i},City ${i}\n`;
-const res = await fetch(`${url}/api/record-sets?name=Bench&bundle=social-profiles`, { method: "POST", body: csv });
+const res = await fetch(`${url}/api/record-sets?name=Bench&bundle=social-profiles`, { method: "POST", body: csv, headers: { cookie: session } });
 const { id } = await res.json();
 
 const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--headless",
@@ -29,6 +42,7 @@ const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", arg
 const times = [];
 for (let run = 0; run < 7; run++) {
   const context = await browser.newContext();
+  await context.addCookies([{ name: cookieName, value: cookieValue, url }]);
   const page = await context.newPage();
   await page.goto(`${url}/record-sets/${id}`);
   await page.waitForSelector('body[data-hydrated="true"]');
