@@ -213,3 +213,30 @@ test("a second click on a firing chip cancels the fire", async ({ page }) => {
   await chipEl.click({ button: "right" });
   await expect(page.locator('.connector-menu [data-connector="demo"]')).toContainText("cancelled");
 });
+
+test("a person's own chip labels show on their palette only", async ({ browser, baseURL }) => {
+  const bob = await (await browser.newContext({ baseURL, storageState: authFile("bob") })).newPage();
+  await bob.goto("/settings");
+  await hydrated(bob);
+  const news = bob.locator('tr[data-pack="news"]');
+  // A label another pack already shows is refused, naming that pack.
+  await news.getByRole("textbox").fill("in");
+  await news.getByRole("button", { name: "Save" }).click();
+  await expect(bob.getByRole("alert")).toContainText("linkedin");
+  await news.getByRole("textbox").fill("nw");
+  await news.getByRole("button", { name: "Save" }).click();
+  await expect(bob.getByRole("status")).toContainText("Saved");
+
+  await openDemoSet(bob);
+  await expect(chip(bob, "Lumen Solar (demo)", "news")).toHaveText(/^nw\d*$/);
+  const ada = await (await browser.newContext({ baseURL, storageState: authFile("ada") })).newPage();
+  await openDemoSet(ada);
+  await expect(chip(ada, "Lumen Solar (demo)", "news")).toHaveText(/^gn\d*$/);
+
+  // Blank brings the pack's own label back.
+  await bob.goto("/settings");
+  await hydrated(bob);
+  await bob.locator('tr[data-pack="news"]').getByRole("textbox").fill("");
+  await bob.locator('tr[data-pack="news"]').getByRole("button", { name: "Save" }).click();
+  await expect(bob.getByRole("status")).toContainText("Saved");
+});

@@ -100,5 +100,21 @@ pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<Option<
         .recover()
         .await
         .context("recovering unfinished work")?;
+    spawn_session_sweeper(engine.store.clone());
     Ok(first)
+}
+
+/// Forgets expired sessions at start and every hour after.
+fn spawn_session_sweeper(store: engine::store::Store) {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            every.tick().await;
+            match store.delete_expired_sessions().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(sessions = n, "Forgot expired sessions."),
+                Err(e) => tracing::warn!(error = %e, "Cannot forget expired sessions."),
+            }
+        }
+    });
 }
