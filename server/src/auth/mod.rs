@@ -136,7 +136,7 @@ fn unauthorized() -> Response {
     .into_response();
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
-        "Bearer".parse().expect("static header"),
+        axum::http::HeaderValue::from_static("Bearer"),
     );
     response
 }
