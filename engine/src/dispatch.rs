@@ -22,6 +22,7 @@ use crate::packs::{render_query, BundleMember, Catalog, PackConfig};
 use crate::registry::{ConnectorHandle, Registry};
 use crate::store::{AttemptEnd, FireContext, Store, StoreError, StoredRecord};
 use crate::time::now_ms;
+use model::RecordSetSummary;
 
 /// Policy of every fire, with its defaults.
 #[derive(Clone, Copy, Debug)]
@@ -147,21 +148,52 @@ impl Dispatcher {
         Some((pack, member))
     }
 
-    /// Every registered connector as chain resolution sees it.
-    pub fn candidates(&self) -> Vec<Candidate> {
-        candidates_of(&self.registry.all())
+    /// Every registered connector as chain resolution sees it in a
+    /// workspace: what its admins switched off is disabled there.
+    pub async fn candidates(
+        &self,
+        workspace_id: Option<i64>,
+    ) -> Result<Vec<Candidate>, StoreError> {
+        let handles = self.registry.all();
+        self.candidates_of(&handles, workspace_id).await
     }
 
-    /// Resolves the chain a fire of `pack_id` on `record` would walk now.
+    async fn candidates_of(
+        &self,
+        handles: &[ConnectorHandle],
+        workspace_id: Option<i64>,
+    ) -> Result<Vec<Candidate>, StoreError> {
+        let off = match workspace_id {
+            Some(ws) => self.store.workspace_disabled_connectors(ws).await?,
+            None => HashMap::new(),
+        };
+        Ok(handles
+            .iter()
+            .map(|h| Candidate {
+                id: h.registration.id.clone(),
+                serves: h.registration.capabilities.clone(),
+                cost_tier: h.registration.cost_tier,
+                status: match off.get(&h.registration.id) {
+                    Some(reason) => model::ConnectorStatus::Disabled {
+                        reason: reason.clone(),
+                    },
+                    None => h.status.clone(),
+                },
+            })
+            .collect())
+    }
+
+    /// Resolves the chain a fire of `pack_id` on `record` (of `set`) would
+    /// walk now.
     pub async fn chain_for(
         &self,
         record: &StoredRecord,
-        bundle_id: &str,
+        set: &RecordSetSummary,
         pack_id: &str,
         explicit: Option<&str>,
     ) -> Result<(PackConfig, Chain), DispatchError> {
         let (pack, member) = self
-            .pack_in(bundle_id, pack_id)
+            .pack_in(&set.bundle_id, pack_id)
             .ok_or_else(|| DispatchError::UnknownPack(pack_id.to_owned()))?;
         let record_override = self.store.record_override(record.id, pack_id).await?;
         let already_found = self
@@ -179,7 +211,7 @@ impl Dispatcher {
                 pack_preferred: &pack.preferred_connectors,
                 already_found: &already_found,
             },
-            &self.candidates(),
+            &self.candidates(set.workspace_id).await?,
         );
         Ok((pack, chain))
     }
@@ -189,12 +221,7 @@ impl Dispatcher {
         let record = self.store.record(req.record_id).await?;
         let set = self.store.record_set(record.record_set_id).await?;
         let (pack, chain) = self
-            .chain_for(
-                &record,
-                &set.bundle_id,
-                &req.pack_id,
-                req.connector.as_deref(),
-            )
+            .chain_for(&record, &set, &req.pack_id, req.connector.as_deref())
             .await?;
         let mut report = FireReport {
             fire_id: None,
@@ -213,7 +240,7 @@ impl Dispatcher {
             } else {
                 "no connector of this pack can fire now".to_owned()
             });
-            report.chip = self.chip_of(&record, &set.bundle_id, &pack).await?;
+            report.chip = self.chip_of(&record, &set, &pack).await?;
             return Ok(report);
         }
 
@@ -223,7 +250,7 @@ impl Dispatcher {
                 "the query {:?} is empty for this record (it lacks the fields it names)",
                 pack.query_template
             ));
-            report.chip = self.chip_of(&record, &set.bundle_id, &pack).await?;
+            report.chip = self.chip_of(&record, &set, &pack).await?;
             return Ok(report);
         }
 
@@ -326,7 +353,7 @@ impl Dispatcher {
         self.store
             .finish_fire(fire_id, if cancelled { "cancelled" } else { "done" })
             .await?;
-        report.chip = self.chip_of(&record, &set.bundle_id, &pack).await?;
+        report.chip = self.chip_of(&record, &set, &pack).await?;
         self.publish_chip(
             set.id,
             &record,
@@ -468,11 +495,11 @@ impl Dispatcher {
     pub async fn chip_of(
         &self,
         record: &StoredRecord,
-        bundle_id: &str,
+        set: &RecordSetSummary,
         pack: &PackConfig,
     ) -> Result<ChipState, DispatchError> {
         let chips = self
-            .chips(&[record.id], bundle_id, std::slice::from_ref(pack))
+            .chips(&[record.id], set, std::slice::from_ref(pack))
             .await?;
         Ok(chips
             .get(&record.id)
@@ -480,20 +507,21 @@ impl Dispatcher {
             .map_or(ChipState::Idle, |c| c.state.clone()))
     }
 
-    /// The chips of many records for the given packs, in pack order, each with
-    /// the connector a plain click would fire first.
+    /// The chips of many records of `set` for the given packs, in pack order,
+    /// each with the connector a plain click would fire first.
     pub async fn chips(
         &self,
         record_ids: &[i64],
-        bundle_id: &str,
+        set: &RecordSetSummary,
         packs: &[PackConfig],
     ) -> Result<HashMap<i64, Vec<Chip>>, DispatchError> {
+        let bundle_id = set.bundle_id.as_str();
         let history = self.store.history_of(record_ids).await?;
         let counts = self.store.item_counts(record_ids).await?;
         let overrides = self.store.record_overrides_of(record_ids).await?;
         // One registry snapshot for the chains and the names they show.
         let handles = self.registry.all();
-        let candidates = candidates_of(&handles);
+        let candidates = self.candidates_of(&handles, set.workspace_id).await?;
         let display: HashMap<&str, &str> = handles
             .iter()
             .map(|h| {
@@ -602,18 +630,6 @@ impl Dispatcher {
             },
         );
     }
-}
-
-fn candidates_of(handles: &[ConnectorHandle]) -> Vec<Candidate> {
-    handles
-        .iter()
-        .map(|h| Candidate {
-            id: h.registration.id.clone(),
-            serves: h.registration.capabilities.clone(),
-            cost_tier: h.registration.cost_tier,
-            status: h.status.clone(),
-        })
-        .collect()
 }
 
 fn skip(connector_id: &str, reason: &str) -> Skipped {

@@ -287,7 +287,7 @@ impl Registry {
         status: &ConnectorStatus,
     ) -> Result<(), StoreError> {
         self.store
-            .record_connector_status(id, status.kind(), status.reason().as_deref(), actor)
+            .record_connector_status(None, id, status.kind(), status.reason().as_deref(), actor)
             .await
     }
 
@@ -541,7 +541,11 @@ mod tests {
         registry.enable("alpha", "ana").await.unwrap();
         assert!(registry.by_id("alpha").unwrap().status.is_available());
 
-        let log = registry.store.connector_status_log("alpha").await.unwrap();
+        let log = registry
+            .store
+            .connector_status_log("alpha", 0)
+            .await
+            .unwrap();
         let trail: Vec<(&str, &str)> = log
             .iter()
             .map(|c| (c.status.as_str(), c.actor.as_str()))

@@ -37,7 +37,7 @@ impl Engine {
             )
             .await?;
         let ids: Vec<i64> = stored.iter().map(|r| r.id).collect();
-        let mut chips = self.dispatcher.chips(&ids, &set.bundle_id, &packs).await?;
+        let mut chips = self.dispatcher.chips(&ids, &set, &packs).await?;
         let records = stored
             .into_iter()
             .map(|r| Record {
@@ -66,7 +66,7 @@ impl Engine {
         set_id: i64,
     ) -> Result<Vec<model::EstimateLine>, DispatchError> {
         let set = self.store.record_set(set_id).await?;
-        let candidates = self.dispatcher.candidates();
+        let candidates = self.dispatcher.candidates(set.workspace_id).await?;
         let mut lines: Vec<model::EstimateLine> = Vec::new();
         for (pack, member) in self.catalog().bundle_packs(&set.bundle_id) {
             let chain = crate::chain::resolve(
@@ -107,16 +107,26 @@ impl Engine {
         let set = self.store.record_set(record.record_set_id).await?;
         let (pack, chain) = self
             .dispatcher
-            .chain_for(&record, &set.bundle_id, pack_id, None)
+            .chain_for(&record, &set, pack_id, None)
             .await?;
         let override_id = self.store.record_override(record_id, pack_id).await?;
         let history = self.store.history(record_id).await?;
+        let off = match set.workspace_id {
+            Some(ws) => self.store.workspace_disabled_connectors(ws).await?,
+            None => Default::default(),
+        };
         let entries = self
             .registry
             .serving(&pack.intent)
             .into_iter()
             .map(|handle| {
                 let id = handle.registration.id.clone();
+                let mut connector = handle.info();
+                if let Some(reason) = off.get(&id) {
+                    connector.status = model::ConnectorStatus::Disabled {
+                        reason: reason.clone(),
+                    };
+                }
                 MenuEntry {
                     last_attempt: history
                         .iter()
@@ -124,7 +134,7 @@ impl Engine {
                         .cloned(),
                     next: chain.to_try.first() == Some(&id),
                     record_override: override_id.as_deref() == Some(id.as_str()),
-                    connector: handle.info(),
+                    connector,
                 }
             })
             .collect();

@@ -15,4 +15,8 @@ pub struct RecordSetSummary {
     pub is_demo: bool,
     /// Unix milliseconds.
     pub created_at: i64,
+    /// The workspace it belongs to (none only for sets stored before
+    /// accounts, until the first workspace adopts them).
+    #[serde(default)]
+    pub workspace_id: Option<i64>,
 }

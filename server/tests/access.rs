@@ -734,3 +734,114 @@ async fn the_operator_commands_work_on_a_running_server_database() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("password"));
 }
+
+#[tokio::test]
+async fn a_connector_switched_off_in_one_workspace_still_serves_the_others() {
+    for db in testing::all().await {
+        let kind = db.kind();
+        let server = server(db).await;
+        let (code, body) = server
+            .post_json(
+                "/api/connectors/alpha/disable",
+                serde_json::json!({"reason": "too noisy for us"}),
+            )
+            .await;
+        assert_eq!(code, 200, "{kind}: {body}");
+        assert_eq!(body["status"], "disabled");
+
+        let two = server.user("bob@example.org", "two", Role::Admin).await;
+        let res = two
+            .post(server.at("/api/record-sets"))
+            .query(&[("name", "Two"), ("bundle", "test")])
+            .body("name,city\nAcme,Lyon\n")
+            .send()
+            .await
+            .unwrap();
+        let set_two = res.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+        let page: Value = two
+            .get(server.at(&format!("/api/record-sets/{set_two}/records")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let record_two = page["records"][0]["id"].as_i64().unwrap();
+        let fired: Value = two
+            .post(server.at(&format!("/api/records/{record_two}/fire")))
+            .json(&serde_json::json!({"pack": "web"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            fired["results"][0]["attempts"][0]["connector_id"], "alpha",
+            "{kind}: {fired}"
+        );
+        let listed: Value = two
+            .get(server.at("/api/connectors"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let alpha = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "alpha")
+            .unwrap();
+        assert_eq!(alpha["status"], "available", "{kind}: {alpha}");
+        // Workspace two's audit shows nothing of workspace test's choice.
+        let audit = two
+            .get(server.at("/api/connectors/alpha/audit"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            !audit.contains(TEST_EMAIL) && !audit.contains("too noisy"),
+            "{kind}: {audit}"
+        );
+
+        // In the workspace that switched it off, the chain skips it and says why.
+        let (_, report) = server
+            .import("Mine", "test", "name,city\nAcme,Lyon\n")
+            .await;
+        let record = server.record_ids(report["id"].as_i64().unwrap()).await[0];
+        let (status, body) = server
+            .post_json(
+                &format!("/api/records/{record}/fire"),
+                serde_json::json!({"pack": "web"}),
+            )
+            .await;
+        assert_eq!(status, 200, "{kind}: {body}");
+        let result = &body["results"][0];
+        assert!(
+            result["attempts"].as_array().unwrap().is_empty(),
+            "{kind}: {result}"
+        );
+        assert!(
+            result.to_string().contains("too noisy for us"),
+            "{kind}: {result}"
+        );
+        let (_, audit) = server.get_json("/api/connectors/alpha/audit").await;
+        assert_eq!(audit[0]["actor"], TEST_EMAIL, "{kind}: {audit}");
+
+        let (code, body) = server
+            .post_json("/api/connectors/alpha/enable", serde_json::json!({}))
+            .await;
+        assert_eq!(code, 200);
+        assert_eq!(body["status"], "available", "{kind}: {body}");
+        let again = server.fire(record, "web", None).await;
+        assert_eq!(
+            again["attempts"][0]["connector_id"], "alpha",
+            "{kind}: {again}"
+        );
+    }
+}

@@ -221,8 +221,12 @@ async fn rate_limits_and_refused_keys_take_a_connector_out_of_the_chain() {
     let audit = audit.as_array().unwrap();
     assert_eq!(audit[0]["status"], "available");
     assert_eq!(audit[0]["actor"], common::TEST_EMAIL);
-    assert_eq!(audit[1]["status"], "auth-failed");
-    assert_eq!(audit[1]["actor"], "system");
+    assert_eq!(audit[0]["reason"], "cleared auth-failed for another try");
+    // What every workspace sees: the key was tried again, not by whom.
+    assert_eq!(audit[1]["status"], "available");
+    assert_eq!(audit[1]["actor"], "a workspace admin");
+    assert_eq!(audit[2]["status"], "auth-failed");
+    assert_eq!(audit[2]["actor"], "system");
 }
 
 #[tokio::test]

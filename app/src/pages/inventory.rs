@@ -9,8 +9,11 @@ use crate::error_view::error_list;
 
 #[server]
 pub async fn list_connectors() -> Result<Vec<ConnectorInfo>, ServerFnError> {
-    let (engine, _) = (crate::access::ssr::engine()?, crate::access::ssr::caller()?);
-    Ok(engine.registry.all().iter().map(|h| h.info()).collect())
+    let (engine, who) = (crate::access::ssr::engine()?, crate::access::ssr::caller()?);
+    engine
+        .connectors_in(who.workspace_id)
+        .await
+        .map_err(crate::access::ssr::fail)
 }
 
 #[component]

@@ -20,17 +20,21 @@ pub struct StatusChange {
 }
 
 impl Store {
+    /// Logs a status change: of the connector itself (`workspace_id` none),
+    /// or of its use in one workspace.
     pub async fn record_connector_status(
         &self,
+        workspace_id: Option<i64>,
         connector_id: &str,
         status: &str,
         reason: Option<&str>,
         actor: &str,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO connector_status_log (connector_id, status, reason, actor, at) \
-             VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO connector_status_log (workspace_id, connector_id, status, reason, actor, at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
+        .bind(workspace_id)
         .bind(connector_id)
         .bind(status)
         .bind(reason)
@@ -41,16 +45,20 @@ impl Store {
         Ok(())
     }
 
-    /// A connector's status changes, newest first.
+    /// A connector's status changes a workspace may see (its own and the
+    /// connector's), newest first.
     pub async fn connector_status_log(
         &self,
         connector_id: &str,
+        workspace_id: i64,
     ) -> Result<Vec<StatusChange>, StoreError> {
         let rows = sqlx::query(
             "SELECT connector_id, status, reason, actor, at FROM connector_status_log \
-             WHERE connector_id = $1 ORDER BY id DESC LIMIT 200",
+             WHERE connector_id = $1 AND (workspace_id IS NULL OR workspace_id = $2) \
+             ORDER BY id DESC LIMIT 200",
         )
         .bind(connector_id)
+        .bind(workspace_id)
         .fetch_all(self.pool())
         .await?;
         rows.iter()
@@ -64,6 +72,60 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// The connectors a workspace switched off, with the reason each shows.
+    pub async fn workspace_disabled_connectors(
+        &self,
+        workspace_id: i64,
+    ) -> Result<std::collections::HashMap<String, String>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT connector_id, reason FROM workspace_connectors WHERE workspace_id = $1",
+        )
+        .bind(workspace_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("connector_id")?, row.try_get("reason")?)))
+            .collect()
+    }
+
+    /// Switches a connector off (`Some(reason)`) or back on (`None`) for one
+    /// workspace; `false` when that changed nothing.
+    pub async fn set_workspace_connector(
+        &self,
+        workspace_id: i64,
+        connector_id: &str,
+        disabled: Option<&str>,
+        actor: &str,
+    ) -> Result<bool, StoreError> {
+        let done = match disabled {
+            Some(reason) => {
+                sqlx::query(
+                    "INSERT INTO workspace_connectors \
+                     (workspace_id, connector_id, reason, disabled_by, disabled_at) \
+                     VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (workspace_id, connector_id) DO UPDATE SET \
+                     reason = excluded.reason, disabled_by = excluded.disabled_by, \
+                     disabled_at = excluded.disabled_at",
+                )
+                .bind(workspace_id)
+                .bind(connector_id)
+                .bind(reason)
+                .bind(actor)
+                .bind(now_ms())
+                .execute(self.pool())
+                .await?
+            }
+            None => sqlx::query(
+                "DELETE FROM workspace_connectors WHERE workspace_id = $1 AND connector_id = $2",
+            )
+            .bind(workspace_id)
+            .bind(connector_id)
+            .execute(self.pool())
+            .await?,
+        };
+        Ok(done.rows_affected() > 0)
     }
 
     /// Counts one fire against a connector's daily cap, atomically across

@@ -34,7 +34,7 @@ impl StoredRecord {
     }
 }
 
-const SUMMARY: &str = "SELECT s.id, s.name, s.bundle_id, s.is_demo, s.created_at, \
+const SUMMARY: &str = "SELECT s.id, s.name, s.bundle_id, s.is_demo, s.created_at, s.workspace_id, \
      (SELECT COUNT(*) FROM records r WHERE r.record_set_id = s.id) AS records \
      FROM record_sets s";
 
@@ -46,6 +46,7 @@ fn summary(row: &AnyRow) -> Result<RecordSetSummary, StoreError> {
         records: row.try_get("records")?,
         is_demo: row.try_get::<i64, _>("is_demo")? != 0,
         created_at: row.try_get("created_at")?,
+        workspace_id: row.try_get("workspace_id")?,
     })
 }
 

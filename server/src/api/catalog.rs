@@ -7,7 +7,7 @@ use engine::store::StatusChange;
 use model::{Capability, ConnectorInfo};
 use serde::{Deserialize, Serialize};
 
-use super::extract::{AdminCaller, ApiBytes};
+use super::extract::{AdminCaller, ApiBytes, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
@@ -45,19 +45,16 @@ pub struct ConnectorView {
     pub fires_today: i64,
 }
 
-/// `GET /api/connectors`
+/// `GET /api/connectors`: every connector as the caller's workspace sees it.
 pub async fn connectors(
     State(state): State<AppState>,
+    Caller(who): Caller,
 ) -> Result<Json<Vec<ConnectorView>>, ApiError> {
     let mut out = Vec::new();
-    for handle in state.engine.registry.all() {
+    for info in state.engine.connectors_in(who.workspace_id).await? {
         out.push(ConnectorView {
-            fires_today: state
-                .engine
-                .store
-                .fires_today(&handle.registration.id)
-                .await?,
-            info: handle.info(),
+            fires_today: state.engine.store.fires_today(&info.id).await?,
+            info,
         });
     }
     Ok(Json(out))
@@ -71,7 +68,7 @@ pub struct DisableBody {
 }
 
 /// `POST /api/connectors/{id}/disable` with an optional `{"reason": "..."}`
-/// (admins).
+/// (admins): off for the caller's workspace only.
 pub async fn disable(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -79,44 +76,29 @@ pub async fn disable(
     body: ApiBytes,
 ) -> Result<Json<ConnectorInfo>, ApiError> {
     let reason = body.json_or_default::<DisableBody>()?.reason;
-    state
-        .engine
-        .registry
-        .disable(&id, &who.email, &reason)
-        .await?;
-    info(&state, &id)
+    Ok(Json(
+        state.engine.disable_connector(&who, &id, &reason).await?,
+    ))
 }
 
-/// `POST /api/connectors/{id}/enable` (admins)
+/// `POST /api/connectors/{id}/enable` (admins): on again for the caller's
+/// workspace, and a refused key or rate limit cleared for another try.
 pub async fn enable(
     State(state): State<AppState>,
     Path(id): Path<String>,
     AdminCaller(who): AdminCaller,
 ) -> Result<Json<ConnectorInfo>, ApiError> {
-    state.engine.registry.enable(&id, &who.email).await?;
-    info(&state, &id)
+    Ok(Json(state.engine.enable_connector(&who, &id).await?))
 }
 
-/// `GET /api/connectors/{id}/audit`: status changes, newest first.
+/// `GET /api/connectors/{id}/audit`: the status changes the caller's
+/// workspace may see, newest first.
 pub async fn audit(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Caller(who): Caller,
 ) -> Result<Json<Vec<StatusChange>>, ApiError> {
-    if state.engine.registry.by_id(&id).is_none() {
-        return Err(ApiError::NotFound(format!(
-            "no connector {id:?} is registered"
-        )));
-    }
-    Ok(Json(state.engine.store.connector_status_log(&id).await?))
-}
-
-fn info(state: &AppState, id: &str) -> Result<Json<ConnectorInfo>, ApiError> {
-    state
-        .engine
-        .registry
-        .by_id(id)
-        .map(|h| Json(h.info()))
-        .ok_or_else(|| ApiError::NotFound(format!("no connector {id:?} is registered")))
+    Ok(Json(state.engine.connector_audit(&who, &id).await?))
 }
 
 /// `GET /api/packs`

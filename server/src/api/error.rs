@@ -140,6 +140,16 @@ impl From<engine::ops::ImportFailure> for ApiError {
     }
 }
 
+impl From<engine::workspace_connectors::SwitchError> for ApiError {
+    fn from(e: engine::workspace_connectors::SwitchError) -> Self {
+        use engine::workspace_connectors::SwitchError;
+        match e {
+            SwitchError::Registry(e) => e.into(),
+            SwitchError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<engine::accounts::AccountError> for ApiError {
     fn from(e: engine::accounts::AccountError) -> Self {
         use engine::accounts::AccountError;
