@@ -14,8 +14,8 @@ pub mod pages;
 pub mod triage;
 
 use pages::{
-    provide_viewer, AccountCorner, InventoryPage, NotFoundPage, RecordSetsPage, SettingsPage,
-    SignInPage,
+    provide_viewer, AccountCorner, InventoryPage, MembersPage, NotFoundPage, RecordSetsPage,
+    SettingsPage, SignInPage,
 };
 
 /// The whole HTML document the server renders around the app.
@@ -56,6 +56,7 @@ pub fn App() -> impl IntoView {
                 <nav aria-label="Main">
                     <A href="/record-sets">"Record sets"</A>
                     <A href="/inventory">"Inventory"</A>
+                    <A href="/members">"Members"</A>
                     <A href="/settings">"Settings"</A>
                 </nav>
                 <AccountCorner/>
@@ -66,6 +67,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/record-sets") view=RecordSetsPage/>
                     <Route path=path!("/record-sets/:id") view=triage::TriageView/>
                     <Route path=path!("/inventory") view=InventoryPage/>
+                    <Route path=path!("/members") view=MembersPage/>
                     <Route path=path!("/settings") view=SettingsPage/>
                     <Route path=path!("/sign-in") view=SignInPage/>
                 </Routes>

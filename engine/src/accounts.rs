@@ -263,6 +263,108 @@ impl Engine {
         self.store.principal_by_token(&secret_hash(token)).await
     }
 
+    /// Adds a person to the caller's workspace (admins); a new user gets a
+    /// generated password, returned once for the admin to hand over.
+    pub async fn add_member(
+        &self,
+        who: &Principal,
+        email: &str,
+        role: Role,
+    ) -> Result<AddedUser, AccountError> {
+        self.add_user(email, &who.workspace_name, role, None).await
+    }
+
+    /// Changes a member's role in the caller's workspace (admins). The last
+    /// admin stays an admin.
+    pub async fn set_member_role(
+        &self,
+        who: &Principal,
+        user_id: i64,
+        role: Role,
+    ) -> Result<(), AccountError> {
+        let member = self.member(who, user_id).await?;
+        if member.role == Role::Admin && role != Role::Admin {
+            self.keep_an_admin(who.workspace_id, &who.workspace_name, &member)
+                .await?;
+        }
+        self.store
+            .set_membership(user_id, who.workspace_id, role)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes a member out of the caller's workspace (admins): their sessions
+    /// and tokens there stop working at once. The last admin stays.
+    pub async fn remove_member(&self, who: &Principal, user_id: i64) -> Result<(), AccountError> {
+        let member = self.member(who, user_id).await?;
+        self.remove_from(who.workspace_id, &who.workspace_name, &member)
+            .await
+    }
+
+    /// Takes `email` out of `workspace` (the operator's `user remove`).
+    pub async fn remove_user(&self, email: &str, workspace: &str) -> Result<(), AccountError> {
+        let email = normalize_email(email)?;
+        let workspace_id = self.store.workspace_id(workspace).await?.ok_or_else(|| {
+            AccountError::Invalid(format!("workspace {workspace:?}: no such workspace"))
+        })?;
+        let member = self
+            .store
+            .members_of(workspace_id)
+            .await?
+            .into_iter()
+            .find(|m| m.email == email)
+            .ok_or_else(|| {
+                AccountError::Invalid(format!("{email} is not a member of {workspace:?}"))
+            })?;
+        self.remove_from(workspace_id, workspace, &member).await
+    }
+
+    async fn remove_from(
+        &self,
+        workspace_id: i64,
+        workspace: &str,
+        member: &model::Member,
+    ) -> Result<(), AccountError> {
+        if member.role == Role::Admin {
+            self.keep_an_admin(workspace_id, workspace, member).await?;
+        }
+        self.store
+            .remove_membership(member.user_id, workspace_id)
+            .await?;
+        Ok(())
+    }
+
+    async fn member(&self, who: &Principal, user_id: i64) -> Result<model::Member, AccountError> {
+        self.store
+            .members_of(who.workspace_id)
+            .await?
+            .into_iter()
+            .find(|m| m.user_id == user_id)
+            .ok_or_else(|| StoreError::NotFound(format!("member {user_id}")).into())
+    }
+
+    async fn keep_an_admin(
+        &self,
+        workspace_id: i64,
+        workspace: &str,
+        leaving: &model::Member,
+    ) -> Result<(), AccountError> {
+        let admins = self
+            .store
+            .members_of(workspace_id)
+            .await?
+            .into_iter()
+            .filter(|m| m.role == Role::Admin)
+            .count();
+        if admins <= 1 {
+            return Err(AccountError::Invalid(format!(
+                "{} is the last admin of {workspace:?}: make someone else admin first",
+                leaving.email
+            )));
+        }
+        Ok(())
+    }
+
     /// Fails with not found unless `owned` is in the caller's workspace.
     pub async fn authorize(&self, who: &Principal, owned: Owned) -> Result<(), StoreError> {
         self.store.check_owner(who.workspace_id, owned).await

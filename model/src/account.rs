@@ -52,6 +52,16 @@ pub struct WorkspaceRef {
     pub role: Role,
 }
 
+/// One member of a workspace, as its member list shows them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    pub user_id: i64,
+    pub email: String,
+    pub role: Role,
+    /// When they joined the workspace, Unix milliseconds.
+    pub since: i64,
+}
+
 /// The signed-in person as the pages need them: who, where, what they may do,
 /// and their own pack labels.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ pub mod pack;
 pub mod record;
 pub mod record_set;
 
-pub use account::{Role, Viewer, WorkspaceRef};
+pub use account::{Member, Role, Viewer, WorkspaceRef};
 pub use capability::{BuiltinCapability, Capability, InvalidCapability};
 pub use connector::{
     ConnectorInfo, ConnectorMenu, ConnectorStatus, CostTier, MenuEntry, RateHints,

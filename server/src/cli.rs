@@ -55,6 +55,16 @@ pub enum UserCommand {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// Take a user out of a workspace: their sessions and tokens there stop
+    /// at once. The last admin of a workspace stays.
+    Remove {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        workspace: String,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -75,6 +75,20 @@ pub async fn user(command: UserCommand, out: &mut impl Write) -> anyhow::Result<
             }
             Ok(())
         }
+        UserCommand::Remove {
+            email,
+            workspace,
+            db,
+        } => {
+            let engine = open(&db.database_url).await?;
+            engine.remove_user(&email, &workspace).await?;
+            writeln!(
+                out,
+                "Removed {} from workspace {workspace:?}.",
+                email.trim().to_lowercase()
+            )?;
+            Ok(())
+        }
     }
 }
 

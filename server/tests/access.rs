@@ -153,15 +153,83 @@ async fn members_cannot_do_what_admins_do() {
     let member = server
         .user("member@example.org", common::TEST_WORKSPACE, Role::Member)
         .await;
-    for path in [
-        "/api/connectors/alpha/disable",
-        "/api/connectors/alpha/enable",
-    ] {
-        let res = member.post(server.at(path)).send().await.unwrap();
-        assert_eq!(res.status().as_u16(), 403, "{path}");
+    let tester = server
+        .state
+        .engine
+        .store
+        .user_by_email(TEST_EMAIL)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    let admin_actions = [
+        (
+            Method::POST,
+            "/api/connectors/alpha/disable".to_owned(),
+            None,
+        ),
+        (
+            Method::POST,
+            "/api/connectors/alpha/enable".to_owned(),
+            None,
+        ),
+        (
+            Method::POST,
+            "/api/members".to_owned(),
+            Some(serde_json::json!({"email": "x@example.org", "role": "admin"})),
+        ),
+        (
+            Method::PUT,
+            format!("/api/members/{tester}"),
+            Some(serde_json::json!({"role": "member"})),
+        ),
+        (Method::DELETE, format!("/api/members/{tester}"), None),
+    ];
+    for (method, path, body) in admin_actions {
+        let mut req = member.request(method.clone(), server.at(&path));
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 403, "{method} {path}");
         let body: Value = res.json().await.unwrap();
         assert_eq!(body["error"], "forbidden");
     }
+    // The admin-only server functions refuse members too.
+    let admin_fns: Vec<(String, String)> = server::router::inventory()
+        .into_iter()
+        .filter_map(|(_, p)| {
+            let args = if p.starts_with("/api/add_member") {
+                "email=x%40example.org&role=admin".to_owned()
+            } else if p.starts_with("/api/set_member_role") {
+                format!("user_id={tester}&role=member")
+            } else if p.starts_with("/api/remove_member") {
+                format!("user_id={tester}")
+            } else {
+                return None;
+            };
+            Some((p, args))
+        })
+        .collect();
+    assert_eq!(admin_fns.len(), 3, "{admin_fns:?}");
+    for (path, args) in admin_fns {
+        let res = member
+            .post(server.at(&path))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(args)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 403, "server fn {path}");
+    }
+    let members = server
+        .state
+        .engine
+        .store
+        .members_of(server.workspace_id)
+        .await
+        .unwrap();
+    assert_eq!(members.len(), 2, "nothing changed: {members:?}");
     // Members still import, fire and triage.
     let res = member
         .post(server.at("/api/record-sets"))
@@ -702,6 +770,33 @@ async fn the_operator_commands_work_on_a_running_server_database() {
         .unwrap();
     assert_eq!(res.status().as_u16(), 401);
 
+    let out = run(
+        &[
+            "user",
+            "remove",
+            "--email",
+            "carol@example.org",
+            "--workspace",
+            "three",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        browser
+            .get(server.at("/api/me"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        401
+    );
+
     // Bad input names what is wrong and changes nothing.
     let out = run(
         &[
@@ -733,6 +828,128 @@ async fn the_operator_commands_work_on_a_running_server_database() {
     );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("password"));
+}
+
+#[tokio::test]
+async fn admins_manage_members_and_a_removed_member_is_out_at_once() {
+    let server = server(testing::sqlite()).await;
+    let (code, added) = server
+        .post_json(
+            "/api/members",
+            serde_json::json!({"email": "New@Example.org", "role": "member"}),
+        )
+        .await;
+    assert_eq!(code, 201, "{added}");
+    let password = added["password"].as_str().unwrap().to_owned();
+    let new_id = added["user_id"].as_i64().unwrap();
+    let browser = server.browser("new@example.org", &password).await;
+    let me: Value = browser
+        .get(server.at("/api/me"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["workspace"]["name"], common::TEST_WORKSPACE);
+    assert_eq!(me["workspace"]["role"], "member");
+    let (_, token) = server
+        .state
+        .engine
+        .create_token("new@example.org", common::TEST_WORKSPACE)
+        .await
+        .unwrap();
+
+    // Adding someone who has an account reveals no password.
+    let (code, again) = server
+        .post_json(
+            "/api/members",
+            serde_json::json!({"email": "new@example.org", "role": "member"}),
+        )
+        .await;
+    assert_eq!(code, 201);
+    assert!(again.get("password").is_none(), "{again}");
+
+    // The last admin cannot step down or be removed.
+    let tester = server
+        .state
+        .engine
+        .store
+        .user_by_email(TEST_EMAIL)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    let res = server
+        .client
+        .put(server.at(&format!("/api/members/{tester}")))
+        .json(&serde_json::json!({"role": "member"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 400);
+    assert!(res.text().await.unwrap().contains("last admin"));
+    let res = server
+        .client
+        .put(server.at(&format!("/api/members/{new_id}")))
+        .json(&serde_json::json!({"role": "admin"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 204);
+    let me: Value = browser
+        .get(server.at("/api/me"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["workspace"]["role"], "admin");
+
+    // Removed: the session and the token stop on the next request.
+    let res = server
+        .client
+        .delete(server.at(&format!("/api/members/{new_id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 204);
+    assert_eq!(
+        browser
+            .get(server.at("/api/me"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        401
+    );
+    let res = no_redirects()
+        .get(server.at("/api/me"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+    // Another workspace's member is not this admin's to touch.
+    server.user("zed@example.org", "two", Role::Admin).await;
+    let zed = server
+        .state
+        .engine
+        .store
+        .user_by_email("zed@example.org")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    let res = server
+        .client
+        .delete(server.at(&format!("/api/members/{zed}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 404);
 }
 
 #[tokio::test]

@@ -211,6 +211,41 @@ impl Store {
         Ok(())
     }
 
+    /// A workspace's members, by email.
+    pub async fn members_of(&self, workspace_id: i64) -> Result<Vec<model::Member>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT u.id, u.email, m.role, m.created_at FROM memberships m \
+             JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1 ORDER BY u.email",
+        )
+        .bind(workspace_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(model::Member {
+                    user_id: row.try_get("id")?,
+                    email: row.try_get("email")?,
+                    role: role_of(row)?,
+                    since: row.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Takes a user out of a workspace; `false` when they were not in it.
+    pub async fn remove_membership(
+        &self,
+        user_id: i64,
+        workspace_id: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM memberships WHERE user_id = $1 AND workspace_id = $2")
+            .bind(user_id)
+            .bind(workspace_id)
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
     /// The workspaces `user_id` belongs to, by name.
     pub async fn workspaces_of(&self, user_id: i64) -> Result<Vec<WorkspaceRef>, StoreError> {
         let rows = sqlx::query(

@@ -2,6 +2,7 @@
 //! stable. Every error is `{error, detail}` with the status that says what
 //! kind it is.
 
+mod account;
 mod catalog;
 mod error;
 mod events;
@@ -19,8 +20,6 @@ use model::Health;
 
 pub use error::ApiError;
 pub use extract::{AdminCaller, Caller};
-
-use extract::ApiJson;
 pub use record_sets::MAX_IMPORT_BYTES;
 
 use crate::router::AppState;
@@ -89,8 +88,16 @@ pub fn routes() -> Vec<Route> {
         route(Method::GET, "/jobs/{id}", jobs::get),
         route(Method::POST, "/jobs/{id}/cancel", jobs::cancel),
         route(Method::GET, "/events", events::stream),
-        route(Method::GET, "/me", me),
-        route(Method::PUT, "/me/pack-labels/{pack}", set_pack_label),
+        route(Method::GET, "/me", account::me),
+        route(
+            Method::PUT,
+            "/me/pack-labels/{pack}",
+            account::set_pack_label,
+        ),
+        route(Method::GET, "/members", account::members),
+        route(Method::POST, "/members", account::add_member),
+        route(Method::PUT, "/members/{id}", account::set_role),
+        route(Method::DELETE, "/members/{id}", account::remove_member),
     ]
 }
 
@@ -100,36 +107,6 @@ pub fn router() -> Router<AppState> {
         .into_iter()
         .fold(Router::new(), |router, r| router.route(r.path, r.handler))
         .fallback(|| async { ApiError::NotFound("no such API route".to_owned()) })
-}
-
-/// `GET /api/me`: who the caller is, where, and their own pack labels.
-async fn me(
-    State(state): State<AppState>,
-    Caller(who): Caller,
-) -> Result<Json<model::Viewer>, ApiError> {
-    Ok(Json(state.engine.viewer(&who).await?))
-}
-
-#[derive(Debug, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PackLabelBody {
-    /// The caller's own short label for the pack; `null` or blank restores
-    /// the pack's.
-    label: Option<String>,
-}
-
-/// `PUT /api/me/pack-labels/{pack}` `{"label": "fb" | null}`
-async fn set_pack_label(
-    State(state): State<AppState>,
-    Caller(who): Caller,
-    axum::extract::Path(pack): axum::extract::Path<String>,
-    ApiJson(body): ApiJson<PackLabelBody>,
-) -> Result<Json<model::Viewer>, ApiError> {
-    state
-        .engine
-        .set_pack_label(&who, &pack, body.label.as_deref())
-        .await?;
-    Ok(Json(state.engine.viewer(&who).await?))
 }
 
 /// `GET /api/health`: the process answers and its database is reachable.

@@ -1,0 +1,116 @@
+//! The caller's own account (`/me`) and the workspace's members (`/members`,
+//! changed by admins only).
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use model::{Member, Role, Viewer};
+use serde::{Deserialize, Serialize};
+
+use super::extract::{AdminCaller, ApiJson, Caller};
+use super::ApiError;
+use crate::router::AppState;
+
+/// `GET /api/me`: who the caller is, where, and their own pack labels.
+pub async fn me(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Viewer>, ApiError> {
+    Ok(Json(state.engine.viewer(&who).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackLabelBody {
+    /// The caller's own short label for the pack; `null` or blank restores
+    /// the pack's.
+    pub label: Option<String>,
+}
+
+/// `PUT /api/me/pack-labels/{pack}` `{"label": "fb" | null}`
+pub async fn set_pack_label(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path(pack): Path<String>,
+    ApiJson(body): ApiJson<PackLabelBody>,
+) -> Result<Json<Viewer>, ApiError> {
+    state
+        .engine
+        .set_pack_label(&who, &pack, body.label.as_deref())
+        .await?;
+    Ok(Json(state.engine.viewer(&who).await?))
+}
+
+/// `GET /api/members`: the caller's workspace's members.
+pub async fn members(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<Member>>, ApiError> {
+    Ok(Json(state.engine.store.members_of(who.workspace_id).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewMember {
+    pub email: String,
+    pub role: Role,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AddedMember {
+    pub user_id: i64,
+    /// Set when the person had no account: hand it to them; it is not kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+}
+
+/// `POST /api/members` `{"email": "...", "role": "member"}` (admins): adds a
+/// person, creating their account with a generated password when new.
+pub async fn add_member(
+    State(state): State<AppState>,
+    AdminCaller(who): AdminCaller,
+    ApiJson(body): ApiJson<NewMember>,
+) -> Result<(StatusCode, Json<AddedMember>), ApiError> {
+    let added = state
+        .engine
+        .add_member(&who, &body.email, body.role)
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(AddedMember {
+            user_id: added.user_id,
+            password: added.generated_password,
+        }),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleBody {
+    pub role: Role,
+}
+
+/// `PUT /api/members/{user_id}` `{"role": "admin"}` (admins)
+pub async fn set_role(
+    State(state): State<AppState>,
+    AdminCaller(who): AdminCaller,
+    Path(user_id): Path<i64>,
+    ApiJson(body): ApiJson<RoleBody>,
+) -> Result<StatusCode, ApiError> {
+    state
+        .engine
+        .set_member_role(&who, user_id, body.role)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE /api/members/{user_id}` (admins): their sessions and tokens in
+/// this workspace stop at once.
+pub async fn remove_member(
+    State(state): State<AppState>,
+    AdminCaller(who): AdminCaller,
+    Path(user_id): Path<i64>,
+) -> Result<StatusCode, ApiError> {
+    state.engine.remove_member(&who, user_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
