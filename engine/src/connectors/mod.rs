@@ -8,6 +8,7 @@ pub mod demo;
 pub mod env;
 pub mod gdelt;
 pub mod google;
+pub mod guard;
 pub mod http;
 pub mod openalex;
 pub mod searxng;
