@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod events;
 pub mod import;
 pub mod jobs;
+pub mod manifest;
 pub mod ops;
 pub mod packs;
 pub mod presence;

@@ -73,32 +73,7 @@ impl Http {
         request: RequestBuilder,
         secrets: &[&str],
     ) -> Result<(StatusCode, HeaderMap, Vec<u8>), FireError> {
-        let mut response = request
-            .send()
-            .await
-            .map_err(|e| transport_error(provider, e, secrets))?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        if response
-            .content_length()
-            .is_some_and(|n| n > self.max_body as u64)
-        {
-            return Err(too_big(provider, self.max_body));
-        }
-        let mut body = Vec::new();
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if body.len() + chunk.len() > self.max_body {
-                        return Err(too_big(provider, self.max_body));
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                Err(e) => return Err(transport_error(provider, e, secrets)),
-            }
-        }
-        Ok((status, headers, body))
+        send_capped(provider, request, self.max_body, secrets).await
     }
 
     /// Sends a request expecting JSON: classifies the status, refuses HTML and
@@ -115,6 +90,42 @@ impl Http {
         }
         parse_json(provider, &headers, &body, secrets)
     }
+}
+
+/// Sends a request and returns the status, headers and body, refusing a body
+/// over `max_body` bytes. `secrets` are scrubbed from every message.
+pub async fn send_capped(
+    provider: &str,
+    request: RequestBuilder,
+    max_body: usize,
+    secrets: &[&str],
+) -> Result<(StatusCode, HeaderMap, Vec<u8>), FireError> {
+    let mut response = request
+        .send()
+        .await
+        .map_err(|e| transport_error(provider, e, secrets))?;
+    let status = response.status();
+    let headers = response.headers().clone();
+    if response
+        .content_length()
+        .is_some_and(|n| n > max_body as u64)
+    {
+        return Err(too_big(provider, max_body));
+    }
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > max_body {
+                    return Err(too_big(provider, max_body));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => break,
+            Err(e) => return Err(transport_error(provider, e, secrets)),
+        }
+    }
+    Ok((status, headers, body))
 }
 
 fn too_big(provider: &str, max: usize) -> FireError {

@@ -1,0 +1,274 @@
+//! Firing a manifest: build each request from the templates, refuse internal
+//! targets (the outbound guard), read the answer within the size cap, apply
+//! the manifest's error rules before the usual HTTP contract, map the items
+//! through JSONPath, and page while results are still wanted.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use model::Capability;
+use reqwest::header::{HeaderName, HeaderValue, USER_AGENT as UA};
+use serde_json::Value;
+use serde_json_path::JsonPath;
+use url::Url;
+
+use super::{render, Manifest, Meaning, PageKind};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connectors::guard::{public_address, AllowList};
+use crate::connectors::http::{
+    classify_status, parse_json, plain_text, redact, retry_after, send_capped, USER_AGENT,
+};
+use crate::registry::EnvLookup;
+
+/// The largest answer one page may be.
+const MAX_BODY: usize = 2 * 1024 * 1024;
+
+/// A manifest as a connector.
+pub struct ManifestConnector {
+    manifest: Arc<Manifest>,
+    allow: AllowList,
+    env: EnvLookup,
+    timeout: Duration,
+}
+
+impl ManifestConnector {
+    pub fn new(manifest: Arc<Manifest>, allow: AllowList, env: EnvLookup) -> Self {
+        Self {
+            manifest,
+            allow,
+            env,
+            timeout: Duration::from_secs(15),
+        }
+    }
+
+    fn who(&self) -> &str {
+        &self.manifest.spec.display_name
+    }
+
+    /// The secret values this manifest uses, to scrub from every message.
+    fn secrets(&self) -> Vec<String> {
+        self.manifest
+            .spec
+            .requires_env
+            .iter()
+            .filter_map(|v| (self.env)(v))
+            .filter(|v| !v.trim().is_empty())
+            .collect()
+    }
+
+    fn first_string(path: &JsonPath, item: &Value) -> Option<String> {
+        match path.query(item).first()? {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    }
+
+    /// One request; returns the parsed answer.
+    async fn fetch(
+        &self,
+        query: &str,
+        opts: &FireOpts,
+        page_param: Option<(String, String)>,
+        secrets: &[&str],
+    ) -> Result<Value, FireError> {
+        let spec = &self.manifest.spec.request;
+        let who = self.who();
+        let fill = |text: &str| {
+            render(
+                text,
+                query,
+                opts.max_results,
+                &opts.record_fields,
+                &opts.record_name,
+                &|var| (self.env)(var).filter(|v| !v.trim().is_empty()),
+            )
+            .map_err(|e| FireError::Malformed {
+                reason: format!("{who}: {e}"),
+            })
+        };
+        let mut url = Url::parse(&fill(&spec.url)?).map_err(|e| FireError::Malformed {
+            reason: format!("{who}: the address is not valid once filled in: {e}"),
+        })?;
+        {
+            let mut pairs = url.query_pairs_mut();
+            for (name, value) in &spec.query {
+                pairs.append_pair(name, &fill(value)?);
+            }
+            if let Some((name, value)) = &page_param {
+                pairs.append_pair(name, value);
+            }
+        }
+        let addr = public_address(who, &url, &self.allow).await?;
+        let host = url.host_str().unwrap_or_default().to_owned();
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(self.timeout)
+            .resolve(&host, addr)
+            .build()
+            .map_err(|e| FireError::Upstream {
+                reason: format!("{who}: {e}"),
+            })?;
+        let mut request = if spec.method.eq_ignore_ascii_case("POST") {
+            client.post(url)
+        } else {
+            client.get(url)
+        };
+        request = request.header(UA, USER_AGENT);
+        for (name, value) in &spec.headers {
+            let value = fill(value)?;
+            let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(&value),
+            ) else {
+                return Err(FireError::Malformed {
+                    reason: format!("{who}: header {name} is not valid once filled in"),
+                });
+            };
+            request = request.header(name, value);
+        }
+        if let Some(body) = &spec.body {
+            request = request.json(&fill_json(body, &fill)?);
+        }
+        let (status, headers, body) = send_capped(who, request, MAX_BODY, secrets).await?;
+        if status.is_redirection() {
+            return Err(FireError::Upstream {
+                reason: format!(
+                    "{who} answered with a redirect (HTTP {}), which is not followed",
+                    status.as_u16()
+                ),
+            });
+        }
+        let text = String::from_utf8_lossy(&body);
+        for rule in &self.manifest.spec.errors {
+            let status_matches = rule.status.is_none_or(|s| s == status.as_u16());
+            let body_matches = rule
+                .body_contains
+                .as_deref()
+                .is_none_or(|t| text.contains(t));
+            if status_matches && body_matches {
+                let reason = redact(
+                    &format!(
+                        "{who} HTTP {}: matched an error rule ({:?})",
+                        status.as_u16(),
+                        rule.means
+                    ),
+                    secrets,
+                );
+                return match rule.means {
+                    Meaning::NotFound => Ok(Value::Null),
+                    Meaning::RateLimited => Err(FireError::RateLimited {
+                        retry_after: retry_after(&headers),
+                        reason,
+                    }),
+                    Meaning::AuthFailed => Err(FireError::AuthFailed { reason }),
+                    Meaning::Upstream => Err(FireError::Upstream { reason }),
+                };
+            }
+        }
+        if let Some(e) = classify_status(who, status, &headers, &body, secrets) {
+            return Err(e);
+        }
+        parse_json(who, &headers, &body, secrets)
+    }
+}
+
+fn fill_json(
+    value: &Value,
+    fill: &dyn Fn(&str) -> Result<String, FireError>,
+) -> Result<Value, FireError> {
+    Ok(match value {
+        Value::String(s) => Value::String(fill(s)?),
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .map(|v| fill_json(v, fill))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| Ok((k.clone(), fill_json(v, fill)?)))
+                .collect::<Result<_, FireError>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
+#[async_trait]
+impl Connector for ManifestConnector {
+    async fn fire(
+        &self,
+        _intent: &Capability,
+        query: &str,
+        opts: &FireOpts,
+    ) -> Result<Vec<ConnectorResult>, FireError> {
+        let secrets = self.secrets();
+        let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+        let manifest = &self.manifest;
+        let pagination = manifest.spec.pagination.as_ref();
+        let pages = pagination.map_or(1, |p| p.max_pages);
+        let mut results: Vec<ConnectorResult> = Vec::new();
+        let mut next: Option<(String, String)> = pagination.and_then(|p| match p.kind {
+            PageKind::Page => Some((p.param.clone(), p.start.to_string())),
+            PageKind::Offset => Some((p.param.clone(), "0".to_owned())),
+            PageKind::Cursor => None,
+        });
+        let mut seen = 0usize;
+        for page in 0..pages {
+            let answer = self.fetch(query, opts, next.clone(), &secrets).await?;
+            if answer.is_null() {
+                break;
+            }
+            let items: Vec<&Value> = manifest.items.query(&answer).all();
+            if items.is_empty() {
+                break;
+            }
+            seen += items.len();
+            for item in &items {
+                let (Some(url), Some(title)) = (
+                    Self::first_string(&manifest.url, item),
+                    Self::first_string(&manifest.title, item),
+                ) else {
+                    continue;
+                };
+                if !url.starts_with("https://") && !url.starts_with("http://") {
+                    continue;
+                }
+                let snippet = manifest
+                    .snippet
+                    .as_ref()
+                    .and_then(|p| Self::first_string(p, item))
+                    .unwrap_or_default();
+                results.push(ConnectorResult {
+                    url,
+                    title: plain_text(&title),
+                    snippet: plain_text(&snippet),
+                    raw: (*item).clone(),
+                });
+            }
+            if results.len() >= opts.max_results {
+                break;
+            }
+            let Some(p) = pagination else { break };
+            next = match p.kind {
+                PageKind::Page => {
+                    Some((p.param.clone(), (p.start + u64::from(page) + 1).to_string()))
+                }
+                PageKind::Offset => Some((p.param.clone(), seen.to_string())),
+                PageKind::Cursor => {
+                    let cursor = manifest
+                        .cursor
+                        .as_ref()
+                        .and_then(|c| Self::first_string(c, &answer))
+                        .filter(|c| !c.is_empty());
+                    match cursor {
+                        Some(c) => Some((p.param.clone(), c)),
+                        None => break,
+                    }
+                }
+            };
+        }
+        results.truncate(opts.max_results.max(1));
+        Ok(results)
+    }
+}

@@ -1,0 +1,232 @@
+use super::*;
+
+const GOOD: &str = r#"
+id = "hn"
+display_name = "Hacker News"
+short_label = "HN"
+capabilities = ["search.news", "community.forum"]
+cost_tier = "free"
+requires_env = ["HN_KEY"]
+rate_hints = { per_second = 2.0 }
+
+[request]
+url = "https://hn.example.org/api/search"
+query = { q = "{{query}}", n = "{{max_results}}", city = "{{record.city}}" }
+headers = { Authorization = "Bearer {{secret.HN_KEY}}" }
+
+[response]
+items = "$.hits[*]"
+url = "$.url"
+title = "$.title"
+snippet = "$.text"
+
+[pagination]
+kind = "page"
+param = "page"
+max_pages = 3
+
+[[errors]]
+status = 403
+body_contains = "rate limit"
+means = "rate_limited"
+"#;
+
+#[test]
+fn a_good_manifest_checks_and_registers_what_it_says() {
+    let m = Manifest::parse(GOOD, Format::Toml).unwrap();
+    let r = m.registration();
+    assert_eq!(r.id, "hn");
+    assert_eq!(r.capabilities.len(), 2);
+    assert_eq!(r.capabilities[1].name(), "community.forum");
+    assert_eq!(r.requires_env, ["HN_KEY"]);
+    assert_eq!(r.rate_hints.per_second, Some(2.0));
+    // The same manifest as JSON.
+    let json = serde_json::to_string(&m.spec).unwrap();
+    assert_eq!(Manifest::parse(&json, Format::Json).unwrap().spec, m.spec);
+}
+
+/// Replaces `from` (which must be in GOOD) with `to`.
+fn broken(from: &str, to: &str) -> String {
+    assert!(GOOD.contains(from), "{from}");
+    GOOD.replacen(from, to, 1)
+}
+
+#[test]
+fn every_kind_of_mistake_is_named_with_its_field() {
+    let cases: Vec<(String, &str, &str)> = vec![
+        (
+            broken("id = \"hn\"", "id = \"Hacker News\""),
+            "id",
+            "not an id",
+        ),
+        (
+            broken("display_name = \"Hacker News\"", "display_name = \"\""),
+            "display_name",
+            "1 to 80",
+        ),
+        (
+            broken("short_label = \"HN\"", "short_label = \"\""),
+            "short_label",
+            "1 to 16",
+        ),
+        (
+            broken(
+                "capabilities = [\"search.news\", \"community.forum\"]",
+                "capabilities = []",
+            ),
+            "capabilities",
+            "at least one",
+        ),
+        (
+            broken("\"community.forum\"", "\"Not A Capability\""),
+            "capabilities[1]",
+            "",
+        ),
+        (
+            broken("cost_tier = \"free\"", "cost_tier = \"cheap\""),
+            "line 6",
+            "unknown variant",
+        ),
+        (
+            broken("requires_env = [\"HN_KEY\"]", "requires_env = [\"hn key\"]"),
+            "requires_env[0]",
+            "variable name",
+        ),
+        (
+            broken("per_second = 2.0", "per_second = -1.0"),
+            "rate_hints.per_second",
+            "positive",
+        ),
+        (
+            broken(
+                "url = \"https://hn.example.org/api/search\"",
+                "url = \"ftp://hn.example.org/\"",
+            ),
+            "request.url",
+            "scheme",
+        ),
+        (
+            broken(
+                "url = \"https://hn.example.org/api/search\"",
+                "url = \"https://{{record.host}}/api\"",
+            ),
+            "request.url",
+            "host must be written out",
+        ),
+        (
+            broken(
+                "url = \"https://hn.example.org/api/search\"",
+                "url = \"https://hn.example.org/{{secret.HN_KEY}}\"",
+            ),
+            "request.url",
+            "header or a query",
+        ),
+        (
+            broken("q = \"{{query}}\"", "q = \"{{querry}}\""),
+            "request.query.q",
+            "unknown placeholder",
+        ),
+        (
+            broken("q = \"{{query}}\"", "q = \"{{query\""),
+            "request.query.q",
+            "never closes",
+        ),
+        (
+            broken("Bearer {{secret.HN_KEY}}", "Bearer {{secret.OTHER}}"),
+            "request.headers.Authorization",
+            "not listed in requires_env",
+        ),
+        (
+            broken("[request]", "[request]\nmethod = \"DELETE\""),
+            "request.method",
+            "GET or POST",
+        ),
+        (
+            broken("[request]", "[request]\nbody = { q = \"x\" }"),
+            "request.body",
+            "POST",
+        ),
+        (
+            broken("items = \"$.hits[*]\"", "items = \"hits\""),
+            "response.items",
+            "JSONPath",
+        ),
+        (
+            broken("title = \"$.title\"", "title = \"$.[\""),
+            "response.title",
+            "JSONPath",
+        ),
+        (
+            broken("max_pages = 3", "max_pages = 50"),
+            "pagination.max_pages",
+            "1 to 10",
+        ),
+        (
+            broken("kind = \"page\"", "kind = \"cursor\""),
+            "pagination.cursor_path",
+            "needs the JSONPath",
+        ),
+        (
+            broken("status = 403", "status = 200"),
+            "errors[0].status",
+            "400 to 599",
+        ),
+        (
+            broken("means = \"rate_limited\"", "means = \"sad\""),
+            "line",
+            "unknown variant",
+        ),
+        (
+            broken("[response]", "[response]\nurl_template = \"x\""),
+            "line",
+            "unknown field",
+        ),
+        (
+            broken("title = \"$.title\"\n", ""),
+            "line",
+            "missing field `title`",
+        ),
+        ("id = [".to_owned(), "line 1", ""),
+    ];
+    assert!(cases.len() >= 15);
+    for (text, field, words) in cases {
+        let err = Manifest::parse(&text, Format::Toml).unwrap_err();
+        assert!(
+            err.0
+                .iter()
+                .any(|p| p.field.starts_with(field) && p.message.contains(words)),
+            "expected {field}: …{words}… in {err}"
+        );
+    }
+}
+
+#[test]
+fn several_mistakes_are_reported_together() {
+    let text = broken("id = \"hn\"", "id = \"\"").replace("max_pages = 3", "max_pages = 0");
+    let err = Manifest::parse(&text, Format::Toml).unwrap_err();
+    let fields: Vec<&str> = err.0.iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(fields, ["id", "pagination.max_pages"]);
+}
+
+#[test]
+fn templates_fill_from_the_query_the_record_and_secrets() {
+    let record = BTreeMap::from([("city".to_owned(), "Lyon".to_owned())]);
+    let secret = |name: &str| (name == "K").then(|| "s3cret".to_owned());
+    let out = render(
+        "{{query}} in {{record.city}} ({{record.name}}), {{max_results}}, {{secret.K}}",
+        "acme",
+        5,
+        &record,
+        "Acme",
+        &secret,
+    )
+    .unwrap();
+    assert_eq!(out, "acme in Lyon (Acme), 5, s3cret");
+    assert_eq!(
+        render("{{record.nope}}", "", 1, &record, "", &secret).unwrap(),
+        ""
+    );
+    assert!(render("{{secret.MISSING}}", "", 1, &record, "", &secret)
+        .unwrap_err()
+        .contains("MISSING"));
+}
