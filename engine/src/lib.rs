@@ -62,6 +62,8 @@ pub struct Engine {
     pub dispatcher: Dispatcher,
     pub jobs: JobRunner,
     pub presence: presence::Presence,
+    /// The manifest drop folder, once the server has set one up.
+    pub drop_folder: Arc<std::sync::OnceLock<manifest::folder::DropFolder>>,
 }
 
 impl Engine {
@@ -93,6 +95,7 @@ impl Engine {
         );
         Self {
             presence: presence::Presence::new(events.clone()),
+            drop_folder: Arc::default(),
             store,
             registry,
             events,

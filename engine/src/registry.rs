@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use model::{Capability, ConnectorInfo, ConnectorStatus, CostTier, RateHints};
+use model::{Capability, ConnectorInfo, ConnectorSource, ConnectorStatus, CostTier, RateHints};
 
 use crate::connector::Connector;
 use crate::events::EventBus;
@@ -46,6 +46,7 @@ pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 struct Entry {
     registration: Registration,
+    source: ConnectorSource,
     connector: Arc<dyn Connector>,
     /// Set by people or by provider answers; `NeedsEnv` is derived instead.
     status: ConnectorStatus,
@@ -58,6 +59,7 @@ struct Entry {
 pub struct ConnectorHandle {
     pub registration: Registration,
     pub status: ConnectorStatus,
+    pub source: ConnectorSource,
     pub connector: Arc<dyn Connector>,
     limiter: Option<Arc<DefaultDirectRateLimiter>>,
 }
@@ -92,6 +94,7 @@ impl ConnectorHandle {
             rate_hints: r.rate_hints,
             status_reason: self.status.reason(),
             status: self.status.clone(),
+            source: self.source.clone(),
         }
     }
 }
@@ -129,12 +132,23 @@ impl Registry {
         }
     }
 
-    /// Adds or replaces a connector. A replaced connector keeps a status a
-    /// person set (disabled) or a provider set (rate-limited, auth-failed).
+    /// Adds or replaces a coded connector. A replaced connector keeps a
+    /// status a person set (disabled) or a provider set (rate-limited,
+    /// auth-failed).
     pub fn register(
         &self,
         registration: Registration,
         connector: Arc<dyn Connector>,
+    ) -> Result<(), RegistryError> {
+        self.register_from(registration, connector, ConnectorSource::Builtin)
+    }
+
+    /// Adds or replaces a connector that came from `source`.
+    pub fn register_from(
+        &self,
+        registration: Registration,
+        connector: Arc<dyn Connector>,
+        source: ConnectorSource,
     ) -> Result<(), RegistryError> {
         validate(&registration)?;
         let limiter = registration.rate_hints.per_second.and_then(limiter_for);
@@ -148,6 +162,7 @@ impl Registry {
                 id.clone(),
                 Entry {
                     registration,
+                    source,
                     connector,
                     status,
                     limiter,
@@ -305,6 +320,7 @@ impl Registry {
     fn handle(&self, entry: &Entry, now: i64) -> ConnectorHandle {
         ConnectorHandle {
             registration: entry.registration.clone(),
+            source: entry.source.clone(),
             status: self.effective_status(entry, now),
             connector: entry.connector.clone(),
             limiter: entry.limiter.clone(),

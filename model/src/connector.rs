@@ -112,6 +112,30 @@ pub struct ConnectorInfo {
     /// `status`'s reason in a sentence, absent when available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_reason: Option<String>,
+    /// Where the connector comes from.
+    #[serde(default)]
+    pub source: ConnectorSource,
+}
+
+/// Where a connector comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ConnectorSource {
+    /// Coded in Switchyard (a rebuild changes it).
+    #[default]
+    Builtin,
+    /// A manifest file in the drop folder.
+    File { path: String },
+}
+
+impl ConnectorSource {
+    /// In a few words, for the inventory.
+    pub fn describe(&self) -> String {
+        match self {
+            ConnectorSource::Builtin => "built-in".to_owned(),
+            ConnectorSource::File { path } => format!("manifest file {path}"),
+        }
+    }
 }
 
 /// One line of a chip's connector menu: a connector serving the pack's intent,

@@ -128,6 +128,9 @@ pub struct ServeArgs {
     /// session cookie Secure.
     #[arg(long, env = "SWITCHYARD_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// The drop folder of manifest connectors, watched while serving.
+    #[arg(long, env = "SWITCHYARD_CONNECTORS", default_value = "connectors")]
+    pub connectors: std::path::PathBuf,
     /// The admin created on first run (when no account exists yet).
     #[arg(
         long,
@@ -161,6 +164,7 @@ impl From<&ServeArgs> for Config {
                 .as_deref()
                 .is_some_and(|u| u.starts_with("https://")),
             first_admin: args.first_admin.clone(),
+            connectors_dir: args.connectors.clone(),
         }
     }
 }

@@ -28,6 +28,8 @@ pub struct Config {
     pub secure_cookies: bool,
     /// The admin created on first run, when no account exists yet.
     pub first_admin: String,
+    /// The drop folder of manifest connectors.
+    pub connectors_dir: PathBuf,
 }
 
 impl Config {

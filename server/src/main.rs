@@ -33,7 +33,7 @@ async fn main() -> anyhow::Result<()> {
 
 async fn run_serve(config: Config) -> anyhow::Result<()> {
     let state = startup::prepare(&config).await?;
-    startup::register_connectors(&config, &state)?;
+    let _watching = startup::register_connectors(&config, &state)?;
     if let Some(first) = startup::finish(&config, &state).await? {
         // The one place the first admin's password appears: this console.
         println!(

@@ -40,13 +40,33 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
     })
 }
 
-/// Registers the coded adapters (and the demo connector in demo mode).
-pub fn register_connectors(config: &Config, state: &AppState) -> anyhow::Result<()> {
+/// Registers the coded adapters (and the demo connector in demo mode), then
+/// every manifest in the drop folder, and watches the folder. Keep the
+/// returned guard for as long as the folder should be watched.
+pub fn register_connectors(
+    config: &Config,
+    state: &AppState,
+) -> anyhow::Result<Option<engine::manifest::folder::Watching>> {
     let http = engine::connectors::http::Http::new().context("building the HTTP client")?;
     let demo = config.demo.then_some(config.demo_latency);
     engine::connectors::register_builtin(&state.engine.registry, &http, demo)
         .context("registering the built-in connectors")?;
-    Ok(())
+    let folder = engine::manifest::folder::DropFolder::new(
+        &config.connectors_dir,
+        state.engine.registry.clone(),
+        engine::connectors::guard::AllowList::from_env(),
+        std::sync::Arc::new(|name| std::env::var(name).ok()),
+    );
+    folder.load_all();
+    let watching = match folder.watch() {
+        Ok(w) => Some(w),
+        Err(e) => {
+            tracing::warn!(dir = %config.connectors_dir.display(), error = %e, "Cannot watch the connectors folder; changes apply on restart.");
+            None
+        }
+    };
+    let _ = state.engine.drop_folder.set(folder);
+    Ok(watching)
 }
 
 /// The admin made on first run, to be shown once.

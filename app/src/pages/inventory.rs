@@ -16,6 +16,70 @@ pub async fn list_connectors() -> Result<Vec<ConnectorInfo>, ServerFnError> {
         .map_err(crate::access::ssr::fail)
 }
 
+/// Every manifest file in the drop folder: its connector, or why it is not
+/// serving (the folder's path, then one line per file).
+#[server]
+pub async fn list_manifest_files() -> Result<(String, Vec<ManifestFile>), ServerFnError> {
+    let (engine, _) = (crate::access::ssr::engine()?, crate::access::ssr::caller()?);
+    let Some(folder) = engine.drop_folder.get() else {
+        return Ok((String::new(), Vec::new()));
+    };
+    let files = folder
+        .files()
+        .into_iter()
+        .map(|(path, state)| ManifestFile {
+            file: std::path::Path::new(&path)
+                .file_name()
+                .map_or(path.clone(), |n| n.to_string_lossy().into_owned()),
+            connector_id: state.connector_id,
+            error: state.error,
+        })
+        .collect();
+    Ok((folder.dir().display().to_string(), files))
+}
+
+/// One file of the drop folder as the inventory shows it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ManifestFile {
+    pub file: String,
+    pub connector_id: Option<String>,
+    pub error: Option<String>,
+}
+
+#[component]
+fn ManifestFiles() -> impl IntoView {
+    let files = Resource::new(|| (), |_| list_manifest_files());
+    view! {
+        <Transition fallback=|| ()>
+            <ErrorBoundary fallback=error_list>
+                {move || Suspend::new(async move {
+                    files.await.map(|(dir, files)| {
+                        if dir.is_empty() {
+                            return ().into_any();
+                        }
+                        view! {
+                            <h2>"Manifest files"</h2>
+                            <p class="muted">"Drop a manifest in "<code>{dir}</code>" and it registers within a second; see its README for the format."</p>
+                            <ul class="manifest-files">
+                                {files.into_iter().map(|f| {
+                                    let state = if f.error.is_some() { "error" } else { "serving" };
+                                    view! {
+                                        <li data-file=f.file.clone() data-state=state>
+                                            <code>{f.file.clone()}</code>" · "
+                                            {f.connector_id.clone().map(|id| format!("serves {id}")).unwrap_or_else(|| "not registered".to_owned())}
+                                            {f.error.clone().map(|e| view! { <div class="error">{e}{f.connector_id.is_some().then_some(" (the previous version keeps serving)")}</div> })}
+                                        </li>
+                                    }
+                                }).collect_view()}
+                            </ul>
+                        }.into_any()
+                    })
+                })}
+            </ErrorBoundary>
+        </Transition>
+    }
+}
+
 #[component]
 pub fn InventoryPage() -> impl IntoView {
     let connectors = Resource::new(|| (), |_| list_connectors());
@@ -31,13 +95,17 @@ pub fn InventoryPage() -> impl IntoView {
                         }
                         view! {
                             <table class="inventory">
-                                <thead><tr><th>"Connector"</th><th>"Serves"</th><th>"Cost"</th><th>"Status"</th></tr></thead>
+                                <thead><tr><th>"Connector"</th><th>"Serves"</th><th>"Cost"</th><th>"Source"</th><th>"Status"</th></tr></thead>
                                 <tbody>
                                     {list.into_iter().map(|c| view! {
                                         <tr data-connector=c.id.clone() data-status=c.status.kind()>
                                             <td><strong>{c.display_name.clone()}</strong><div class="muted">{c.id.clone()}" · "{c.short_label.clone()}</div></td>
                                             <td class="caps">{c.capabilities.iter().map(|cap| cap.name().to_owned()).collect::<Vec<_>>().join(", ")}</td>
                                             <td><span class=format!("tier tier-{}", c.cost_tier.name())>{c.cost_tier.name()}</span></td>
+                                            <td class="source">{match &c.source {
+                                                model::ConnectorSource::Builtin => "built-in".to_owned(),
+                                                model::ConnectorSource::File { path } => format!("manifest {}", std::path::Path::new(path).file_name().map_or(path.clone(), |n| n.to_string_lossy().into_owned())),
+                                            }}</td>
                                             <td class=format!("status status-{}", c.status.kind())>{c.status_reason.clone().unwrap_or_else(|| "available".to_owned())}</td>
                                         </tr>
                                     }).collect_view()}
@@ -48,5 +116,6 @@ pub fn InventoryPage() -> impl IntoView {
                 })}
             </ErrorBoundary>
         </Transition>
+        <ManifestFiles/>
     }
 }

@@ -11,6 +11,8 @@ use std::time::Duration;
 use notify_debouncer_mini::{new_debouncer, DebounceEventResult, Debouncer};
 use serde::Serialize;
 
+use model::ConnectorSource;
+
 use super::{Format, Manifest, ManifestConnector};
 use crate::connectors::guard::AllowList;
 use crate::registry::{EnvLookup, Registry};
@@ -160,7 +162,13 @@ impl DropFolder {
         let registration = manifest.registration();
         let connector =
             ManifestConnector::new(Arc::new(manifest), self.allow.clone(), self.env.clone());
-        if let Err(e) = self.registry.register(registration, Arc::new(connector)) {
+        let source = ConnectorSource::File {
+            path: path.display().to_string(),
+        };
+        if let Err(e) = self
+            .registry
+            .register_from(registration, Arc::new(connector), source)
+        {
             self.failed(path, e.to_string());
             return;
         }
@@ -177,20 +185,15 @@ impl DropFolder {
         );
     }
 
-    /// Who else already has `id`: another file of the folder, or a built-in.
+    /// Who else already has `id`: another file, or a built-in connector.
     fn owner_of(&self, id: &str, path: &Path) -> Option<String> {
-        let files = self.lock();
-        if let Some((other, _)) = files
-            .iter()
-            .find(|(p, s)| p.as_path() != path && s.connector_id.as_deref() == Some(id))
-        {
-            return Some(other.display().to_string());
-        }
-        drop(files);
+        let mine = ConnectorSource::File {
+            path: path.display().to_string(),
+        };
         self.registry
             .by_id(id)
-            .is_some()
-            .then(|| "a built-in connector".to_owned())
+            .filter(|h| h.source != mine)
+            .map(|h| h.source.describe())
     }
 
     fn failed(&self, path: &Path, error: String) {

@@ -419,7 +419,7 @@ impl Manifest {
             capabilities: self.capabilities.clone(),
             cost_tier: self.spec.cost_tier,
             requires_env: self.spec.requires_env.clone(),
-            rate_hints: self.spec.rate_hints.clone(),
+            rate_hints: self.spec.rate_hints,
         }
     }
 }

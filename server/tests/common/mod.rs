@@ -61,6 +61,7 @@ impl TestServer {
             packs_file: None,
             secure_cookies: false,
             first_admin: "first@example.org".to_owned(),
+            connectors_dir: std::env::temp_dir().join("switchyard-tests-no-connectors"),
         }
     }
 

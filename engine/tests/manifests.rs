@@ -1,0 +1,297 @@
+//! Manifest connectors end to end against a local fake provider: a file
+//! dropped in the folder registers and fires with mapped, paged results; an
+//! edit updates it; a broken edit is reported while the last good version
+//! keeps serving; a deleted file unregisters. The outbound guard and the
+//! error rules apply to manifests as to coded adapters.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::Query;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Json;
+use engine::connector::{FireError, FireOpts};
+use engine::connectors::guard::AllowList;
+use engine::events::EventBus;
+use engine::manifest::folder::DropFolder;
+use engine::registry::{EnvLookup, Registry};
+use model::BuiltinCapability as B;
+use serde_json::{json, Value};
+
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// A provider answering `/search?q=&page=` with two results per page, three
+/// pages, and `/limited` with GitHub's way of saying "rate limit".
+async fn provider(seen: Seen) -> String {
+    let app = axum::Router::new()
+        .route(
+            "/search",
+            get(move |Query(q): Query<std::collections::HashMap<String, String>>, headers: axum::http::HeaderMap| {
+                let seen = seen.clone();
+                async move {
+                    seen.lock().unwrap().push(format!(
+                        "q={} page={} auth={}",
+                        q.get("q").cloned().unwrap_or_default(),
+                        q.get("page").cloned().unwrap_or_default(),
+                        headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("")
+                    ));
+                    let page: usize = q.get("page").and_then(|p| p.parse().ok()).unwrap_or(0);
+                    let hits: Vec<Value> = if page < 3 {
+                        (0..2)
+                            .map(|i| {
+                                let n = page * 2 + i;
+                                json!({"link": format!("https://example.org/{n}"), "name": format!("<b>Result</b> {n}"), "about": "text"})
+                            })
+                            .chain([json!({"name": "no link"})])
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    Json(json!({ "data": { "hits": hits } }))
+                }
+            }),
+        )
+        .route(
+            "/limited",
+            get(|| async { (StatusCode::FORBIDDEN, "{\"message\": \"API rate limit exceeded\"}") }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+fn manifest(base: &str, name: &str) -> String {
+    format!(
+        r#"
+id = "fake-search"
+display_name = "{name}"
+short_label = "FS"
+capabilities = ["search.web"]
+cost_tier = "free"
+requires_env = ["FAKE_KEY"]
+
+[request]
+url = "{base}/search"
+query = {{ q = "{{{{query}}}} {{{{record.city}}}}" }}
+headers = {{ Authorization = "Bearer {{{{secret.FAKE_KEY}}}}" }}
+
+[response]
+items = "$.data.hits[*]"
+url = "$.link"
+title = "$.name"
+snippet = "$.about"
+
+[pagination]
+kind = "page"
+param = "page"
+max_pages = 5
+"#
+    )
+}
+
+fn env() -> EnvLookup {
+    Arc::new(|name| (name == "FAKE_KEY").then(|| "fake-secret-key".to_owned()))
+}
+
+async fn registry() -> Registry {
+    let store = engine::store::Store::connect("sqlite::memory:")
+        .await
+        .unwrap();
+    Registry::with_env(store, EventBus::new(), env())
+}
+
+/// Waits (generously: this is not a timing test) until `done` holds.
+async fn eventually(what: &str, done: impl Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{what} never happened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    start.elapsed()
+}
+
+fn opts(max: usize) -> FireOpts {
+    FireOpts {
+        record_name: "Acme".into(),
+        record_fields: [("city".to_owned(), "Lyon".to_owned())].into(),
+        max_results: max,
+    }
+}
+
+#[tokio::test]
+async fn the_drop_folder_registers_updates_reports_and_unregisters_while_running() {
+    let seen: Seen = Arc::default();
+    let base = provider(seen.clone()).await;
+    let registry = registry().await;
+    let dir = tempdir();
+    let folder = DropFolder::new(&dir, registry.clone(), AllowList::parse("127.0.0.1"), env());
+    let _watching = folder.watch().unwrap();
+    let file = dir.join("fake.toml");
+
+    // Dropped in: registered, and it fires with mapped results over pages.
+    std::fs::write(&file, manifest(&base, "Fake search")).unwrap();
+    eventually("registration", || registry.by_id("fake-search").is_some()).await;
+    let handle = registry.by_id("fake-search").unwrap();
+    assert!(handle.status.is_available(), "{:?}", handle.status);
+    let results = handle
+        .connector
+        .fire(&B::SearchWeb.into(), "acme", &opts(5))
+        .await
+        .unwrap();
+    let urls: Vec<&str> = results.iter().map(|r| r.url.as_str()).collect();
+    assert_eq!(
+        urls,
+        [
+            "https://example.org/0",
+            "https://example.org/1",
+            "https://example.org/2",
+            "https://example.org/3",
+            "https://example.org/4"
+        ]
+    );
+    assert_eq!(results[0].title, "Result 0", "markup is dropped");
+    assert_eq!(results[0].snippet, "text");
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert_eq!(
+        requests[0],
+        "q=acme Lyon page=0 auth=Bearer fake-secret-key"
+    );
+    assert_eq!(
+        requests[2],
+        "q=acme Lyon page=2 auth=Bearer fake-secret-key"
+    );
+
+    // Edited: updated in place.
+    std::fs::write(&file, manifest(&base, "Fake search v2")).unwrap();
+    eventually("the update", || {
+        registry
+            .by_id("fake-search")
+            .is_some_and(|h| h.registration.display_name == "Fake search v2")
+    })
+    .await;
+
+    // Broken: reported, and the last good version keeps serving.
+    std::fs::write(
+        &file,
+        manifest(&base, "Fake search v3").replace("$.data.hits[*]", "data.hits"),
+    )
+    .unwrap();
+    eventually("the error report", || {
+        folder.files().values().any(|s| {
+            s.error
+                .as_deref()
+                .is_some_and(|e| e.contains("response.items"))
+        })
+    })
+    .await;
+    let still = registry.by_id("fake-search").unwrap();
+    assert_eq!(still.registration.display_name, "Fake search v2");
+    assert!(!still
+        .connector
+        .fire(&B::SearchWeb.into(), "acme", &opts(2))
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Deleted: unregistered.
+    std::fs::remove_file(&file).unwrap();
+    eventually("unregistration", || registry.by_id("fake-search").is_none()).await;
+    assert!(folder.files().is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_manifest_cannot_reach_internal_addresses_unless_allowed_and_its_error_rules_apply() {
+    let base = provider(Seen::default()).await;
+    let registry = registry().await;
+    let dir = tempdir();
+    std::fs::write(dir.join("fake.toml"), manifest(&base, "Fake")).unwrap();
+    let limited = manifest(&base, "Limited")
+        .replace("fake-search", "limited")
+        .replace("/search", "/limited")
+        + "\n[[errors]]\nstatus = 403\nbody_contains = \"rate limit\"\nmeans = \"rate_limited\"\n";
+    std::fs::write(dir.join("limited.toml"), limited).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a manifest").unwrap();
+
+    // Not allow-listed: the loopback provider is refused before any request.
+    let strict = DropFolder::new(&dir, registry.clone(), AllowList::default(), env());
+    strict.load_all();
+    assert_eq!(strict.files().len(), 2, "{:?}", strict.files());
+    let handle = registry.by_id("fake-search").unwrap();
+    let err = handle
+        .connector
+        .fire(&B::SearchWeb.into(), "acme", &opts(2))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, FireError::Malformed { reason } if reason.contains("loopback")),
+        "{err:?}"
+    );
+
+    // Allowed: a 403 that says "rate limit" is a rate limit, not refused keys.
+    let registry = self::registry().await;
+    let allowed = DropFolder::new(&dir, registry.clone(), AllowList::parse("127.0.0.1"), env());
+    allowed.load_all();
+    let err = registry
+        .by_id("limited")
+        .unwrap()
+        .connector
+        .fire(&B::SearchWeb.into(), "acme", &opts(2))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FireError::RateLimited { .. }), "{err:?}");
+    assert!(!format!("{err:?}").contains("fake-secret-key"));
+
+    // A second file claiming a taken id is refused with a reason.
+    std::fs::write(dir.join("twin.toml"), manifest(&base, "Twin")).unwrap();
+    allowed.reload(&dir.join("twin.toml"));
+    let twin = allowed
+        .files()
+        .into_iter()
+        .find(|(f, _)| f.ends_with("twin.toml"))
+        .unwrap()
+        .1;
+    assert!(twin.error.unwrap().contains("already the connector of"));
+    assert_eq!(
+        registry
+            .by_id("fake-search")
+            .unwrap()
+            .registration
+            .display_name,
+        "Fake"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_shipped_manifests_check() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../connectors");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            engine::manifest::Manifest::parse(&text, engine::manifest::Format::Toml)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3, "only {checked} manifests ship");
+}
+
+fn tempdir() -> std::path::PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "sy-manifests-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
