@@ -340,7 +340,13 @@ impl Dispatcher {
                         cancelled = true;
                         break 'chain;
                     }
-                    _ if retry => {
+                    // A connector the errors just suspended is not tried again.
+                    _ if retry
+                        && self
+                            .registry
+                            .by_id(connector_id)
+                            .is_some_and(|h| h.status.is_available()) =>
+                    {
                         tokio::select! {
                             () = tokio::time::sleep(self.config.retry_pause) => {}
                             () = cancel.cancelled() => { cancelled = true; break 'chain; }
@@ -421,6 +427,7 @@ impl Dispatcher {
                 false,
             ),
             Called::Results(results) => {
+                self.registry.record_answer(id);
                 let items = self
                     .store
                     .add_results(
@@ -466,6 +473,7 @@ impl Dispatcher {
                         (failed(FireOutcome::Error, reason), Vec::new(), false)
                     }
                     FireError::Timeout { .. } | FireError::Upstream { .. } => {
+                        self.registry.record_failure(id, &reason).await;
                         let retry = *budget > 0;
                         if retry {
                             *budget -= 1;
@@ -473,6 +481,7 @@ impl Dispatcher {
                         (failed(FireOutcome::Error, reason), Vec::new(), retry)
                     }
                     FireError::Malformed { .. } => {
+                        self.registry.record_failure(id, &reason).await;
                         (failed(FireOutcome::Error, reason), Vec::new(), false)
                     }
                 }

@@ -41,12 +41,37 @@ pub enum RegistryError {
     Unknown(String),
 }
 
+/// When repeated errors suspend a connector, and for how long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SuspendPolicy {
+    /// Errors in a row that suspend a connector.
+    pub after: u32,
+    /// The first suspension; each next one lasts twice as long.
+    pub base: Duration,
+    /// The longest suspension.
+    pub max: Duration,
+}
+
+impl Default for SuspendPolicy {
+    fn default() -> Self {
+        Self {
+            after: 3,
+            base: Duration::from_secs(60),
+            max: Duration::from_secs(3600),
+        }
+    }
+}
+
 /// How the registry reads environment variables (tests inject their own).
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 struct Entry {
     registration: Registration,
     source: ConnectorSource,
+    /// Errors in a row since the last answer, and suspensions since the last
+    /// answer (each one twice as long as the one before).
+    failures: u32,
+    suspensions: u32,
     connector: Arc<dyn Connector>,
     /// Set by people or by provider answers; `NeedsEnv` is derived instead.
     status: ConnectorStatus,
@@ -103,6 +128,7 @@ impl ConnectorHandle {
 #[derive(Clone)]
 pub struct Registry {
     entries: Arc<RwLock<HashMap<String, Entry>>>,
+    suspend: Arc<RwLock<SuspendPolicy>>,
     env: EnvLookup,
     store: Store,
     events: EventBus,
@@ -126,6 +152,7 @@ impl Registry {
     pub fn with_env(store: Store, events: EventBus, env: EnvLookup) -> Self {
         Self {
             entries: Arc::default(),
+            suspend: Arc::default(),
             env,
             store,
             events,
@@ -163,6 +190,8 @@ impl Registry {
                 Entry {
                     registration,
                     source,
+                    failures: 0,
+                    suspensions: 0,
                     connector,
                     status,
                     limiter,
@@ -261,6 +290,63 @@ impl Registry {
         let _ = self.set_status(id, SYSTEM_ACTOR, status).await;
     }
 
+    /// The connector answered (found or not): its error streak and back-off end.
+    pub fn record_answer(&self, id: &str) {
+        if let Some(entry) = self.write().get_mut(id) {
+            entry.failures = 0;
+            entry.suspensions = 0;
+        }
+    }
+
+    /// The connector failed (timeout, provider error, unreadable answer).
+    /// After `policy.after` errors in a row, or one error right after a
+    /// suspension ends, it is suspended: `base`, then twice as long each
+    /// time, up to `max`.
+    pub async fn record_failure(&self, id: &str, error: &str) {
+        let policy = *self.suspend.read().unwrap_or_else(|e| e.into_inner());
+        let suspended = {
+            let mut entries = self.write();
+            let Some(entry) = entries.get_mut(id) else {
+                return;
+            };
+            entry.failures += 1;
+            let threshold = if entry.suspensions > 0 {
+                1
+            } else {
+                policy.after
+            };
+            if entry.failures < threshold {
+                return;
+            }
+            let streak = entry.failures;
+            entry.failures = 0;
+            entry.suspensions += 1;
+            let factor = 2u32.saturating_pow(entry.suspensions - 1);
+            let wait = policy.base.saturating_mul(factor).min(policy.max);
+            let until = now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
+            let status = ConnectorStatus::Suspended {
+                until,
+                reason: format!(
+                    "{streak} error{} in a row (last: {error}); back in {} s",
+                    if streak == 1 { "" } else { "s" },
+                    wait.as_secs()
+                ),
+            };
+            entry.status = status.clone();
+            status
+        };
+        tracing::warn!(connector = %id, "Connector suspended after repeated errors.");
+        if let Err(e) = self.record_status(id, SYSTEM_ACTOR, &suspended).await {
+            tracing::error!(connector = %id, error = %e, "Recording a status change failed.");
+        }
+        self.announce(id);
+    }
+
+    /// Sets how repeated errors suspend connectors, for every clone.
+    pub fn set_suspend_policy(&self, policy: SuspendPolicy) {
+        *self.suspend.write().unwrap_or_else(|e| e.into_inner()) = policy;
+    }
+
     /// The provider refused the credentials: skip the connector until a person
     /// re-enables it.
     pub async fn mark_auth_failed(&self, id: &str, reason: &str) {
@@ -334,7 +420,10 @@ impl Registry {
             ConnectorStatus::Disabled { .. } | ConnectorStatus::AuthFailed { .. } => {
                 return entry.status.clone()
             }
-            ConnectorStatus::RateLimited { until, .. } if *until > now => {
+            ConnectorStatus::RateLimited { until, .. }
+            | ConnectorStatus::Suspended { until, .. }
+                if *until > now =>
+            {
                 return entry.status.clone()
             }
             _ => {}
@@ -440,6 +529,82 @@ mod tests {
 
     fn connector() -> Arc<dyn Connector> {
         ScriptedConnector::new("x", [Step::Empty])
+    }
+
+    #[tokio::test]
+    async fn repeated_errors_suspend_with_growing_back_off_and_an_answer_resets_it() {
+        let (registry, _) = registry(&[]).await;
+        registry.set_suspend_policy(SuspendPolicy {
+            after: 3,
+            base: Duration::from_secs(60),
+            max: Duration::from_secs(150),
+        });
+        registry
+            .register(
+                reg("alpha", CostTier::Free, &[B::SearchWeb.into()]),
+                connector(),
+            )
+            .unwrap();
+        let until = |r: &Registry| match r.by_id("alpha").unwrap().status {
+            ConnectorStatus::Suspended { until, .. } => Some(until - now_ms()),
+            _ => None,
+        };
+        registry.record_failure("alpha", "HTTP 502").await;
+        registry.record_failure("alpha", "HTTP 502").await;
+        assert_eq!(until(&registry), None, "two errors are not a streak yet");
+        registry.record_failure("alpha", "HTTP 503").await;
+        let first = until(&registry).expect("suspended after three");
+        assert!((55_000..=60_000).contains(&first), "{first}");
+        let status = registry.by_id("alpha").unwrap().status;
+        assert_eq!(status.kind(), "suspended");
+        assert!(
+            status
+                .reason()
+                .unwrap()
+                .contains("3 errors in a row (last: HTTP 503)"),
+            "{status:?}"
+        );
+        // Failing again after a suspension suspends at once, twice as long.
+        registry.record_failure("alpha", "HTTP 503").await;
+        let second = until(&registry).unwrap();
+        assert!((115_000..=120_000).contains(&second), "{second}");
+        // ...up to the longest.
+        registry.record_failure("alpha", "HTTP 503").await;
+        let third = until(&registry).unwrap();
+        assert!((145_000..=150_000).contains(&third), "{third}");
+        // An answer ends the streak: it takes three errors again.
+        registry.record_answer("alpha");
+        registry.enable("alpha", "ana").await.unwrap();
+        registry.record_failure("alpha", "x").await;
+        registry.record_failure("alpha", "x").await;
+        assert_eq!(until(&registry), None);
+        let log = registry
+            .store
+            .connector_status_log("alpha", 0)
+            .await
+            .unwrap();
+        assert!(log
+            .iter()
+            .any(|c| c.status == "suspended" && c.actor == SYSTEM_ACTOR));
+    }
+
+    #[tokio::test]
+    async fn a_suspension_lifts_by_itself() {
+        let (registry, _) = registry(&[]).await;
+        registry.set_suspend_policy(SuspendPolicy {
+            after: 1,
+            base: Duration::from_millis(1),
+            max: Duration::from_millis(1),
+        });
+        registry
+            .register(
+                reg("alpha", CostTier::Free, &[B::SearchWeb.into()]),
+                connector(),
+            )
+            .unwrap();
+        registry.record_failure("alpha", "x").await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert!(registry.by_id("alpha").unwrap().status.is_available());
     }
 
     #[tokio::test]

@@ -65,10 +65,17 @@ pub enum ConnectorStatus {
     NeedsEnv {
         vars: Vec<String>,
     },
+    /// It failed several times in a row; chains skip it until `until` (Unix
+    /// ms), each suspension longer than the last, and it comes back by itself.
+    Suspended {
+        until: i64,
+        reason: String,
+    },
 }
 
 impl ConnectorStatus {
-    /// The status word: `available`, `disabled`, `rate-limited`, `auth-failed`, `needs-env`.
+    /// The status word: `available`, `disabled`, `rate-limited`, `auth-failed`,
+    /// `needs-env`, `suspended`.
     pub fn kind(&self) -> &'static str {
         match self {
             ConnectorStatus::Available => "available",
@@ -76,6 +83,7 @@ impl ConnectorStatus {
             ConnectorStatus::RateLimited { .. } => "rate-limited",
             ConnectorStatus::AuthFailed { .. } => "auth-failed",
             ConnectorStatus::NeedsEnv { .. } => "needs-env",
+            ConnectorStatus::Suspended { .. } => "suspended",
         }
     }
 
@@ -91,6 +99,7 @@ impl ConnectorStatus {
             ConnectorStatus::RateLimited { reason, .. } => Some(format!("rate-limited: {reason}")),
             ConnectorStatus::AuthFailed { reason, .. } => Some(format!("auth failed: {reason}")),
             ConnectorStatus::NeedsEnv { vars } => Some(format!("needs {}", vars.join(", "))),
+            ConnectorStatus::Suspended { reason, .. } => Some(format!("suspended: {reason}")),
         }
     }
 }

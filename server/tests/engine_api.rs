@@ -152,6 +152,87 @@ async fn the_chain_walks_past_empty_and_failing_connectors_and_logs_each_attempt
 }
 
 #[tokio::test]
+async fn a_connector_failing_again_and_again_is_suspended_and_skipped_then_comes_back() {
+    let upstream = || {
+        Step::Fail(FireError::Upstream {
+            reason: "HTTP 502".into(),
+        })
+    };
+    let alpha = ScriptedConnector::new(
+        "alpha",
+        [upstream(), upstream(), upstream(), Step::Found(1)],
+    );
+    let beta = ScriptedConnector::new("beta", std::iter::repeat_n(Step::Found(1), 10));
+    let server = server(
+        testing::sqlite(),
+        &[
+            ("alpha", CostTier::Free, alpha.clone()),
+            ("beta", CostTier::Free, beta),
+        ],
+    )
+    .await;
+    server
+        .state
+        .engine
+        .registry
+        .set_suspend_policy(engine::registry::SuspendPolicy {
+            after: 3,
+            base: Duration::from_millis(400),
+            max: Duration::from_secs(5),
+        });
+    let (_, records) = imported(&server).await;
+    // Fires walk past alpha's errors to beta until three in a row suspend it.
+    while alpha.calls() < 3 {
+        let report = server.fire(records[0], "web", Some("alpha")).await;
+        assert!(report["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["connector_id"] == "alpha"));
+    }
+    let (_, connectors) = server.get_json("/api/connectors").await;
+    let alpha_info = connectors
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "alpha")
+        .unwrap()
+        .clone();
+    assert_eq!(alpha_info["status"], "suspended", "{alpha_info}");
+    assert!(alpha_info["status_reason"]
+        .as_str()
+        .unwrap()
+        .contains("3 errors in a row"));
+    // While suspended the chain skips it with the reason, and beta answers.
+    let report = server.fire(records[1], "web", None).await;
+    assert_eq!(outcomes(&report), pairs(&[("beta", "found")]));
+    assert!(
+        report["skipped"].to_string().contains("suspended"),
+        "{report}"
+    );
+    assert_eq!(alpha.calls(), 3);
+    // After the back-off it is tried again, by itself.
+    let start = std::time::Instant::now();
+    loop {
+        let (_, connectors) = server.get_json("/api/connectors").await;
+        let status = connectors
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "alpha")
+            .unwrap()["status"]
+            .clone();
+        if status == "available" {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "never came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let report = server.fire(records[1], "web", Some("alpha")).await;
+    assert_eq!(outcomes(&report), pairs(&[("alpha", "found")]));
+}
+
+#[tokio::test]
 async fn rate_limits_and_refused_keys_take_a_connector_out_of_the_chain() {
     let alpha = ScriptedConnector::new(
         "alpha",
