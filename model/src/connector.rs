@@ -167,3 +167,41 @@ pub struct ConnectorMenu {
     pub pack_id: String,
     pub entries: Vec<MenuEntry>,
 }
+
+/// How a connector did over a window (the last day), counted from every
+/// attempt in the database, so every process agrees.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorStats {
+    pub connector_id: String,
+    /// Finished attempts.
+    pub attempts: u64,
+    pub found: u64,
+    pub not_found: u64,
+    pub errors: u64,
+    pub rate_limited: u64,
+    /// Median and 95th percentile of the attempts' durations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_ms: Option<i64>,
+}
+
+impl ConnectorStats {
+    /// Found answers among finished attempts, 0 to 1.
+    pub fn hit_rate(&self) -> f64 {
+        ratio(self.found, self.attempts)
+    }
+
+    /// Errors among finished attempts, 0 to 1.
+    pub fn error_rate(&self) -> f64 {
+        ratio(self.errors, self.attempts)
+    }
+}
+
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}

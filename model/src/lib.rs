@@ -16,7 +16,8 @@ pub mod record_set;
 pub use account::{Member, Role, Viewer, WorkspaceRef};
 pub use capability::{BuiltinCapability, Capability, InvalidCapability};
 pub use connector::{
-    ConnectorInfo, ConnectorMenu, ConnectorSource, ConnectorStatus, CostTier, MenuEntry, RateHints,
+    ConnectorInfo, ConnectorMenu, ConnectorSource, ConnectorStats, ConnectorStatus, CostTier,
+    MenuEntry, RateHints,
 };
 pub use event::{Event, EventKind};
 pub use fire::{ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy};

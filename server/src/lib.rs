@@ -6,6 +6,7 @@ pub mod api;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod metrics;
 pub mod operator;
 pub mod router;
 pub mod startup;

@@ -39,6 +39,9 @@ impl FromRef<AppState> for Engine {
     }
 }
 
+/// Prometheus scrapes this, with a token.
+pub const METRICS_PATH: &str = "/metrics";
+
 /// The form posts of signing in and out and of switching workspace.
 const AUTH_ROUTES: [(Method, &str); 3] = [
     (Method::POST, "/auth/sign-in"),
@@ -55,6 +58,7 @@ pub fn app(state: AppState) -> Router {
         .route(AUTH_ROUTES[0].1, post(auth::sign_in))
         .route(AUTH_ROUTES[1].1, post(auth::sign_out))
         .route(AUTH_ROUTES[2].1, post(auth::switch_workspace))
+        .route(METRICS_PATH, axum::routing::get(crate::metrics::metrics))
         .leptos_routes_with_context(&state, routes, move || provide_context(engine.clone()), {
             let options = state.leptos_options.clone();
             move || shell(options.clone())
@@ -82,6 +86,7 @@ pub fn inventory() -> Vec<(Method, String)> {
             .iter()
             .map(|(m, p)| (m.clone(), (*p).to_owned())),
     );
+    all.push((Method::GET, METRICS_PATH.to_owned()));
     for page in generate_route_list(App) {
         all.push((Method::GET, page.path().to_owned()));
     }

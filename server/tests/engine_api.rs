@@ -233,6 +233,75 @@ async fn a_connector_failing_again_and_again_is_suspended_and_skipped_then_comes
 }
 
 #[tokio::test]
+async fn stats_and_metrics_count_the_workspace_s_attempts_from_the_database() {
+    let alpha = ScriptedConnector::new(
+        "alpha",
+        [
+            Step::Found(2),
+            Step::Empty,
+            Step::Fail(FireError::Malformed {
+                reason: "bad".into(),
+            }),
+        ],
+    );
+    let server = server(testing::sqlite(), &[("alpha", CostTier::Free, alpha)]).await;
+    let (_, records) = imported(&server).await;
+    for record in [records[0], records[1], records[0]] {
+        server.fire(record, "web", Some("alpha")).await;
+    }
+    let (code, stats) = server.get_json("/api/connectors/stats").await;
+    assert_eq!(code, 200);
+    let alpha = stats
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["connector_id"] == "alpha")
+        .unwrap();
+    assert_eq!(alpha["attempts"], 3, "{alpha}");
+    assert_eq!(alpha["found"], 1);
+    assert_eq!(alpha["not_found"], 1);
+    assert_eq!(alpha["errors"], 1);
+    assert!(alpha["p95_ms"].as_i64().unwrap() >= alpha["p50_ms"].as_i64().unwrap());
+
+    let metrics = server
+        .client
+        .get(server.at("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), 200);
+    assert!(metrics.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let text = metrics.text().await.unwrap();
+    assert!(
+        text.contains("switchyard_connector_attempts{connector=\"alpha\",outcome=\"found\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("switchyard_connector_up{connector=\"alpha\",status=\"available\"} 1"),
+        "{text}"
+    );
+    // Another workspace has its own figures.
+    let other = server
+        .user("other@example.org", "elsewhere", model::Role::Member)
+        .await;
+    let theirs = other
+        .get(server.at("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !theirs.contains("switchyard_connector_attempts{"),
+        "{theirs}"
+    );
+}
+
+#[tokio::test]
 async fn rate_limits_and_refused_keys_take_a_connector_out_of_the_chain() {
     let alpha = ScriptedConnector::new(
         "alpha",

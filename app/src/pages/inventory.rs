@@ -1,19 +1,72 @@
 //! The connector inventory: every registered connector, what it serves, what
-//! it costs, and whether it can fire now (and if not, why).
+//! it costs, where it comes from, whether it can fire now (and if not, why),
+//! today's use against its cap and its last day in this workspace.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
-use model::ConnectorInfo;
+use model::{ConnectorInfo, ConnectorStats};
+use serde::{Deserialize, Serialize};
 
 use crate::error_view::error_list;
 
+/// One inventory line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InventoryRow {
+    pub info: ConnectorInfo,
+    /// Fires counted today against the daily cap.
+    pub fires_today: i64,
+    /// The last day in this workspace, when it fired.
+    pub stats: Option<ConnectorStats>,
+}
+
 #[server]
-pub async fn list_connectors() -> Result<Vec<ConnectorInfo>, ServerFnError> {
-    let (engine, who) = (crate::access::ssr::engine()?, crate::access::ssr::caller()?);
-    engine
+pub async fn list_connectors() -> Result<Vec<InventoryRow>, ServerFnError> {
+    use crate::access::ssr;
+    let (engine, who) = (ssr::engine()?, ssr::caller()?);
+    let since = engine::time::now_ms() - 24 * 60 * 60 * 1000;
+    let stats = engine
+        .store
+        .connector_stats(who.workspace_id, since)
+        .await
+        .map_err(ssr::fail)?;
+    let mut rows = Vec::new();
+    for info in engine
         .connectors_in(who.workspace_id)
         .await
-        .map_err(crate::access::ssr::fail)
+        .map_err(ssr::fail)?
+    {
+        rows.push(InventoryRow {
+            fires_today: engine
+                .store
+                .fires_today(&info.id)
+                .await
+                .map_err(ssr::fail)?,
+            stats: stats.iter().find(|s| s.connector_id == info.id).cloned(),
+            info,
+        });
+    }
+    Ok(rows)
+}
+
+/// Today's use and the last day's figures in a line.
+fn usage(row: &InventoryRow) -> String {
+    let cap = row
+        .info
+        .rate_hints
+        .daily_cap
+        .map_or_else(String::new, |c| format!(" of {c}"));
+    let today = format!("{}{cap} today", row.fires_today);
+    match &row.stats {
+        None => format!("{today} · no attempts in the last day"),
+        Some(s) => format!(
+            "{today} · last day: {} attempts, {:.0} % found, {:.0} % errors, p50 {} ms, p95 {} ms",
+            s.attempts,
+            s.hit_rate() * 100.0,
+            s.error_rate() * 100.0,
+            s.p50_ms.unwrap_or(0),
+            s.p95_ms.unwrap_or(0)
+        ),
+    }
 }
 
 /// Every manifest file in the drop folder: its connector, or why it is not
@@ -95,9 +148,9 @@ pub fn InventoryPage() -> impl IntoView {
                         }
                         view! {
                             <table class="inventory">
-                                <thead><tr><th>"Connector"</th><th>"Serves"</th><th>"Cost"</th><th>"Source"</th><th>"Status"</th></tr></thead>
+                                <thead><tr><th>"Connector"</th><th>"Serves"</th><th>"Cost"</th><th>"Source"</th><th>"Status"</th><th>"Use"</th></tr></thead>
                                 <tbody>
-                                    {list.into_iter().map(|c| view! {
+                                    {list.into_iter().map(|row| { let use_line = usage(&row); let c = row.info; view! {
                                         <tr data-connector=c.id.clone() data-status=c.status.kind()>
                                             <td><strong>{c.display_name.clone()}</strong><div class="muted">{c.id.clone()}" · "{c.short_label.clone()}</div></td>
                                             <td class="caps">{c.capabilities.iter().map(|cap| cap.name().to_owned()).collect::<Vec<_>>().join(", ")}</td>
@@ -107,8 +160,9 @@ pub fn InventoryPage() -> impl IntoView {
                                                 model::ConnectorSource::File { path } => format!("manifest {}", std::path::Path::new(path).file_name().map_or(path.clone(), |n| n.to_string_lossy().into_owned())),
                                             }}</td>
                                             <td class=format!("status status-{}", c.status.kind())>{c.status_reason.clone().unwrap_or_else(|| "available".to_owned())}</td>
+                                            <td class="use">{use_line}</td>
                                         </tr>
-                                    }).collect_view()}
+                                    }}).collect_view()}
                                 </tbody>
                             </table>
                         }.into_any()

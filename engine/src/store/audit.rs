@@ -128,6 +128,63 @@ impl Store {
         Ok(done.rows_affected() > 0)
     }
 
+    /// Every connector's finished attempts for a workspace's records since
+    /// `since` (Unix ms): counts by outcome and duration percentiles. Reads at
+    /// most the newest 50,000 attempts.
+    pub async fn connector_stats(
+        &self,
+        workspace_id: i64,
+        since: i64,
+    ) -> Result<Vec<model::ConnectorStats>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT h.connector_id, h.outcome, h.finished_at - h.fired_at AS ms \
+             FROM connector_history h JOIN records r ON r.id = h.record_id \
+             JOIN record_sets s ON s.id = r.record_set_id \
+             WHERE s.workspace_id = $1 AND h.fired_at >= $2 AND h.finished_at IS NOT NULL \
+             AND h.outcome <> 'cancelled' \
+             ORDER BY h.id DESC LIMIT 50000",
+        )
+        .bind(workspace_id)
+        .bind(since)
+        .fetch_all(self.pool())
+        .await?;
+        let mut by_connector: std::collections::BTreeMap<
+            String,
+            (model::ConnectorStats, Vec<i64>),
+        > = std::collections::BTreeMap::new();
+        for row in &rows {
+            let id: String = row.try_get("connector_id")?;
+            let outcome: Option<String> = row.try_get("outcome")?;
+            let ms: i64 = row.try_get("ms")?;
+            let (stats, durations) = by_connector.entry(id.clone()).or_insert_with(|| {
+                (
+                    model::ConnectorStats {
+                        connector_id: id,
+                        ..Default::default()
+                    },
+                    Vec::new(),
+                )
+            });
+            stats.attempts += 1;
+            match outcome.as_deref() {
+                Some("found") => stats.found += 1,
+                Some("not_found") => stats.not_found += 1,
+                Some("rate_limited") => stats.rate_limited += 1,
+                _ => stats.errors += 1,
+            }
+            durations.push(ms.max(0));
+        }
+        Ok(by_connector
+            .into_values()
+            .map(|(mut stats, mut durations)| {
+                durations.sort_unstable();
+                stats.p50_ms = percentile(&durations, 50);
+                stats.p95_ms = percentile(&durations, 95);
+                stats
+            })
+            .collect())
+    }
+
     /// Counts one fire against a connector's daily cap, atomically across
     /// every process sharing the database. `false` when the cap is reached
     /// (and nothing is counted).
@@ -230,5 +287,29 @@ impl Store {
             }
         }
         Ok(())
+    }
+}
+
+/// The nearest-rank percentile of sorted values.
+fn percentile(sorted: &[i64], p: usize) -> Option<i64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (p * sorted.len()).div_ceil(100).max(1);
+    sorted.get(rank - 1).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let values: Vec<i64> = (1..=100).collect();
+        assert_eq!(percentile(&values, 50), Some(50));
+        assert_eq!(percentile(&values, 95), Some(95));
+        assert_eq!(percentile(&[7], 95), Some(7));
+        assert_eq!(percentile(&[1, 2], 50), Some(1));
+        assert_eq!(percentile(&[], 50), None);
     }
 }

@@ -101,6 +101,22 @@ pub async fn audit(
     Ok(Json(state.engine.connector_audit(&who, &id).await?))
 }
 
+/// `GET /api/connectors/stats`: every connector's last day in the caller's
+/// workspace (attempts by outcome, latency percentiles).
+pub async fn stats(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<model::ConnectorStats>>, ApiError> {
+    let since = engine::time::now_ms() - crate::metrics::WINDOW_MS;
+    Ok(Json(
+        state
+            .engine
+            .store
+            .connector_stats(who.workspace_id, since)
+            .await?,
+    ))
+}
+
 /// `GET /api/packs`
 pub async fn packs(State(state): State<AppState>) -> Json<Vec<PackConfig>> {
     Json(state.engine.catalog().packs().to_vec())

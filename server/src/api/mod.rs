@@ -54,6 +54,7 @@ pub fn routes() -> Vec<Route> {
         route(Method::GET, "/health", health),
         route(Method::GET, "/capabilities", catalog::capabilities),
         route(Method::GET, "/connectors", catalog::connectors),
+        route(Method::GET, "/connectors/stats", catalog::stats),
         route(Method::POST, "/connectors/{id}/disable", catalog::disable),
         route(Method::POST, "/connectors/{id}/enable", catalog::enable),
         route(Method::GET, "/connectors/{id}/audit", catalog::audit),

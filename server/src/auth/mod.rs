@@ -114,7 +114,10 @@ pub async fn gate(
             req.extensions_mut().insert(p);
         }
         None if is_public(req.method(), &path) => {}
-        None if path.starts_with("/api/") || path == "/api" => {
+        None if path.starts_with("/api/")
+            || path == "/api"
+            || path == crate::router::METRICS_PATH =>
+        {
             return unauthorized();
         }
         None => {

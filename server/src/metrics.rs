@@ -1,0 +1,141 @@
+//! `GET /metrics`: the caller's workspace's connector figures in the
+//! Prometheus text format (send a token: `Authorization: Bearer`). The same
+//! numbers as the inventory page, read from the database, so every process
+//! agrees.
+
+use std::fmt::Write;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use model::{ConnectorInfo, ConnectorStats};
+
+use crate::api::{ApiError, Caller};
+use crate::router::AppState;
+
+/// The window the figures cover.
+pub const WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
+
+pub async fn metrics(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<impl IntoResponse, ApiError> {
+    let since = engine::time::now_ms() - WINDOW_MS;
+    let stats = state
+        .engine
+        .store
+        .connector_stats(who.workspace_id, since)
+        .await?;
+    let connectors = state.engine.connectors_in(who.workspace_id).await?;
+    let mut today = Vec::with_capacity(connectors.len());
+    for c in &connectors {
+        today.push(state.engine.store.fires_today(&c.id).await?);
+    }
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        render(&connectors, &today, &stats),
+    ))
+}
+
+/// A label value with `\`, `"` and line breaks escaped.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The exposition text.
+pub fn render(
+    connectors: &[ConnectorInfo],
+    fires_today: &[i64],
+    stats: &[ConnectorStats],
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# HELP switchyard_connector_up Whether the connector can fire now in this workspace (1) or not (0), with its status.");
+    let _ = writeln!(out, "# TYPE switchyard_connector_up gauge");
+    for c in connectors {
+        let _ = writeln!(
+            out,
+            "switchyard_connector_up{{connector=\"{}\",status=\"{}\"}} {}",
+            label(&c.id),
+            c.status.kind(),
+            u8::from(c.status.is_available())
+        );
+    }
+    let _ = writeln!(out, "# HELP switchyard_connector_fires_today Fires counted today against the connector's daily cap (every workspace: one key).");
+    let _ = writeln!(out, "# TYPE switchyard_connector_fires_today gauge");
+    for (c, n) in connectors.iter().zip(fires_today) {
+        let _ = writeln!(
+            out,
+            "switchyard_connector_fires_today{{connector=\"{}\"}} {n}",
+            label(&c.id)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP switchyard_connector_attempts Finished attempts in the last 24 hours, by outcome."
+    );
+    let _ = writeln!(out, "# TYPE switchyard_connector_attempts gauge");
+    for s in stats {
+        for (outcome, n) in [
+            ("found", s.found),
+            ("not_found", s.not_found),
+            ("error", s.errors),
+            ("rate_limited", s.rate_limited),
+        ] {
+            let _ = writeln!(
+                out,
+                "switchyard_connector_attempts{{connector=\"{}\",outcome=\"{outcome}\"}} {n}",
+                label(&s.connector_id)
+            );
+        }
+    }
+    let _ = writeln!(out, "# HELP switchyard_connector_latency_ms Attempt duration percentiles over the last 24 hours, in milliseconds.");
+    let _ = writeln!(out, "# TYPE switchyard_connector_latency_ms gauge");
+    for s in stats {
+        for (quantile, value) in [("0.5", s.p50_ms), ("0.95", s.p95_ms)] {
+            if let Some(v) = value {
+                let _ = writeln!(
+                    out,
+                    "switchyard_connector_latency_ms{{connector=\"{}\",quantile=\"{quantile}\"}} {v}",
+                    label(&s.connector_id)
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_escaped_and_every_series_is_typed() {
+        let stats = vec![ConnectorStats {
+            connector_id: "we\"ird".into(),
+            attempts: 3,
+            found: 2,
+            errors: 1,
+            p50_ms: Some(120),
+            p95_ms: Some(400),
+            ..Default::default()
+        }];
+        let text = render(&[], &[], &stats);
+        assert!(
+            text.contains(
+                "switchyard_connector_attempts{connector=\"we\\\"ird\",outcome=\"found\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("quantile=\"0.95\"} 400"), "{text}");
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split('{').next().unwrap();
+            assert!(text.contains(&format!("# TYPE {name} gauge")), "{line}");
+        }
+    }
+}
