@@ -28,6 +28,10 @@ pub struct Registration {
     /// Environment variables the connector needs; names only.
     pub requires_env: Vec<String>,
     pub rate_hints: RateHints,
+    /// Whether repeated errors suspend it. A connector whose errors are about
+    /// the record's own target (a website that is down) says no: one broken
+    /// site says nothing about the next.
+    pub suspends_on_errors: bool,
 }
 
 /// Why a registration was refused.
@@ -309,6 +313,9 @@ impl Registry {
             let Some(entry) = entries.get_mut(id) else {
                 return;
             };
+            if !entry.registration.suspends_on_errors {
+                return;
+            }
             entry.failures += 1;
             let threshold = if entry.suspensions > 0 {
                 1
@@ -589,6 +596,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_connector_whose_errors_are_about_targets_is_never_suspended() {
+        let (registry, _) = registry(&[]).await;
+        let mut r = reg("crawler", CostTier::Free, &[B::CrawlSite.into()]);
+        r.suspends_on_errors = false;
+        registry.register(r, connector()).unwrap();
+        for _ in 0..10 {
+            registry
+                .record_failure("crawler", "that site is down")
+                .await;
+        }
+        assert!(registry.by_id("crawler").unwrap().status.is_available());
+    }
+
+    #[tokio::test]
     async fn a_suspension_lifts_by_itself() {
         let (registry, _) = registry(&[]).await;
         registry.set_suspend_policy(SuspendPolicy {
@@ -764,6 +785,7 @@ mod tests {
             (reg("none", CostTier::Free, &[]), "serves no capability"),
             (
                 Registration {
+                    suspends_on_errors: true,
                     display_name: " ".into(),
                     ..reg("a", CostTier::Free, std::slice::from_ref(&web))
                 },
@@ -771,6 +793,7 @@ mod tests {
             ),
             (
                 Registration {
+                    suspends_on_errors: true,
                     short_label: String::new(),
                     ..reg("a", CostTier::Free, std::slice::from_ref(&web))
                 },
@@ -778,6 +801,7 @@ mod tests {
             ),
             (
                 Registration {
+                    suspends_on_errors: true,
                     requires_env: vec!["lower".into()],
                     ..reg("a", CostTier::Free, std::slice::from_ref(&web))
                 },
@@ -785,6 +809,7 @@ mod tests {
             ),
             (
                 Registration {
+                    suspends_on_errors: true,
                     rate_hints: RateHints {
                         per_second: Some(-1.0),
                         daily_cap: None,
@@ -795,6 +820,7 @@ mod tests {
             ),
             (
                 Registration {
+                    suspends_on_errors: true,
                     rate_hints: RateHints {
                         per_second: None,
                         daily_cap: Some(0),

@@ -21,6 +21,7 @@ pub fn registration() -> Registration {
     let mut capabilities: Vec<Capability> = vec![B::SearchWeb.into(), B::SearchNews.into()];
     capabilities.extend(social::social_capabilities());
     Registration {
+        suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "Brave Search".to_owned(),
         short_label: "Brave".to_owned(),

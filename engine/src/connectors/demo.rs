@@ -16,6 +16,8 @@ pub const ID: &str = "demo";
 /// Serves every built-in capability.
 pub fn registration() -> Registration {
     Registration {
+        // Its errors are made-up examples for single records, not an outage.
+        suspends_on_errors: false,
         id: ID.to_owned(),
         display_name: "Demo data (offline)".to_owned(),
         short_label: "Demo".to_owned(),

@@ -22,6 +22,7 @@ pub fn registration() -> Registration {
     ];
     capabilities.extend(social::social_capabilities());
     Registration {
+        suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "SearXNG (self-hosted)".to_owned(),
         short_label: "SearXNG".to_owned(),

@@ -24,6 +24,7 @@ pub fn registration() -> Registration {
     ];
     capabilities.extend(social::social_capabilities());
     Registration {
+        suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "Google via SerpApi".to_owned(),
         short_label: "SerpApi/G".to_owned(),

@@ -33,6 +33,8 @@ pub fn registration() -> Registration {
     let mut capabilities: Vec<Capability> = vec![B::CrawlSite.into(), B::CrawlExtract.into()];
     capabilities.extend(social::social_capabilities());
     Registration {
+        // Its errors are about one record's website, not about the crawler.
+        suspends_on_errors: false,
         id: ID.to_owned(),
         display_name: "Own website (site crawler)".to_owned(),
         short_label: "Site".to_owned(),

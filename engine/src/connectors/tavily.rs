@@ -26,6 +26,7 @@ pub fn registration() -> Registration {
     ];
     capabilities.extend(social::social_capabilities());
     Registration {
+        suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "Tavily".to_owned(),
         short_label: "Tavily".to_owned(),

@@ -413,6 +413,7 @@ impl Manifest {
     /// What the registry is told about this connector.
     pub fn registration(&self) -> Registration {
         Registration {
+            suspends_on_errors: true,
             id: self.spec.id.clone(),
             display_name: self.spec.display_name.clone(),
             short_label: self.spec.short_label.clone(),
