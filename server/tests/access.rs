@@ -75,7 +75,7 @@ fn fill(path: &str, id: i64) -> String {
         .replace(":id", &id.to_string())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_needs_a_session_or_a_token() {
     let server = server(testing::sqlite()).await;
     let routes = server::router::inventory();
@@ -147,7 +147,7 @@ async fn every_route_needs_a_session_or_a_token() {
         .contains("action=\"/auth/sign-in\""));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_cannot_do_what_admins_do() {
     let server = server(testing::sqlite()).await;
     let member = server
@@ -275,7 +275,7 @@ async fn events_until(res: reqwest::Response, until: impl Fn(&Value) -> bool) ->
     panic!("the awaited event never came; saw {seen:?}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_read_write_fire_event_or_export_crosses_workspaces() {
     for db in testing::all().await {
         let kind = db.kind();
@@ -513,7 +513,7 @@ async fn no_read_write_fire_event_or_export_crosses_workspaces() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_outlive_a_restart_and_revoked_tokens_stop_at_once() {
     let db = testing::sqlite();
     let url = db.url.clone();
@@ -653,7 +653,7 @@ async fn sessions_outlive_a_restart_and_revoked_tokens_stop_at_once() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_commands_work_on_a_running_server_database() {
     let db = testing::sqlite();
     let url = db.url.clone();
@@ -830,7 +830,7 @@ async fn the_operator_commands_work_on_a_running_server_database() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("password"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admins_manage_members_and_a_removed_member_is_out_at_once() {
     let server = server(testing::sqlite()).await;
     let (code, added) = server
@@ -952,7 +952,7 @@ async fn admins_manage_members_and_a_removed_member_is_out_at_once() {
     assert_eq!(res.status().as_u16(), 404);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connector_switched_off_in_one_workspace_still_serves_the_others() {
     for db in testing::all().await {
         let kind = db.kind();

@@ -1,11 +1,14 @@
 //! The server answers its health check, its API errors and its pages.
+//!
+//! Pages render on a multi-threaded runtime, as under `serve`: one page
+//! render hung once on a single-threaded test runtime in CI and never here.
 
 mod common;
 
 use common::TestServer;
 use model::Health;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_answers_ok_with_the_version() {
     let server = TestServer::start().await;
     let res = server
@@ -20,7 +23,7 @@ async fn health_answers_ok_with_the_version() {
     server.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_answers_on_postgres_too() {
     let Some(db) = engine::store::testing::postgres().await else {
         return;
@@ -36,7 +39,7 @@ async fn health_answers_on_postgres_too() {
     server.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_api_routes_answer_json_404() {
     let server = TestServer::start().await;
     let res = server
@@ -51,7 +54,7 @@ async fn unknown_api_routes_answer_json_404() {
     assert!(body["detail"].as_str().is_some_and(|d| !d.is_empty()));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_record_sets_page_is_rendered_on_the_server() {
     let server = TestServer::start().await;
     let res = server
@@ -68,7 +71,7 @@ async fn the_record_sets_page_is_rendered_on_the_server() {
     assert!(html.contains("/pkg/switchyard.js"), "{html}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_pages_answer_404() {
     let server = TestServer::start().await;
     let res = server
