@@ -2,7 +2,10 @@
 //! connector off or on for their workspace only; the connector's own state
 //! (needs-env, rate-limited, auth-failed) is everyone's.
 
-use model::{ConnectorInfo, ConnectorStatus};
+use model::{ConnectorInfo, ConnectorStatus, InventoryRow};
+
+/// The window the inventory's and `/metrics`' figures cover: one day.
+pub const STATS_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 
 use crate::registry::RegistryError;
 use crate::store::{Principal, StatusChange, StoreError};
@@ -38,6 +41,23 @@ impl Engine {
                 info
             })
             .collect())
+    }
+
+    /// The inventory of a workspace: every connector with today's fires and
+    /// its figures over the last [`STATS_WINDOW_MS`].
+    pub async fn inventory(&self, workspace_id: i64) -> Result<Vec<InventoryRow>, StoreError> {
+        let since = crate::time::now_ms() - STATS_WINDOW_MS;
+        let mut stats = self.store.connector_stats(workspace_id, since).await?;
+        let mut rows = Vec::new();
+        for info in self.connectors_in(workspace_id).await? {
+            let at = stats.iter().position(|s| s.connector_id == info.id);
+            rows.push(InventoryRow {
+                fires_today: self.store.fires_today(&info.id).await?,
+                stats: at.map(|i| stats.swap_remove(i)),
+                info,
+            });
+        }
+        Ok(rows)
     }
 
     /// One connector as the workspace sees it.

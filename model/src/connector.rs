@@ -205,3 +205,15 @@ fn ratio(part: u64, whole: u64) -> f64 {
         part as f64 / whole as f64
     }
 }
+
+/// One inventory line: a connector as a workspace sees it, today's fires
+/// against its daily cap, and its last day in that workspace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InventoryRow {
+    #[serde(flatten)]
+    pub info: ConnectorInfo,
+    pub fires_today: i64,
+    /// Absent when it has not fired in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<ConnectorStats>,
+}

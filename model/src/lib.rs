@@ -17,7 +17,7 @@ pub use account::{Member, Role, Viewer, WorkspaceRef};
 pub use capability::{BuiltinCapability, Capability, InvalidCapability};
 pub use connector::{
     ConnectorInfo, ConnectorMenu, ConnectorSource, ConnectorStats, ConnectorStatus, CostTier,
-    MenuEntry, RateHints,
+    InventoryRow, MenuEntry, RateHints,
 };
 pub use event::{Event, EventKind};
 pub use fire::{ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy};

@@ -13,30 +13,24 @@ use model::{ConnectorInfo, ConnectorStats};
 use crate::api::{ApiError, Caller};
 use crate::router::AppState;
 
-/// The window the figures cover.
-pub const WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
-
 pub async fn metrics(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<impl IntoResponse, ApiError> {
-    let since = engine::time::now_ms() - WINDOW_MS;
-    let stats = state
-        .engine
-        .store
-        .connector_stats(who.workspace_id, since)
-        .await?;
-    let connectors = state.engine.connectors_in(who.workspace_id).await?;
-    let mut today = Vec::with_capacity(connectors.len());
-    for c in &connectors {
-        today.push(state.engine.store.fires_today(&c.id).await?);
-    }
+    let rows = state.engine.inventory(who.workspace_id).await?;
     Ok((
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        render(&connectors, &today, &stats),
+        render(
+            &rows.iter().map(|r| r.info.clone()).collect::<Vec<_>>(),
+            &rows.iter().map(|r| r.fires_today).collect::<Vec<_>>(),
+            &rows
+                .iter()
+                .filter_map(|r| r.stats.clone())
+                .collect::<Vec<_>>(),
+        ),
     ))
 }
 

@@ -4,48 +4,15 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
-use model::{ConnectorInfo, ConnectorStats};
-use serde::{Deserialize, Serialize};
+use model::InventoryRow;
 
 use crate::error_view::error_list;
-
-/// One inventory line.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct InventoryRow {
-    pub info: ConnectorInfo,
-    /// Fires counted today against the daily cap.
-    pub fires_today: i64,
-    /// The last day in this workspace, when it fired.
-    pub stats: Option<ConnectorStats>,
-}
 
 #[server]
 pub async fn list_connectors() -> Result<Vec<InventoryRow>, ServerFnError> {
     use crate::access::ssr;
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
-    let since = engine::time::now_ms() - 24 * 60 * 60 * 1000;
-    let stats = engine
-        .store
-        .connector_stats(who.workspace_id, since)
-        .await
-        .map_err(ssr::fail)?;
-    let mut rows = Vec::new();
-    for info in engine
-        .connectors_in(who.workspace_id)
-        .await
-        .map_err(ssr::fail)?
-    {
-        rows.push(InventoryRow {
-            fires_today: engine
-                .store
-                .fires_today(&info.id)
-                .await
-                .map_err(ssr::fail)?,
-            stats: stats.iter().find(|s| s.connector_id == info.id).cloned(),
-            info,
-        });
-    }
-    Ok(rows)
+    engine.inventory(who.workspace_id).await.map_err(ssr::fail)
 }
 
 /// Today's use and the last day's figures in a line.

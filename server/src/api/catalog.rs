@@ -37,27 +37,13 @@ pub async fn capabilities(State(state): State<AppState>) -> Json<Vec<CapabilityV
     )
 }
 
-/// A connector with today's use.
-#[derive(Serialize)]
-pub struct ConnectorView {
-    #[serde(flatten)]
-    pub info: ConnectorInfo,
-    pub fires_today: i64,
-}
-
-/// `GET /api/connectors`: every connector as the caller's workspace sees it.
+/// `GET /api/connectors`: every connector as the caller's workspace sees it,
+/// with today's fires and its last day.
 pub async fn connectors(
     State(state): State<AppState>,
     Caller(who): Caller,
-) -> Result<Json<Vec<ConnectorView>>, ApiError> {
-    let mut out = Vec::new();
-    for info in state.engine.connectors_in(who.workspace_id).await? {
-        out.push(ConnectorView {
-            fires_today: state.engine.store.fires_today(&info.id).await?,
-            info,
-        });
-    }
-    Ok(Json(out))
+) -> Result<Json<Vec<model::InventoryRow>>, ApiError> {
+    Ok(Json(state.engine.inventory(who.workspace_id).await?))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -107,7 +93,7 @@ pub async fn stats(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<model::ConnectorStats>>, ApiError> {
-    let since = engine::time::now_ms() - crate::metrics::WINDOW_MS;
+    let since = engine::time::now_ms() - engine::workspace_connectors::STATS_WINDOW_MS;
     Ok(Json(
         state
             .engine
