@@ -316,11 +316,17 @@ impl Store {
         .fetch_optional(self.pool())
         .await?;
         let Some(row) = row else { return Ok(None) };
-        sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
-            .bind(now_ms())
-            .bind(token_hash)
-            .execute(self.pool())
-            .await?;
+        // At most one write a minute per token, not one per request.
+        let now = now_ms();
+        sqlx::query(
+            "UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2 \
+             AND (last_used_at IS NULL OR last_used_at < $3)",
+        )
+        .bind(now)
+        .bind(token_hash)
+        .bind(now - 60_000)
+        .execute(self.pool())
+        .await?;
         principal(&row).map(Some)
     }
 

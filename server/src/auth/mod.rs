@@ -38,11 +38,16 @@ const WORKSPACE_ID: &str = "workspace_id";
 /// session or a token.
 pub fn is_public(method: &axum::http::Method, path: &str) -> bool {
     match path {
-        "/api/health" | "/favicon.svg" => true,
+        "/api/health" => true,
         SIGN_IN_PAGE => *method == axum::http::Method::GET,
         "/auth/sign-in" => *method == axum::http::Method::POST,
-        _ => path.starts_with("/pkg/"),
+        _ => is_static(path),
     }
+}
+
+/// The site's static files, public and the same for everyone.
+fn is_static(path: &str) -> bool {
+    path.starts_with("/pkg/") || path == "/favicon.svg"
 }
 
 /// The session cookie: HttpOnly, SameSite=Lax, Secure when the public address
@@ -104,6 +109,11 @@ pub async fn gate(
     mut req: Request,
     next: Next,
 ) -> Response {
+    // The wasm, JavaScript, CSS and icon are the same for everyone: no
+    // session read, no database query.
+    if is_static(req.uri().path()) {
+        return next.run(req).await;
+    }
     let principal = match principal_of(&state, &session, req.headers()).await {
         Ok(p) => p,
         Err(response) => return *response,
