@@ -10,6 +10,7 @@ use leptos_router::path;
 pub mod access;
 mod clock;
 mod error_view;
+mod live;
 pub mod pages;
 pub mod triage;
 

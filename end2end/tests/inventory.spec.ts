@@ -1,4 +1,7 @@
-import { test, expect, hydrated } from "./fixtures";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { BrowserContext } from "@playwright/test";
+import { test, expect, hydrated, authFile } from "./fixtures";
 
 test("the inventory lists manifest connectors from the drop folder with their source", async ({ page }) => {
   await page.goto("/inventory");
@@ -10,4 +13,157 @@ test("the inventory lists manifest connectors from the drop folder with their so
   const files = page.locator(".manifest-files li");
   await expect(files).toHaveCount(3);
   await expect(page.locator('.manifest-files li[data-state="serving"]')).toHaveCount(3);
+});
+
+// A news API on this machine that answers only the key it was given.
+const KEY = "e2e-provider-key-0042";
+async function fakeNewsProvider(): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const query = new URL(req.url ?? "/", "http://localhost").searchParams.get("q") ?? "";
+    if (req.headers["x-api-key"] !== KEY) {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end('{"error": "invalid key"}');
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify({
+        results: [
+          { url: `https://fake-news.example/${encodeURIComponent(query)}`, title: `E2E story on ${query}`, text: "<b>from</b> the fake provider" },
+        ],
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+function manifest(base: string): string {
+  return `id = "e2e-news"
+display_name = "E2E news"
+short_label = "E2E"
+capabilities = ["search.news"]
+cost_tier = "free"
+requires_env = ["E2E_NEWS_KEY"]
+
+[request]
+url = "${base}/search"
+query = { q = "{{query}}" }
+headers = { x-api-key = "{{secret.E2E_NEWS_KEY}}" }
+
+[response]
+items = "$.results[*]"
+url = "$.url"
+title = "$.title"
+snippet = "$.text"
+`;
+}
+
+test("an admin adds a connector in the browser and another person fires it from an open menu", async ({ browser, baseURL }) => {
+  const provider = await fakeNewsProvider();
+  const opened: BrowserContext[] = [];
+  const open = async (name: string) => {
+    const context = await browser.newContext({ baseURL, storageState: authFile(name) });
+    opened.push(context);
+    return context.newPage();
+  };
+  try {
+    // Bob is already triaging, with the news chip's menu open.
+    const bob = await open("bob");
+    await bob.goto("/record-sets");
+    await hydrated(bob);
+    await bob.getByRole("link", { name: "Demo companies (made-up data)" }).click();
+    await expect(bob.locator("body")).toHaveAttribute("data-live", "true");
+    const news = bob.locator('article.card:has(h2:text-is("Cobalt Analytics (demo)")) [data-pack="news"]');
+    await news.click({ button: "right" });
+    const menu = bob.getByRole("menu", { name: "Connectors" });
+    await expect(menu.locator('[data-connector="demo"]')).toBeVisible();
+    await expect(menu.locator('[data-connector="e2e-news"]')).toHaveCount(0);
+
+    // Ada sets the key the connector will need; the page never shows it.
+    const ada = await open("ada");
+    await ada.goto("/inventory");
+    await hydrated(ada);
+    const addSecret = ada.locator("form.add-secret");
+    await addSecret.getByLabel("Name").fill("E2E_NEWS_KEY");
+    await addSecret.getByLabel("Value").fill(KEY);
+    await addSecret.getByRole("button", { name: "Set secret" }).click();
+    const secret = ada.locator('tr[data-secret="E2E_NEWS_KEY"]');
+    await expect(secret).toHaveAttribute("data-state", "set");
+    await expect(secret).toContainText("set by ada@demo.test");
+    await expect(addSecret.getByLabel("Value")).toHaveValue("");
+
+    // A draft with a mistake says where; the fixed one test-fires with the key.
+    const editor = ada.getByLabel("Manifest");
+    await editor.fill(manifest(provider.url).replace('cost_tier = "free"', 'cost_tier = "cheap"'));
+    await ada.locator('input[name="test-query"]').fill("Grace Hopper");
+    await ada.getByRole("button", { name: "Test fire" }).click();
+    await expect(ada.locator(".problems")).toContainText("cost_tier");
+    await editor.fill(manifest(provider.url));
+    await ada.getByRole("button", { name: "Test fire" }).click();
+    const report = ada.locator('.test-report[data-outcome="found"]');
+    await expect(report).toContainText("Outcome: found · 1 result");
+    await expect(report.getByRole("link", { name: "E2E story on Grace Hopper" })).toHaveAttribute("href", "https://fake-news.example/Grace%20Hopper");
+    await expect(report).toContainText("from the fake provider");
+    // Nothing is registered before saving.
+    await expect(ada.locator('tr[data-connector="e2e-news"]')).toHaveCount(0);
+
+    await ada.getByRole("button", { name: "Save" }).click();
+    await expect(ada.locator(".notice")).toContainText("Saved E2E news (e2e-news)");
+    const row = ada.locator('tr[data-connector="e2e-news"]');
+    await expect(row.locator(".source")).toHaveText("added in the browser");
+    await expect(row).toHaveAttribute("data-status", "available");
+    await expect(ada.locator('.saved-manifests li[data-manifest="e2e-news"]')).toHaveAttribute("data-state", "serving");
+    await expect(ada.locator("body")).not.toContainText(KEY);
+
+    // Bob's open menu shows it without a reload, and he fires through it.
+    const added = menu.locator('[data-connector="e2e-news"]');
+    await expect(added).toContainText("E2E news");
+    await added.getByRole("menuitem", { name: "Fire through this connector" }).click();
+    await expect(news).toHaveAttribute("data-state", "found");
+    const card = bob.locator('article.card:has(h2:text-is("Cobalt Analytics (demo)"))');
+    await expect(card.getByRole("link", { name: /E2E story on Cobalt Analytics/ })).toBeVisible();
+
+    // Eve, in another workspace, does not see it.
+    const eve = await open("eve");
+    await eve.goto("/inventory");
+    await hydrated(eve);
+    await expect(eve.locator('tr[data-connector="demo"]')).toBeVisible();
+    await expect(eve.locator('tr[data-connector="e2e-news"]')).toHaveCount(0);
+
+    // Removed by Ada: gone from her inventory at once.
+    ada.once("dialog", (d) => d.accept());
+    await ada.locator('.saved-manifests li[data-manifest="e2e-news"]').getByRole("button", { name: "Remove" }).click();
+    await expect(row).toHaveCount(0);
+  } finally {
+    // A page left open would keep its viewer present for the next tests.
+    for (const context of opened) await context.close();
+    await provider.close();
+  }
+});
+
+test("an admin switches a connector off and on for the workspace; the page follows live", async ({ browser, baseURL }) => {
+  const ada = await (await browser.newContext({ baseURL, storageState: authFile("ada") })).newPage();
+  const bob = await (await browser.newContext({ baseURL, storageState: authFile("bob") })).newPage();
+  for (const page of [ada, bob]) {
+    await page.goto("/inventory");
+    await hydrated(page);
+    await expect(page.locator("body")).toHaveAttribute("data-live", "true");
+  }
+  // Members see no admin buttons.
+  await expect(bob.locator('tr[data-connector="hn-algolia"] button.switch')).toHaveCount(0);
+  const hn = ada.locator('tr[data-connector="hn-algolia"]');
+  await hn.getByRole("button", { name: "Disable" }).click();
+  await expect(hn).toHaveAttribute("data-status", "disabled");
+  await expect(bob.locator('tr[data-connector="hn-algolia"]')).toHaveAttribute("data-status", "disabled");
+  await expect(bob.locator('tr[data-connector="hn-algolia"] .status')).toContainText("by ada@demo.test");
+  // The audit trail says who did it.
+  await hn.locator("details.audit summary").click();
+  await expect(hn.locator(".audit-trail li").first()).toContainText("disabled");
+  await expect(hn.locator(".audit-trail li").first()).toContainText("ada@demo.test");
+  await hn.getByRole("button", { name: "Enable" }).click();
+  await expect(bob.locator('tr[data-connector="hn-algolia"]')).toHaveAttribute("data-status", "available");
+  await ada.context().close();
+  await bob.context().close();
 });

@@ -16,6 +16,54 @@ pub struct FireOpts {
     pub record_fields: BTreeMap<String, String>,
     /// How many results the caller wants at most.
     pub max_results: usize,
+    /// The firing workspace's secrets this connector declared it needs; they
+    /// win over the server's environment.
+    pub secrets: Secrets,
+}
+
+/// Secret values by name. Debug-printing shows the names only, so a stray
+/// `{:?}` cannot leak a key.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secrets(BTreeMap<String, String>);
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+impl Secrets {
+    pub fn new(values: BTreeMap<String, String>) -> Self {
+        Self(values)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+
+    /// Every value, to scrub from messages.
+    pub fn values(&self) -> impl Iterator<Item = &str> {
+        self.0.values().map(String::as_str)
+    }
+
+    /// Only the named ones (what one connector requires).
+    pub fn only(&self, names: &[String]) -> Self {
+        Self(
+            self.0
+                .iter()
+                .filter(|(k, _)| names.contains(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        )
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// One result a connector found.

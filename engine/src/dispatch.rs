@@ -16,10 +16,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::chain::{self, Candidate, Chain, ChainRequest};
 use crate::chip::{chip_state, ChipInputs};
-use crate::connector::{FireError, FireOpts};
+use crate::connector::{FireError, FireOpts, Secrets};
 use crate::events::EventBus;
+use crate::lens::Lens;
 use crate::packs::{render_query, BundleMember, Catalog, PackConfig};
 use crate::registry::{ConnectorHandle, Registry};
+use crate::secrets::{self, Sealer};
 use crate::store::{AttemptEnd, FireContext, Store, StoreError, StoredRecord};
 use crate::time::now_ms;
 use model::RecordSetSummary;
@@ -82,6 +84,8 @@ pub struct Dispatcher {
     catalog: Arc<RwLock<Catalog>>,
     events: EventBus,
     config: DispatchConfig,
+    /// Opens the workspace secrets a fire needs; `None`: secrets are off.
+    sealer: Option<Sealer>,
     in_flight: Arc<Mutex<HashMap<i64, CancellationToken>>>,
 }
 
@@ -109,6 +113,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The connector one call went to, and the workspace whose secret it used.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    handle: &'a ConnectorHandle,
+    keyed_by: Option<i64>,
+}
+
 /// How one call of one connector ended.
 enum Called {
     Results(Vec<crate::connector::ConnectorResult>),
@@ -130,8 +141,15 @@ impl Dispatcher {
             catalog,
             events,
             config,
+            sealer: None,
             in_flight: Arc::default(),
         }
+    }
+
+    /// Fires with the workspace secrets `sealer` opens.
+    pub fn with_sealer(mut self, sealer: Option<Sealer>) -> Self {
+        self.sealer = sealer;
+        self
     }
 
     /// The pack and its bundle membership for a record set's bundle.
@@ -148,39 +166,15 @@ impl Dispatcher {
         Some((pack, member))
     }
 
-    /// Every registered connector as chain resolution sees it in a
-    /// workspace: what its admins switched off is disabled there.
+    /// Every connector a workspace sees, as chain resolution sees it there:
+    /// what its admins switched off is disabled, what its secrets provide
+    /// is not missing.
     pub async fn candidates(
         &self,
         workspace_id: Option<i64>,
     ) -> Result<Vec<Candidate>, StoreError> {
-        let handles = self.registry.all();
-        self.candidates_of(&handles, workspace_id).await
-    }
-
-    async fn candidates_of(
-        &self,
-        handles: &[ConnectorHandle],
-        workspace_id: Option<i64>,
-    ) -> Result<Vec<Candidate>, StoreError> {
-        let off = match workspace_id {
-            Some(ws) => self.store.workspace_disabled_connectors(ws).await?,
-            None => HashMap::new(),
-        };
-        Ok(handles
-            .iter()
-            .map(|h| Candidate {
-                id: h.registration.id.clone(),
-                serves: h.registration.capabilities.clone(),
-                cost_tier: h.registration.cost_tier,
-                status: match off.get(&h.registration.id) {
-                    Some(reason) => model::ConnectorStatus::Disabled {
-                        reason: reason.clone(),
-                    },
-                    None => h.status.clone(),
-                },
-            })
-            .collect())
+        let lens = Lens::of(&self.store, workspace_id).await?;
+        Ok(candidates_of(&lens.handles(&self.registry), &lens))
     }
 
     /// Resolves the chain a fire of `pack_id` on `record` (of `set`) would
@@ -285,21 +279,32 @@ impl Dispatcher {
             record_name: record.name.clone(),
             record_fields: record.field_map(),
             max_results: self.config.max_results,
+            secrets: Secrets::default(),
+        };
+        let lens = Lens::of(&self.store, set.workspace_id).await?;
+        let secrets = match set.workspace_id {
+            Some(ws) => secrets::open_all(&self.store, self.sealer.as_ref(), ws).await?,
+            None => Secrets::default(),
         };
         let mut budget = self.config.retry_budget;
         let mut cancelled = false;
         'chain: for connector_id in &chain.to_try {
-            let Some(handle) = self.registry.by_id(connector_id) else {
+            let Some(handle) = self.registry.by_id_in(connector_id, set.workspace_id) else {
                 report
                     .skipped
                     .push(skip(connector_id, "unregistered while the fire ran"));
                 continue;
             };
-            if !handle.status.is_available() {
-                let reason = handle.status.reason().unwrap_or_default();
+            let status = lens.status(&handle);
+            if !status.is_available() {
+                let reason = status.reason().unwrap_or_default();
                 report.skipped.push(skip(connector_id, &reason));
                 continue;
             }
+            let opts = FireOpts {
+                secrets: secrets.only(&handle.registration.requires_env),
+                ..opts.clone()
+            };
             loop {
                 if let Some(cap) = handle.registration.rate_hints.daily_cap {
                     if !self.store.take_daily_fire(connector_id, cap).await? {
@@ -318,8 +323,14 @@ impl Dispatcher {
                 let called = self
                     .call(&handle, &pack.intent, &query, &opts, &cancel)
                     .await;
+                let target = Target {
+                    handle: &handle,
+                    keyed_by: (!opts.secrets.is_empty())
+                        .then_some(set.workspace_id)
+                        .flatten(),
+                };
                 let (end, items, retry) = self
-                    .classify(&handle, &record, &ctx, fire_id, called, &mut budget)
+                    .classify(target, &record, &ctx, fire_id, called, &mut budget)
                     .await?;
                 let entry = self.store.finish_attempt(attempt.id, &end).await?;
                 self.publish_attempt(set.id, &entry);
@@ -406,7 +417,7 @@ impl Dispatcher {
     /// connector's status, and says whether to retry the same connector.
     async fn classify(
         &self,
-        handle: &ConnectorHandle,
+        Target { handle, keyed_by }: Target<'_>,
         record: &StoredRecord,
         ctx: &FireContext,
         fire_id: i64,
@@ -469,7 +480,13 @@ impl Dispatcher {
                         (end, Vec::new(), false)
                     }
                     FireError::AuthFailed { .. } => {
-                        self.registry.mark_auth_failed(id, &reason).await;
+                        match keyed_by {
+                            // A key the workspace set was refused: that
+                            // workspace's problem, not everyone's, so only
+                            // it loses the connector until the key is set again.
+                            Some(ws) => self.refused_workspace_key(ws, id, &reason).await?,
+                            None => self.registry.mark_auth_failed(id, &reason).await,
+                        }
                         (failed(FireOutcome::Error, reason), Vec::new(), false)
                     }
                     FireError::Timeout { .. } | FireError::Upstream { .. } => {
@@ -487,6 +504,27 @@ impl Dispatcher {
                 }
             }
         })
+    }
+
+    /// Switches a connector off in the one workspace whose key it refused.
+    async fn refused_workspace_key(
+        &self,
+        workspace_id: i64,
+        id: &str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let why = format!("{reason} (with this workspace's key; set it again to retry)");
+        let actor = crate::registry::SYSTEM_ACTOR;
+        if self
+            .store
+            .set_workspace_connector(workspace_id, id, Some(&why), actor)
+            .await?
+        {
+            self.store
+                .record_connector_status(Some(workspace_id), id, "auth_failed", Some(&why), actor)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Cancels a fire in flight in this process. `false` when it is not.
@@ -529,8 +567,9 @@ impl Dispatcher {
         let counts = self.store.item_counts(record_ids).await?;
         let overrides = self.store.record_overrides_of(record_ids).await?;
         // One registry snapshot for the chains and the names they show.
-        let handles = self.registry.all();
-        let candidates = self.candidates_of(&handles, set.workspace_id).await?;
+        let lens = Lens::of(&self.store, set.workspace_id).await?;
+        let handles = lens.handles(&self.registry);
+        let candidates = candidates_of(&handles, &lens);
         let display: HashMap<&str, &str> = handles
             .iter()
             .map(|h| {
@@ -639,6 +678,20 @@ impl Dispatcher {
             },
         );
     }
+}
+
+/// The connectors as chain resolution sees them through a workspace's lens.
+fn candidates_of(handles: &[ConnectorHandle], lens: &Lens) -> Vec<Candidate> {
+    handles
+        .iter()
+        .filter(|h| lens.sees(h))
+        .map(|h| Candidate {
+            id: h.registration.id.clone(),
+            serves: h.registration.capabilities.clone(),
+            cost_tier: h.registration.cost_tier,
+            status: lens.status(h),
+        })
+        .collect()
 }
 
 fn skip(connector_id: &str, reason: &str) -> Skipped {

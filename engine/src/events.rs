@@ -45,12 +45,22 @@ impl EventBus {
 
     /// Publishes one event and returns its id.
     pub fn publish(&self, record_set_id: Option<i64>, kind: EventKind) -> u64 {
+        self.send(record_set_id, None, kind)
+    }
+
+    /// Publishes an event only `workspace_id`'s viewers get (`None`: everyone).
+    pub fn publish_in(&self, workspace_id: Option<i64>, kind: EventKind) -> u64 {
+        self.send(None, workspace_id, kind)
+    }
+
+    fn send(&self, record_set_id: Option<i64>, workspace_id: Option<i64>, kind: EventKind) -> u64 {
         let mut recent = self.recent();
         // Ids are taken under the lock so the kept list stays in id order.
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let event = Arc::new(Event {
             id,
             record_set_id,
+            workspace_id,
             kind,
         });
         if recent.len() == KEPT {

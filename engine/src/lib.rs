@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod events;
 pub mod import;
 pub mod jobs;
+pub mod lens;
 pub mod manifest;
 pub mod ops;
 pub mod packs;
@@ -19,6 +20,7 @@ pub mod presence;
 pub mod registry;
 #[cfg(any(test, feature = "test-support"))]
 pub mod scripted;
+pub mod secrets;
 pub mod store;
 pub mod time;
 pub mod urlnorm;
@@ -40,6 +42,10 @@ pub struct EngineConfig {
     pub dispatch: DispatchConfig,
     /// Fires in flight per fan-out job.
     pub job_concurrency: usize,
+    /// Seals workspace secrets; `None` turns them off.
+    pub secrets: Option<secrets::Sealer>,
+    /// Internal destinations manifest connectors may reach.
+    pub fetch_allow: connectors::guard::AllowList,
 }
 
 impl Default for EngineConfig {
@@ -47,6 +53,8 @@ impl Default for EngineConfig {
         Self {
             dispatch: DispatchConfig::default(),
             job_concurrency: 4,
+            secrets: None,
+            fetch_allow: connectors::guard::AllowList::default(),
         }
     }
 }
@@ -62,6 +70,10 @@ pub struct Engine {
     pub dispatcher: Dispatcher,
     pub jobs: JobRunner,
     pub presence: presence::Presence,
+    /// Seals and opens workspace secrets; `None` when no key is configured.
+    pub sealer: Option<secrets::Sealer>,
+    /// Internal destinations manifest connectors may reach.
+    pub fetch_allow: connectors::guard::AllowList,
     /// The manifest drop folder, once the server has set one up.
     pub drop_folder: Arc<std::sync::OnceLock<manifest::folder::DropFolder>>,
 }
@@ -86,7 +98,8 @@ impl Engine {
             catalog.clone(),
             events.clone(),
             config.dispatch,
-        );
+        )
+        .with_sealer(config.secrets.clone());
         let jobs = JobRunner::new(
             store.clone(),
             dispatcher.clone(),
@@ -96,6 +109,8 @@ impl Engine {
         Self {
             presence: presence::Presence::new(events.clone()),
             drop_folder: Arc::default(),
+            sealer: config.secrets,
+            fetch_allow: config.fetch_allow,
             store,
             registry,
             events,

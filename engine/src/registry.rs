@@ -163,6 +163,12 @@ impl Registry {
         }
     }
 
+    /// How this registry reads environment variables (manifest connectors
+    /// built later read theirs the same way).
+    pub fn env(&self) -> EnvLookup {
+        self.env.clone()
+    }
+
     /// Adds or replaces a coded connector. A replaced connector keeps a
     /// status a person set (disabled) or a provider set (rate-limited,
     /// auth-failed).
@@ -209,12 +215,15 @@ impl Registry {
 
     /// Removes a connector; fires already running through it finish.
     pub fn unregister(&self, id: &str) -> Result<(), RegistryError> {
-        self.write()
+        let removed = self
+            .write()
             .remove(id)
             .ok_or_else(|| RegistryError::Unknown(id.to_owned()))?;
         tracing::info!(connector = %id, "Connector unregistered.");
-        self.events
-            .publish(None, EventKind::ConnectorRemoved { id: id.to_owned() });
+        self.events.publish_in(
+            removed.source.workspace(),
+            EventKind::ConnectorRemoved { id: id.to_owned() },
+        );
         Ok(())
     }
 
@@ -222,6 +231,19 @@ impl Registry {
     pub fn by_id(&self, id: &str) -> Option<ConnectorHandle> {
         let entries = self.read();
         entries.get(id).map(|e| self.handle(e, now_ms()))
+    }
+
+    /// The connector with this id if `workspace_id` may see it: another
+    /// workspace's own connector is as good as unknown.
+    pub fn by_id_in(&self, id: &str, workspace_id: Option<i64>) -> Option<ConnectorHandle> {
+        self.by_id(id).filter(|h| h.source.visible_in(workspace_id))
+    }
+
+    /// Every connector `workspace_id` may see, ordered by id.
+    pub fn all_in(&self, workspace_id: Option<i64>) -> Vec<ConnectorHandle> {
+        let mut all = self.all();
+        all.retain(|h| h.source.visible_in(workspace_id));
+        all
     }
 
     /// Every connector, ordered by id.
@@ -232,11 +254,12 @@ impl Registry {
         all
     }
 
-    /// Every connector serving `intent`, in the cost-tier default order (free,
-    /// free-tier, paid, then id), whatever its status.
-    pub fn serving(&self, intent: &Capability) -> Vec<ConnectorHandle> {
+    /// Every connector serving `intent` that `workspace_id` sees, in the
+    /// cost-tier default order (free, free-tier, paid, then id), whatever
+    /// its status.
+    pub fn serving(&self, intent: &Capability, workspace_id: Option<i64>) -> Vec<ConnectorHandle> {
         let mut serving: Vec<_> = self
-            .all()
+            .all_in(workspace_id)
             .into_iter()
             .filter(|h| h.registration.capabilities.contains(intent))
             .collect();
@@ -247,19 +270,20 @@ impl Registry {
         serving
     }
 
-    /// Connectors serving `intent` that can fire now, for the chip menu.
+    /// Connectors serving `intent` that can fire now (everyone's only).
     pub fn available_for(&self, intent: &Capability) -> Vec<ConnectorHandle> {
-        self.serving(intent)
+        self.serving(intent, None)
             .into_iter()
             .filter(|h| h.status.is_available())
             .collect()
     }
 
-    /// Every capability some connector serves, built-in ones first.
-    pub fn capabilities(&self) -> Vec<Capability> {
+    /// Every capability some connector `workspace_id` sees serves,
+    /// built-in ones first.
+    pub fn capabilities(&self, workspace_id: Option<i64>) -> Vec<Capability> {
         let mut caps: Vec<Capability> = Capability::builtins().collect();
-        for entry in self.read().values() {
-            for cap in &entry.registration.capabilities {
+        for handle in self.all_in(workspace_id) {
+            for cap in &handle.registration.capabilities {
                 if !caps.contains(cap) {
                     caps.push(cap.clone());
                 }
@@ -399,10 +423,12 @@ impl Registry {
             .await
     }
 
+    /// Tells the viewers who see the connector (a workspace's own connector
+    /// is news to that workspace only).
     fn announce(&self, id: &str) {
         if let Some(handle) = self.by_id(id) {
-            self.events.publish(
-                None,
+            self.events.publish_in(
+                handle.source.workspace(),
                 EventKind::ConnectorChanged {
                     connector: handle.info(),
                 },
@@ -684,7 +710,7 @@ mod tests {
             )
             .unwrap();
         let ids: Vec<String> = registry
-            .serving(&web)
+            .serving(&web, None)
             .into_iter()
             .map(|h| h.registration.id)
             .collect();

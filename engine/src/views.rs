@@ -4,6 +4,7 @@
 use model::{ConnectorMenu, MenuEntry, Record, RecordFilter, RecordsPage};
 
 use crate::dispatch::DispatchError;
+use crate::lens::Lens;
 use crate::Engine;
 
 /// How many records one page may hold.
@@ -111,22 +112,14 @@ impl Engine {
             .await?;
         let override_id = self.store.record_override(record_id, pack_id).await?;
         let history = self.store.history(record_id).await?;
-        let off = match set.workspace_id {
-            Some(ws) => self.store.workspace_disabled_connectors(ws).await?,
-            None => Default::default(),
-        };
+        let lens = Lens::of(&self.store, set.workspace_id).await?;
         let entries = self
             .registry
-            .serving(&pack.intent)
+            .serving(&pack.intent, set.workspace_id)
             .into_iter()
             .map(|handle| {
                 let id = handle.registration.id.clone();
-                let mut connector = handle.info();
-                if let Some(reason) = off.get(&id) {
-                    connector.status = model::ConnectorStatus::Disabled {
-                        reason: reason.clone(),
-                    };
-                }
+                let connector = lens.info(&handle);
                 MenuEntry {
                     last_attempt: history
                         .iter()

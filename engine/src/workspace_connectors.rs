@@ -2,12 +2,19 @@
 //! connector off or on for their workspace only; the connector's own state
 //! (needs-env, rate-limited, auth-failed) is everyone's.
 
-use model::{ConnectorInfo, ConnectorStatus, InventoryRow};
+use model::{ConnectorInfo, ConnectorStatus, EventKind, InventoryRow, TestReport};
+
+/// What a re-check asks a connector for: a name every search knows.
+pub const RECHECK_QUERY: &str = "Wikipedia";
 
 /// The window the inventory's and `/metrics`' figures cover: one day.
 pub const STATS_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 
+use crate::connector::{FireError, FireOpts};
+use crate::lens::Lens;
+use crate::manifest::{probe, report};
 use crate::registry::RegistryError;
+use crate::secrets;
 use crate::store::{Principal, StatusChange, StoreError};
 use crate::Engine;
 
@@ -21,33 +28,24 @@ pub enum SwitchError {
 }
 
 impl Engine {
-    /// Every registered connector as the workspace sees it.
+    /// Every connector the workspace sees, as it sees it.
     pub async fn connectors_in(&self, workspace_id: i64) -> Result<Vec<ConnectorInfo>, StoreError> {
-        let off = self
-            .store
-            .workspace_disabled_connectors(workspace_id)
-            .await?;
-        Ok(self
-            .registry
-            .all()
+        let lens = Lens::of(&self.store, Some(workspace_id)).await?;
+        Ok(lens
+            .handles(&self.registry)
             .iter()
-            .map(|h| {
-                let mut info = h.info();
-                if let Some(reason) = off.get(&info.id) {
-                    info.status = ConnectorStatus::Disabled {
-                        reason: reason.clone(),
-                    };
-                }
-                info
-            })
+            .map(|h| lens.info(h))
             .collect())
     }
 
     /// The inventory of a workspace: every connector with today's fires and
     /// its figures over the last [`STATS_WINDOW_MS`].
     pub async fn inventory(&self, workspace_id: i64) -> Result<Vec<InventoryRow>, StoreError> {
-        let since = crate::time::now_ms() - STATS_WINDOW_MS;
-        let mut stats = self.store.connector_stats(workspace_id, since).await?;
+        let now = crate::time::now_ms();
+        let mut stats = self
+            .store
+            .connector_stats(workspace_id, now - STATS_WINDOW_MS, now)
+            .await?;
         let mut rows = Vec::new();
         for info in self.connectors_in(workspace_id).await? {
             let at = stats.iter().position(|s| s.connector_id == info.id);
@@ -80,7 +78,7 @@ impl Engine {
         id: &str,
         reason: &str,
     ) -> Result<ConnectorInfo, SwitchError> {
-        if self.registry.by_id(id).is_none() {
+        if self.registry.by_id_in(id, Some(who.workspace_id)).is_none() {
             return Err(RegistryError::Unknown(id.to_owned()).into());
         }
         let reason = match reason.trim() {
@@ -102,7 +100,7 @@ impl Engine {
                 )
                 .await?;
         }
-        self.connector_in(who.workspace_id, id).await
+        self.announce_in(who.workspace_id, id).await
     }
 
     /// Switches a connector back on for the caller's workspace (admins). A
@@ -113,7 +111,7 @@ impl Engine {
         who: &Principal,
         id: &str,
     ) -> Result<ConnectorInfo, SwitchError> {
-        let Some(handle) = self.registry.by_id(id) else {
+        let Some(handle) = self.registry.by_id_in(id, Some(who.workspace_id)) else {
             return Err(RegistryError::Unknown(id.to_owned()).into());
         };
         let was_off = self
@@ -144,7 +142,96 @@ impl Engine {
                 )
                 .await?;
         }
-        self.connector_in(who.workspace_id, id).await
+        self.announce_in(who.workspace_id, id).await
+    }
+
+    /// Tells the workspace's viewers how it sees the connector now.
+    pub(crate) async fn announce_in(
+        &self,
+        workspace_id: i64,
+        id: &str,
+    ) -> Result<ConnectorInfo, SwitchError> {
+        let info = self.connector_in(workspace_id, id).await?;
+        self.events.publish_in(
+            Some(workspace_id),
+            EventKind::ConnectorChanged {
+                connector: info.clone(),
+            },
+        );
+        Ok(info)
+    }
+
+    /// Re-checks a connector (admins): fires it once with a probe query and
+    /// the workspace's keys, outside any chain and without keeping results.
+    /// An answer clears what an earlier failure set (auth-failed, a rate
+    /// limit, a suspension, this workspace's refused key); a failure is only
+    /// reported. The probe counts against the daily cap like any fire.
+    pub async fn recheck(
+        &self,
+        who: &Principal,
+        id: &str,
+    ) -> Result<(ConnectorInfo, TestReport), SwitchError> {
+        let Some(handle) = self.registry.by_id_in(id, Some(who.workspace_id)) else {
+            return Err(RegistryError::Unknown(id.to_owned()).into());
+        };
+        let started = std::time::Instant::now();
+        let fired = match handle.registration.rate_hints.daily_cap {
+            Some(cap) if !self.store.take_daily_fire(id, cap).await? => {
+                Err(FireError::RateLimited {
+                    retry_after: None,
+                    reason: format!("the daily cap of {cap} fires is reached; not probed"),
+                })
+            }
+            _ => {
+                let all =
+                    secrets::open_all(&self.store, self.sealer.as_ref(), who.workspace_id).await?;
+                let opts = FireOpts {
+                    max_results: 3,
+                    secrets: all.only(&handle.registration.requires_env),
+                    ..FireOpts::default()
+                };
+                let intent = handle.registration.capabilities.first().cloned();
+                match intent {
+                    Some(intent) => {
+                        handle.throttle().await;
+                        probe(handle.connector.as_ref(), &intent, RECHECK_QUERY, &opts).await
+                    }
+                    None => Err(FireError::Malformed {
+                        reason: "it serves no capability".to_owned(),
+                    }),
+                }
+            }
+        };
+        let report = report(fired, started);
+        let summary = match (&report.error, report.results.len()) {
+            (Some(e), _) => format!("failed: {e}"),
+            (None, 0) => "answered, found nothing".to_owned(),
+            (None, n) => format!("answered, found {n}"),
+        };
+        if report.error.is_none() {
+            self.registry.record_answer(id);
+            if matches!(
+                handle.status,
+                ConnectorStatus::AuthFailed { .. }
+                    | ConnectorStatus::RateLimited { .. }
+                    | ConnectorStatus::Suspended { .. }
+            ) {
+                self.registry
+                    .enable(id, "a workspace admin's re-check")
+                    .await?;
+            }
+            self.store.clear_system_switch(who.workspace_id, id).await?;
+        }
+        self.store
+            .record_connector_status(
+                Some(who.workspace_id),
+                id,
+                "rechecked",
+                Some(&summary),
+                &who.email,
+            )
+            .await?;
+        Ok((self.announce_in(who.workspace_id, id).await?, report))
     }
 
     /// The status changes of a connector the caller's workspace may see.
@@ -153,7 +240,7 @@ impl Engine {
         who: &Principal,
         id: &str,
     ) -> Result<Vec<StatusChange>, SwitchError> {
-        if self.registry.by_id(id).is_none() {
+        if self.registry.by_id_in(id, Some(who.workspace_id)).is_none() {
             return Err(RegistryError::Unknown(id.to_owned()).into());
         }
         Ok(self

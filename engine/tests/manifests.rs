@@ -120,6 +120,7 @@ fn opts(max: usize) -> FireOpts {
         record_name: "Acme".into(),
         record_fields: [("city".to_owned(), "Lyon".to_owned())].into(),
         max_results: max,
+        ..FireOpts::default()
     }
 }
 

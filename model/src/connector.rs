@@ -135,6 +135,9 @@ pub enum ConnectorSource {
     Builtin,
     /// A manifest file in the drop folder.
     File { path: String },
+    /// A manifest an admin of this workspace saved in the browser or through
+    /// the API; no other workspace sees it.
+    Workspace { workspace_id: i64 },
 }
 
 impl ConnectorSource {
@@ -143,8 +146,40 @@ impl ConnectorSource {
         match self {
             ConnectorSource::Builtin => "built-in".to_owned(),
             ConnectorSource::File { path } => format!("manifest file {path}"),
+            ConnectorSource::Workspace { .. } => "added in the browser".to_owned(),
         }
     }
+
+    /// Whether a workspace sees it: everything but another workspace's own.
+    pub fn visible_in(&self, workspace_id: Option<i64>) -> bool {
+        match self {
+            ConnectorSource::Workspace {
+                workspace_id: owner,
+            } => Some(*owner) == workspace_id,
+            _ => true,
+        }
+    }
+
+    /// The workspace that owns it, if one does.
+    pub fn workspace(&self) -> Option<i64> {
+        match self {
+            ConnectorSource::Workspace { workspace_id } => Some(*workspace_id),
+            _ => None,
+        }
+    }
+}
+
+/// One status change of a connector, for its audit trail: who switched it
+/// off or on, when a provider refused it, when someone re-checked it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusChange {
+    pub connector_id: String,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub actor: String,
+    /// Unix milliseconds.
+    pub at: i64,
 }
 
 /// One line of a chip's connector menu: a connector serving the pack's intent,
@@ -184,6 +219,18 @@ pub struct ConnectorStats {
     pub p50_ms: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p95_ms: Option<i64>,
+    /// The window hour by hour, oldest first (24 for a day), for the chart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hours: Vec<HourCount>,
+}
+
+/// One hour of a connector's attempts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HourCount {
+    pub attempts: u32,
+    pub found: u32,
+    /// Errors and rate limits.
+    pub failed: u32,
 }
 
 impl ConnectorStats {

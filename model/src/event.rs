@@ -13,6 +13,10 @@ pub struct Event {
     /// (connector changes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_set_id: Option<i64>,
+    /// The only workspace whose viewers get it (a connector of that
+    /// workspace, or that workspace's switch); absent for everyone's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<i64>,
     #[serde(flatten)]
     pub kind: EventKind,
 }

@@ -9,6 +9,7 @@ pub mod fire;
 pub mod health;
 pub mod item;
 pub mod job;
+pub mod manifest;
 pub mod pack;
 pub mod record;
 pub mod record_set;
@@ -17,13 +18,17 @@ pub use account::{Member, Role, Viewer, WorkspaceRef};
 pub use capability::{BuiltinCapability, Capability, InvalidCapability};
 pub use connector::{
     ConnectorInfo, ConnectorMenu, ConnectorSource, ConnectorStats, ConnectorStatus, CostTier,
-    InventoryRow, MenuEntry, RateHints,
+    HourCount, InventoryRow, MenuEntry, RateHints, StatusChange,
 };
 pub use event::{Event, EventKind};
 pub use fire::{ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy};
 pub use health::Health;
 pub use item::{Evidence, Item, TriageState, TriageVerb};
 pub use job::{Envelope, EnvelopeStatus, EstimateLine, Job, JobStatus, Progress};
+pub use manifest::{
+    check_secret_name, secret_names, ManifestDraft, ManifestForm, ManifestFormat, ManifestTest,
+    Problem, SavedManifest, SecretInfo, SecretValue, TestReport, TestResult,
+};
 pub use pack::{BundleConfig, BundleMember, PackConfig};
 pub use record::{Chip, Field, ImportReport, Record, RecordFilter, RecordsPage, Rejection};
 pub use record_set::RecordSetSummary;

@@ -165,6 +165,8 @@ impl From<&ServeArgs> for Config {
                 .is_some_and(|u| u.starts_with("https://")),
             first_admin: args.first_admin.clone(),
             connectors_dir: args.connectors.clone(),
+            fetch_allow: engine::connectors::guard::AllowList::from_env(),
+            secrets: None,
         }
     }
 }

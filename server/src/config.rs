@@ -30,6 +30,12 @@ pub struct Config {
     pub first_admin: String,
     /// The drop folder of manifest connectors.
     pub connectors_dir: PathBuf,
+    /// Internal hosts and networks manifest connectors may reach
+    /// (`SWITCHYARD_FETCH_ALLOW`); everything internal is refused otherwise.
+    pub fetch_allow: engine::connectors::guard::AllowList,
+    /// Seals workspace secrets (from `SWITCHYARD_SECRETS_KEY`, read by
+    /// `serve` at start); `None`: admins cannot set secrets.
+    pub secrets: Option<engine::secrets::Sealer>,
 }
 
 impl Config {

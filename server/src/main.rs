@@ -31,7 +31,14 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn run_serve(config: Config) -> anyhow::Result<()> {
+async fn run_serve(mut config: Config) -> anyhow::Result<()> {
+    config.secrets = engine::secrets::Sealer::from_env()?;
+    if config.secrets.is_none() {
+        tracing::info!(
+            "Workspace secrets are off: set {} to let admins store API keys.",
+            engine::secrets::KEY_VAR
+        );
+    }
     let state = startup::prepare(&config).await?;
     let _watching = startup::register_connectors(&config, &state)?;
     if let Some(first) = startup::finish(&config, &state).await? {

@@ -31,7 +31,16 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
     if config.demo {
         catalog.append_to_every_chain(engine::connectors::demo::ID);
     }
-    let engine = Engine::new(store, catalog, None, EngineConfig::default());
+    let engine = Engine::new(
+        store,
+        catalog,
+        None,
+        EngineConfig {
+            secrets: config.secrets.clone(),
+            fetch_allow: config.fetch_allow.clone(),
+            ..EngineConfig::default()
+        },
+    );
     Ok(AppState {
         leptos_options: config.leptos_options(),
         engine,
@@ -54,7 +63,7 @@ pub fn register_connectors(
     let folder = engine::manifest::folder::DropFolder::new(
         &config.connectors_dir,
         state.engine.registry.clone(),
-        engine::connectors::guard::AllowList::from_env(),
+        config.fetch_allow.clone(),
         std::sync::Arc::new(|name| std::env::var(name).ok()),
     );
     folder.load_all();
@@ -67,6 +76,23 @@ pub fn register_connectors(
     };
     let _ = state.engine.drop_folder.set(folder);
     Ok(watching)
+}
+
+/// Registers the manifests workspaces saved (after the built-ins and the
+/// drop folder, which keep their ids).
+async fn register_saved_manifests(state: &AppState) -> anyhow::Result<()> {
+    let n = state
+        .engine
+        .register_saved_manifests()
+        .await
+        .context("registering the workspaces' saved manifests")?;
+    if n > 0 {
+        tracing::info!(
+            connectors = n,
+            "Registered the workspaces' saved manifests."
+        );
+    }
+    Ok(())
 }
 
 /// The admin made on first run, to be shown once.
@@ -87,7 +113,8 @@ pub fn first_workspace(config: &Config) -> &'static str {
 }
 
 /// Creates the first admin when nobody has an account, loads demo data when
-/// asked, and resumes unfinished work. Call after the connectors are
+/// asked, registers the workspaces' saved manifests and resumes unfinished
+/// work. Call after the connectors are
 /// registered. Returns the first admin's credentials when it made them.
 pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<Option<FirstAdmin>> {
     let engine = &state.engine;
@@ -116,6 +143,7 @@ pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<Option<
             tracing::info!(record_set = id, "Loaded the demo record set.");
         }
     }
+    register_saved_manifests(state).await?;
     engine
         .recover()
         .await

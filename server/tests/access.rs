@@ -184,6 +184,28 @@ async fn members_cannot_do_what_admins_do() {
             Some(serde_json::json!({"role": "member"})),
         ),
         (Method::DELETE, format!("/api/members/{tester}"), None),
+        (
+            Method::POST,
+            "/api/connectors/alpha/recheck".to_owned(),
+            None,
+        ),
+        (
+            Method::POST,
+            "/api/manifests".to_owned(),
+            Some(serde_json::json!({"id": "x"})),
+        ),
+        (
+            Method::POST,
+            "/api/manifests/test?query=x".to_owned(),
+            Some(serde_json::json!({"id": "x"})),
+        ),
+        (Method::DELETE, "/api/manifests/x".to_owned(), None),
+        (
+            Method::PUT,
+            "/api/secrets/SOME_KEY".to_owned(),
+            Some(serde_json::json!({"value": "v"})),
+        ),
+        (Method::DELETE, "/api/secrets/SOME_KEY".to_owned(), None),
     ];
     for (method, path, body) in admin_actions {
         let mut req = member.request(method.clone(), server.at(&path));
@@ -205,13 +227,27 @@ async fn members_cannot_do_what_admins_do() {
                 format!("user_id={tester}&role=member")
             } else if p.starts_with("/api/remove_member") {
                 format!("user_id={tester}")
+            } else if p.starts_with("/api/switch_connector") {
+                "id=alpha&on=false".to_owned()
+            } else if p.starts_with("/api/recheck_connector")
+                || p.starts_with("/api/remove_manifest")
+            {
+                "id=alpha".to_owned()
+            } else if p.starts_with("/api/test_manifest") {
+                "text=x&format=toml&query=q".to_owned()
+            } else if p.starts_with("/api/save_manifest") {
+                "text=x&format=toml".to_owned()
+            } else if p.starts_with("/api/set_secret") {
+                "name=SOME_KEY&value=v".to_owned()
+            } else if p.starts_with("/api/clear_secret") {
+                "name=SOME_KEY".to_owned()
             } else {
                 return None;
             };
             Some((p, args))
         })
         .collect();
-    assert_eq!(admin_fns.len(), 3, "{admin_fns:?}");
+    assert_eq!(admin_fns.len(), 10, "{admin_fns:?}");
     for (path, args) in admin_fns {
         let res = member
             .post(server.at(&path))

@@ -262,6 +262,15 @@ async fn stats_and_metrics_count_the_workspace_s_attempts_from_the_database() {
     assert_eq!(alpha["not_found"], 1);
     assert_eq!(alpha["errors"], 1);
     assert!(alpha["p95_ms"].as_i64().unwrap() >= alpha["p50_ms"].as_i64().unwrap());
+    // Hour by hour for the chart: 24 hours, all of it in the last one.
+    let hours = alpha["hours"].as_array().unwrap();
+    assert_eq!(hours.len(), 24, "{alpha}");
+    assert_eq!(
+        hours[23],
+        json!({"attempts": 3, "found": 1, "failed": 1}),
+        "{alpha}"
+    );
+    assert!(hours[..23].iter().all(|h| h["attempts"] == 0), "{alpha}");
 
     let metrics = server
         .client

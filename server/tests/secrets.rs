@@ -2,7 +2,8 @@
 //! provider keys in its environment and logs at debug level; a signed-in user
 //! and a token walk every readable route (pages, REST, server functions) with
 //! real ids after firing and triaging; neither any response body nor any line
-//! the process wrote holds a provider key, a password, a token or a session id.
+//! the process wrote holds a provider key, a workspace secret, the sealing
+//! key, a password, a token or a session id.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -12,6 +13,8 @@ use axum::http::Method;
 use serde_json::Value;
 
 const PASSWORD: &str = "a password nobody may see";
+const SEALING_KEY: &str = "c2VhbGluZyBrZXkgZm9yIHRoZSBzZWNyZXRzIHRlc3Q=";
+const WORKSPACE_SECRET: (&str, &str) = ("SERPAPI_API_KEY", "workspace-serpapi-key-6");
 const PROVIDER_KEYS: [(&str, &str); 5] = [
     ("SERPAPI_API_KEY", "serpapi-key-must-stay-secret-1"),
     ("TAVILY_API_KEY", "tvly-key-must-stay-secret-2"),
@@ -42,6 +45,7 @@ fn switchyard(database_url: &str) -> Command {
     cmd.current_dir(root())
         .env("DATABASE_URL", database_url)
         .env("RUST_LOG", "debug")
+        .env("SWITCHYARD_SECRETS_KEY", SEALING_KEY)
         .env_remove("SWITCHYARD_PUBLIC_URL");
     for (name, value) in PROVIDER_KEYS {
         cmd.env(name, value);
@@ -165,6 +169,17 @@ async fn no_response_or_log_line_holds_a_secret() {
     let api = reqwest::Client::new();
     let mut bodies = String::new();
     let mut get = |body: String| bodies.push_str(&body);
+
+    // A workspace secret, set through the API (it wins over the environment).
+    let res = api
+        .put(format!("{url}/api/secrets/{}", WORKSPACE_SECRET.0))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"value": WORKSPACE_SECRET.1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    get(res.text().await.unwrap());
 
     // Make something to read: fire, triage, a job.
     let sets: Value = api
@@ -297,7 +312,13 @@ async fn no_response_or_log_line_holds_a_secret() {
         "the process log was read"
     );
     let mut secrets: Vec<&str> = PROVIDER_KEYS.iter().map(|(_, v)| *v).collect();
-    secrets.extend([PASSWORD, token.as_str(), session_id.as_str()]);
+    secrets.extend([
+        WORKSPACE_SECRET.1,
+        SEALING_KEY,
+        PASSWORD,
+        token.as_str(),
+        session_id.as_str(),
+    ]);
     for secret in secrets {
         assert!(!bodies.contains(secret), "a response body holds a secret");
         assert!(!log.contains(secret), "a log line holds a secret");

@@ -98,7 +98,11 @@ pub async fn set_start_with(
 ) -> Result<(), ServerFnError> {
     let (engine, who) = ssr::reach(Owned::Record(record_id)).await?;
     if let Some(id) = &connector {
-        if engine.registry.by_id(id).is_none() {
+        if engine
+            .registry
+            .by_id_in(id, Some(who.workspace_id))
+            .is_none()
+        {
             return Err(ServerFnError::new(format!("no connector {id:?}")));
         }
     }

@@ -27,6 +27,8 @@ pub struct Board {
     pub reload: RwSignal<u32>,
     /// The chip whose connector menu is open.
     pub menu: RwSignal<Option<(i64, String)>>,
+    /// Bumped when a connector this workspace sees changed.
+    pub connectors: RwSignal<u32>,
     /// Who else has this record set open now.
     pub viewers: RwSignal<Vec<String>>,
     /// What people did here lately, newest first: "who: what".
@@ -47,6 +49,7 @@ impl Board {
             job: RwSignal::new(job),
             reload: RwSignal::new(0),
             menu: RwSignal::new(None),
+            connectors: RwSignal::new(0),
             viewers: RwSignal::new(Vec::new()),
             activity: RwSignal::new(Vec::new()),
             names: StoredValue::new(HashMap::new()),
@@ -193,47 +196,17 @@ impl Board {
                 }
             }
             EventKind::Resync => self.reload.update(|n| *n += 1),
-            EventKind::ConnectorChanged { .. } | EventKind::ConnectorRemoved { .. } => {}
+            // A connector came, went or changed: open menus read it again.
+            EventKind::ConnectorChanged { .. } | EventKind::ConnectorRemoved { .. } => {
+                self.connectors.update(|n| *n += 1)
+            }
         }
     }
 
     /// Subscribes to the record set's events for as long as the view lives.
-    /// The browser's EventSource reconnects by itself and sends
-    /// `Last-Event-ID`, so a dropped stream resumes where it stopped. While
-    /// the stream is open, `<body data-live="true">` says so.
-    #[cfg(feature = "hydrate")]
     pub fn subscribe(self, set_id: i64) {
-        use wasm_bindgen::closure::Closure;
-        use wasm_bindgen::JsCast;
-
-        let Ok(source) = web_sys::EventSource::new(&format!("/api/events?record_set={set_id}"))
-        else {
-            return;
-        };
-        let on_message =
-            Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
-                if let Some(text) = e.data().as_string() {
-                    if let Ok(event) = serde_json::from_str::<model::Event>(&text) {
-                        self.apply(event.kind);
-                    }
-                }
-            });
-        let live = |on: bool| {
-            move || {
-                if let Some(body) = document().body() {
-                    let _ = body.set_attribute("data-live", if on { "true" } else { "false" });
-                }
-            }
-        };
-        let on_open = Closure::<dyn FnMut()>::new(live(true));
-        let on_error = Closure::<dyn FnMut()>::new(live(false));
-        source.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
-        source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        let held = send_wrapper::SendWrapper::new((source, on_message, on_open, on_error));
-        on_cleanup(move || {
-            held.0.close();
-            live(false)();
+        crate::live::subscribe(&format!("/api/events?record_set={set_id}"), move |event| {
+            self.apply(event.kind)
         });
     }
 }

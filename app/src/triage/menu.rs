@@ -27,9 +27,11 @@ fn last_fire(entry: &MenuEntry) -> String {
 
 #[component]
 pub fn ConnectorMenuView(board: Board) -> impl IntoView {
+    // Read again when a connector changes, so an open menu shows one just
+    // added (or removed) without a reload.
     let menu = Resource::new(
-        move || board.menu.get(),
-        |open| async move {
+        move || (board.menu.get(), board.connectors.get()),
+        |(open, _)| async move {
             match open {
                 Some((record, pack)) => load_menu(record, pack).await.map(Some),
                 None => Ok(None),

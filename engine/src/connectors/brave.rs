@@ -72,7 +72,7 @@ impl Connector for Brave {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let key = self.0.key(KEY_VAR)?;
+        let key = self.0.key(KEY_VAR, opts)?;
         let base = self.0.base_or(BASE);
         let (q, platform) = social::prepare(intent, query);
         let path = if intent.name() == "search.news" {

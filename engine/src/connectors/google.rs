@@ -120,7 +120,7 @@ impl Connector for KnowledgeGraph {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let key = self.0.key(KG_KEY_VAR)?;
+        let key = self.0.key(KG_KEY_VAR, opts)?;
         let base = self.0.base_or(KG_BASE);
         let limit = opts.max_results.clamp(1, 20).to_string();
         let request = self
@@ -207,7 +207,7 @@ impl Connector for YouTube {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let key = self.0.key(YOUTUBE_KEY_VAR)?;
+        let key = self.0.key(YOUTUBE_KEY_VAR, opts)?;
         let base = self.0.base_or(YOUTUBE_BASE);
         let max = opts.max_results.clamp(1, 25).to_string();
         let request = self

@@ -41,9 +41,14 @@ impl Endpoint {
         self.base.clone().unwrap_or_else(|| default.to_owned())
     }
 
-    /// The key given at construction, or the variable read now.
-    pub fn key(&self, var: &str) -> Result<String, crate::connector::FireError> {
-        env::key(&self.key, var)
+    /// The key given at construction, or the setting read now (the firing
+    /// workspace's secret, else the variable).
+    pub fn key(
+        &self,
+        var: &str,
+        opts: &crate::connector::FireOpts,
+    ) -> Result<String, crate::connector::FireError> {
+        env::key(&self.key, var, opts)
     }
 }
 

@@ -66,7 +66,7 @@ impl Connector for OpenAlex {
         let base = self.0.base_or(BASE);
         let per_page = opts.max_results.clamp(1, 25).to_string();
         let mut params = vec![("search", query.to_owned()), ("per-page", per_page)];
-        if let Some(mailto) = env::optional(MAILTO_VAR) {
+        if let Some(mailto) = env::optional(MAILTO_VAR, opts) {
             params.push(("mailto", mailto));
         }
         let request = self

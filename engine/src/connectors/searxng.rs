@@ -70,7 +70,7 @@ impl Connector for Searxng {
         // The instance is the provider: its URL is read like a key.
         let base = match &self.0.base {
             Some(b) => b.clone(),
-            None => env::required(URL_VAR)?,
+            None => env::required(URL_VAR, opts)?,
         };
         let (q, platform) = social::prepare(intent, query);
         let category = match intent.name() {

@@ -84,7 +84,7 @@ impl Connector for SerpApi {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let key = self.0.key(KEY_VAR)?;
+        let key = self.0.key(KEY_VAR, opts)?;
         let base = self.0.base_or(BASE);
         let (q, platform) = social::prepare(intent, query);
         let engine = engine_for(intent);

@@ -92,7 +92,7 @@ impl Connector for Tavily {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let key = self.0.key(KEY_VAR)?;
+        let key = self.0.key(KEY_VAR, opts)?;
         let base = self.0.base_or(BASE);
         let secrets = [key.as_str()];
         let post = |path: &str, body: serde_json::Value| {

@@ -46,14 +46,22 @@ impl ManifestConnector {
         &self.manifest.spec.display_name
     }
 
+    /// A secret's value: the firing workspace's, else the server's variable.
+    fn secret(&self, name: &str, opts: &FireOpts) -> Option<String> {
+        opts.secrets
+            .get(name)
+            .map(str::to_owned)
+            .or_else(|| (self.env)(name))
+            .filter(|v| !v.trim().is_empty())
+    }
+
     /// The secret values this manifest uses, to scrub from every message.
-    fn secrets(&self) -> Vec<String> {
+    fn secrets(&self, opts: &FireOpts) -> Vec<String> {
         self.manifest
             .spec
             .requires_env
             .iter()
-            .filter_map(|v| (self.env)(v))
-            .filter(|v| !v.trim().is_empty())
+            .filter_map(|v| self.secret(v, opts))
             .collect()
     }
 
@@ -82,7 +90,7 @@ impl ManifestConnector {
                 opts.max_results,
                 &opts.record_fields,
                 &opts.record_name,
-                &|var| (self.env)(var).filter(|v| !v.trim().is_empty()),
+                &|var| self.secret(var, opts),
             )
             .map_err(|e| FireError::Malformed {
                 reason: format!("{who}: {e}"),
@@ -202,7 +210,7 @@ impl Connector for ManifestConnector {
         query: &str,
         opts: &FireOpts,
     ) -> Result<Vec<ConnectorResult>, FireError> {
-        let secrets = self.secrets();
+        let secrets = self.secrets(opts);
         let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
         let manifest = &self.manifest;
         let pagination = manifest.spec.pagination.as_ref();

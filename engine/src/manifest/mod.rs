@@ -24,6 +24,7 @@
 
 mod fire;
 pub mod folder;
+mod workspace;
 
 use std::collections::BTreeMap;
 
@@ -32,6 +33,9 @@ use serde::{Deserialize, Serialize};
 use serde_json_path::JsonPath;
 
 pub use fire::ManifestConnector;
+pub use model::Problem;
+pub use workspace::SaveError;
+pub(crate) use workspace::{probe, report};
 
 use crate::registry::Registration;
 
@@ -153,19 +157,6 @@ pub struct Manifest {
     cursor: Option<JsonPath>,
 }
 
-/// One mistake in a manifest: where, and what is wrong and expected.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Problem {
-    pub field: String,
-    pub message: String,
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
-
 /// Every mistake found in a manifest.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
@@ -181,11 +172,7 @@ impl ManifestError {
 }
 
 /// How a manifest is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Toml,
-    Json,
-}
+pub use model::ManifestFormat as Format;
 
 impl Manifest {
     /// Parses and checks a manifest.
@@ -194,11 +181,7 @@ impl Manifest {
             Format::Toml => toml::from_str(text).map_err(|e| {
                 let field = e
                     .span()
-                    .map(|s| {
-                        let line = text[..s.start.min(text.len())].lines().count().max(1);
-                        format!("line {line}")
-                    })
-                    .unwrap_or_else(|| "manifest".to_owned());
+                    .map_or_else(|| "manifest".to_owned(), |s| toml_field(text, s.start));
                 ManifestError::one(&field, e.message().to_owned())
             })?,
             Format::Json => serde_json::from_str(text)
@@ -422,6 +405,36 @@ impl Manifest {
             requires_env: self.spec.requires_env.clone(),
             rate_hints: self.spec.rate_hints,
         }
+    }
+}
+
+/// Where a TOML error is: the key on that line under its table, and the
+/// line (`request.method (line 9)`), or just the line.
+fn toml_field(text: &str, offset: usize) -> String {
+    let before = text.get(..offset.min(text.len())).unwrap_or(text);
+    let number = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next().unwrap_or_default();
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim().trim_matches('"'))
+        .filter(|k| {
+            !k.is_empty()
+                && k.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+        });
+    let Some(key) = key else {
+        return format!("line {number}");
+    };
+    let table = text[..start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(['[', ']']).trim());
+    match table {
+        Some(t) if !t.is_empty() => format!("{t}.{key} (line {number})"),
+        _ => format!("{key} (line {number})"),
     }
 }
 

@@ -84,7 +84,7 @@ fn every_kind_of_mistake_is_named_with_its_field() {
         ),
         (
             broken("cost_tier = \"free\"", "cost_tier = \"cheap\""),
-            "line 6",
+            "cost_tier (line 6)",
             "unknown variant",
         ),
         (
@@ -173,12 +173,12 @@ fn every_kind_of_mistake_is_named_with_its_field() {
         ),
         (
             broken("means = \"rate_limited\"", "means = \"sad\""),
-            "line",
+            "errors.means (line",
             "unknown variant",
         ),
         (
             broken("[response]", "[response]\nurl_template = \"x\""),
-            "line",
+            "response.url_template (line",
             "unknown field",
         ),
         (
@@ -186,7 +186,7 @@ fn every_kind_of_mistake_is_named_with_its_field() {
             "line",
             "missing field `title`",
         ),
-        ("id = [".to_owned(), "line 1", ""),
+        ("id = [".to_owned(), "id (line 1)", "unclosed array"),
     ];
     assert!(cases.len() >= 15);
     for (text, field, words) in cases {
@@ -229,4 +229,42 @@ fn templates_fill_from_the_query_the_record_and_secrets() {
     assert!(render("{{secret.MISSING}}", "", 1, &record, "", &secret)
         .unwrap_err()
         .contains("MISSING"));
+}
+
+#[test]
+fn the_editor_form_writes_a_manifest_that_checks() {
+    let form = model::ManifestForm {
+        id: "exa-search".into(),
+        display_name: "Exa \"neural\" search".into(),
+        short_label: "Exa".into(),
+        capability: "search.web".into(),
+        cost_tier: "free-tier".into(),
+        url: "https://api.exa.ai/search".into(),
+        query_param: "q".into(),
+        header_name: "Authorization".into(),
+        header_value: "Bearer {{secret.EXA_API_KEY}}".into(),
+        items: "$.results[*]".into(),
+        item_url: "$.url".into(),
+        item_title: "$.title".into(),
+        item_snippet: "$.text".into(),
+    };
+    let m = Manifest::parse(&form.to_toml(), Format::Toml).unwrap();
+    assert_eq!(m.spec.display_name, "Exa \"neural\" search");
+    assert_eq!(m.spec.cost_tier, model::CostTier::FreeTier);
+    assert_eq!(m.spec.requires_env, ["EXA_API_KEY"]);
+    assert_eq!(m.spec.request.query["q"], "{{query}}");
+    assert_eq!(
+        m.spec.request.headers["Authorization"],
+        "Bearer {{secret.EXA_API_KEY}}"
+    );
+
+    // An incomplete form still writes TOML; the check names what is missing.
+    let partial = model::ManifestForm {
+        id: "x".into(),
+        ..Default::default()
+    };
+    let err = Manifest::parse(&partial.to_toml(), Format::Toml).unwrap_err();
+    let fields: Vec<&str> = err.0.iter().map(|p| p.field.as_str()).collect();
+    assert!(fields.contains(&"display_name"), "{err}");
+    assert!(fields.contains(&"request.url"), "{err}");
 }

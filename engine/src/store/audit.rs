@@ -1,23 +1,12 @@
 //! Connector bookkeeping: the status audit trail, daily usage against caps,
 //! and per-record "always start with" overrides.
 
-use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use super::{Store, StoreError};
 use crate::time::{now_ms, utc_day_start};
 
-/// One status change of a connector.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatusChange {
-    pub connector_id: String,
-    pub status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub actor: String,
-    /// Unix milliseconds.
-    pub at: i64,
-}
+pub use model::StatusChange;
 
 impl Store {
     /// Logs a status change: of the connector itself (`workspace_id` none),
@@ -128,16 +117,41 @@ impl Store {
         Ok(done.rows_affected() > 0)
     }
 
+    /// Switches a connector back on in a workspace if the system (not a
+    /// person) switched it off there; `true` when it did.
+    pub async fn clear_system_switch(
+        &self,
+        workspace_id: i64,
+        connector_id: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM workspace_connectors \
+             WHERE workspace_id = $1 AND connector_id = $2 AND disabled_by = $3",
+        )
+        .bind(workspace_id)
+        .bind(connector_id)
+        .bind(crate::registry::SYSTEM_ACTOR)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
     /// Every connector's finished attempts for a workspace's records since
-    /// `since` (Unix ms): counts by outcome and duration percentiles. Reads at
-    /// most the newest 50,000 attempts.
+    /// `since` (Unix ms): counts by outcome, duration percentiles, and counts
+    /// per hour from `since` to `until`. Reads at most the newest 50,000
+    /// attempts.
     pub async fn connector_stats(
         &self,
         workspace_id: i64,
         since: i64,
+        until: i64,
     ) -> Result<Vec<model::ConnectorStats>, StoreError> {
+        const HOUR: i64 = 3_600_000;
+        let hours = usize::try_from(((until - since) + HOUR - 1) / HOUR)
+            .unwrap_or(0)
+            .min(24 * 31);
         let rows = sqlx::query(
-            "SELECT h.connector_id, h.outcome, h.finished_at - h.fired_at AS ms \
+            "SELECT h.connector_id, h.outcome, h.fired_at, h.finished_at - h.fired_at AS ms \
              FROM connector_history h JOIN records r ON r.id = h.record_id \
              JOIN record_sets s ON s.id = r.record_set_id \
              WHERE s.workspace_id = $1 AND h.fired_at >= $2 AND h.finished_at IS NOT NULL \
@@ -156,21 +170,41 @@ impl Store {
             let id: String = row.try_get("connector_id")?;
             let outcome: Option<String> = row.try_get("outcome")?;
             let ms: i64 = row.try_get("ms")?;
+            let fired_at: i64 = row.try_get("fired_at")?;
             let (stats, durations) = by_connector.entry(id.clone()).or_insert_with(|| {
                 (
                     model::ConnectorStats {
                         connector_id: id,
+                        hours: vec![model::HourCount::default(); hours],
                         ..Default::default()
                     },
                     Vec::new(),
                 )
             });
             stats.attempts += 1;
-            match outcome.as_deref() {
-                Some("found") => stats.found += 1,
-                Some("not_found") => stats.not_found += 1,
-                Some("rate_limited") => stats.rate_limited += 1,
-                _ => stats.errors += 1,
+            let (found, failed) = match outcome.as_deref() {
+                Some("found") => {
+                    stats.found += 1;
+                    (1, 0)
+                }
+                Some("not_found") => {
+                    stats.not_found += 1;
+                    (0, 0)
+                }
+                Some("rate_limited") => {
+                    stats.rate_limited += 1;
+                    (0, 1)
+                }
+                _ => {
+                    stats.errors += 1;
+                    (0, 1)
+                }
+            };
+            let hour = usize::try_from((fired_at - since) / HOUR).unwrap_or(usize::MAX);
+            if let Some(bucket) = stats.hours.get_mut(hour) {
+                bucket.attempts += 1;
+                bucket.found += found;
+                bucket.failed += failed;
             }
             durations.push(ms.max(0));
         }

@@ -13,11 +13,13 @@ use sqlx::AnyPool;
 
 mod accounts;
 mod audit;
+mod manifests;
 pub use accounts::{Owned, Principal, TokenInfo, UserRow};
 pub use audit::StatusChange;
 pub use history::{AttemptEnd, FireContext};
 pub use items::TriageError;
 pub use jobs::Task;
+pub use manifests::StoredManifest;
 pub use record_sets::{NewRecord, StoredRecord};
 mod history;
 mod items;

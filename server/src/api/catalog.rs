@@ -21,16 +21,20 @@ pub struct CapabilityView {
 }
 
 /// `GET /api/capabilities`
-pub async fn capabilities(State(state): State<AppState>) -> Json<Vec<CapabilityView>> {
+pub async fn capabilities(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Json<Vec<CapabilityView>> {
     let registry = &state.engine.registry;
+    let ws = Some(who.workspace_id);
     Json(
         registry
-            .capabilities()
+            .capabilities(ws)
             .into_iter()
             .map(|cap| CapabilityView {
                 label: cap.label().to_owned(),
                 builtin: matches!(cap, Capability::Builtin(_)),
-                connectors: registry.serving(&cap).len(),
+                connectors: registry.serving(&cap, ws).len(),
                 name: cap,
             })
             .collect(),
@@ -93,12 +97,13 @@ pub async fn stats(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<model::ConnectorStats>>, ApiError> {
-    let since = engine::time::now_ms() - engine::workspace_connectors::STATS_WINDOW_MS;
+    let now = engine::time::now_ms();
+    let since = now - engine::workspace_connectors::STATS_WINDOW_MS;
     Ok(Json(
         state
             .engine
             .store
-            .connector_stats(who.workspace_id, since)
+            .connector_stats(who.workspace_id, since, now)
             .await?,
     ))
 }

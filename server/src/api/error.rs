@@ -32,6 +32,13 @@ pub enum ApiError {
     },
     #[error("{0}")]
     TooLarge(String),
+    /// Well-formed but wrong (a manifest that does not check): every
+    /// mistake, each naming its field.
+    #[error("{detail}")]
+    Invalid {
+        detail: String,
+        problems: Vec<model::Problem>,
+    },
     /// A cap or limit stops the request for now.
     #[error("{0}")]
     TooManyRequests(String),
@@ -46,6 +53,8 @@ struct Body<'a> {
     detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     current: Option<Box<Item>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    problems: Vec<model::Problem>,
 }
 
 impl IntoResponse for ApiError {
@@ -57,6 +66,7 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
             ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            ApiError::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
             ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Internal(source) => {
                 tracing::error!(error = %source, "Request failed inside the server.");
@@ -67,9 +77,10 @@ impl IntoResponse for ApiError {
             ApiError::Internal(_) => "the server could not complete the request".to_owned(),
             other => other.to_string(),
         };
-        let current = match self {
-            ApiError::Conflict { current, .. } => current,
-            _ => None,
+        let (current, problems) = match self {
+            ApiError::Conflict { current, .. } => (current, Vec::new()),
+            ApiError::Invalid { problems, .. } => (None, problems),
+            _ => (None, Vec::new()),
         };
         (
             status,
@@ -77,6 +88,7 @@ impl IntoResponse for ApiError {
                 error,
                 detail,
                 current,
+                problems,
             }),
         )
             .into_response()
@@ -172,5 +184,39 @@ impl From<JsonRejection> for ApiError {
 impl From<QueryRejection> for ApiError {
     fn from(e: QueryRejection) -> Self {
         ApiError::BadRequest(format!("query string: {}", e.body_text()))
+    }
+}
+
+impl From<engine::manifest::SaveError> for ApiError {
+    fn from(e: engine::manifest::SaveError) -> Self {
+        use engine::manifest::SaveError;
+        match e {
+            SaveError::Invalid(invalid) => ApiError::Invalid {
+                detail: format!("the manifest does not check: {invalid}"),
+                problems: invalid.0,
+            },
+            SaveError::Taken { .. } => ApiError::Conflict {
+                detail: e.to_string(),
+                current: None,
+            },
+            SaveError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            SaveError::Registry(e) => e.into(),
+            SaveError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<engine::secrets::SecretsError> for ApiError {
+    fn from(e: engine::secrets::SecretsError) -> Self {
+        use engine::secrets::SecretsError;
+        match e {
+            SecretsError::Invalid(m) => ApiError::BadRequest(format!("value: {m}")),
+            SecretsError::NotSet(_) => ApiError::NotFound(e.to_string()),
+            SecretsError::NoKey | SecretsError::BadKey => ApiError::Conflict {
+                detail: e.to_string(),
+                current: None,
+            },
+            SecretsError::Store(e) => e.into(),
+        }
     }
 }

@@ -37,6 +37,7 @@ fn resync(id: u64) -> SseEvent {
     sse(&Event {
         id,
         record_set_id: None,
+        workspace_id: None,
         kind: EventKind::Resync,
     })
 }
@@ -47,8 +48,8 @@ pub async fn stream(
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<EventParams>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    // Only the caller's own sets; the events every viewer gets carry no
-    // workspace data (connector changes).
+    // Only the caller's own sets, and of the connector changes those of
+    // every workspace plus the caller's own.
     if let Some(id) = params.record_set {
         state.engine.authorize(&who, Owned::RecordSet(id)).await?;
     }
@@ -60,7 +61,11 @@ pub async fn stream(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse().ok());
-    let wanted = move |e: &Event| e.record_set_id.is_none() || e.record_set_id == params.record_set;
+    let workspace = who.workspace_id;
+    let wanted = move |e: &Event| {
+        (e.record_set_id.is_none() || e.record_set_id == params.record_set)
+            && e.workspace_id.is_none_or(|ws| ws == workspace)
+    };
 
     let (replay, replayed_to): (Vec<SseEvent>, u64) = match last_id {
         // Nothing to replay: every event from the subscription on is new.

@@ -193,7 +193,12 @@ pub async fn set_override(
         return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
     }
     if let Some(id) = &body.connector {
-        if state.engine.registry.by_id(id).is_none() {
+        if state
+            .engine
+            .registry
+            .by_id_in(id, Some(who.workspace_id))
+            .is_none()
+        {
             return Err(ApiError::BadRequest(format!(
                 "connector: no connector {id:?} is registered"
             )));

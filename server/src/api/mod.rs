@@ -9,6 +9,7 @@ mod events;
 mod extract;
 mod fires;
 mod jobs;
+mod manifests;
 mod record_sets;
 
 use axum::extract::{DefaultBodyLimit, State};
@@ -58,6 +59,14 @@ pub fn routes() -> Vec<Route> {
         route(Method::POST, "/connectors/{id}/disable", catalog::disable),
         route(Method::POST, "/connectors/{id}/enable", catalog::enable),
         route(Method::GET, "/connectors/{id}/audit", catalog::audit),
+        route(Method::POST, "/connectors/{id}/recheck", manifests::recheck),
+        route(Method::GET, "/manifests", manifests::list),
+        route(Method::POST, "/manifests", manifests::save),
+        route(Method::POST, "/manifests/test", manifests::test),
+        route(Method::DELETE, "/manifests/{id}", manifests::remove),
+        route(Method::GET, "/secrets", manifests::secrets),
+        route(Method::PUT, "/secrets/{name}", manifests::set_secret),
+        route(Method::DELETE, "/secrets/{name}", manifests::clear_secret),
         route(Method::GET, "/packs", catalog::packs),
         route(Method::GET, "/bundles", catalog::bundles),
         route(Method::GET, "/record-sets", record_sets::list),

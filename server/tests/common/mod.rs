@@ -11,6 +11,8 @@ use tokio::task::JoinHandle;
 pub const TEST_EMAIL: &str = "tester@example.org";
 pub const TEST_PASSWORD: &str = "tester's long password";
 pub const TEST_WORKSPACE: &str = "test";
+/// The key test servers seal workspace secrets with (32 bytes, base64).
+pub const TEST_SECRETS_KEY: &str = "c3dpdGNoeWFyZCB0ZXN0IGtleSwgMzIgYnl0ZXMhISE=";
 
 pub struct TestServer {
     /// `http://127.0.0.1:<port>`, no trailing slash.
@@ -41,7 +43,17 @@ impl TestServer {
     /// Starts a server whose state `setup` prepares first (registering
     /// connectors, say), the way `serve` does between its start-up steps.
     pub async fn start_with(db: TestDatabase, setup: impl FnOnce(&AppState)) -> Self {
-        let config = Self::config(&db);
+        Self::start_configured(db, |_| {}, setup).await
+    }
+
+    /// Starts a server with settings `configure` changed.
+    pub async fn start_configured(
+        db: TestDatabase,
+        configure: impl FnOnce(&mut Config),
+        setup: impl FnOnce(&AppState),
+    ) -> Self {
+        let mut config = Self::config(&db);
+        configure(&mut config);
         let state = server::startup::prepare(&config).await.expect("start-up");
         setup(&state);
         server::startup::finish(&config, &state)
@@ -62,6 +74,10 @@ impl TestServer {
             secure_cookies: false,
             first_admin: "first@example.org".to_owned(),
             connectors_dir: std::env::temp_dir().join("switchyard-tests-no-connectors"),
+            fetch_allow: engine::connectors::guard::AllowList::default(),
+            secrets: Some(
+                engine::secrets::Sealer::from_key_text(TEST_SECRETS_KEY).expect("the test key"),
+            ),
         }
     }
 

@@ -1,0 +1,410 @@
+//! The connector inventory: every connector the workspace sees, what it
+//! serves, what it costs, where it comes from, whether it can fire now (and
+//! if not, why), today's use against its cap, its last day here and its
+//! audit trail. Admins switch connectors off and on, re-check them, set the
+//! workspace's secrets and add manifest connectors. The page follows the
+//! live stream: a change anyone makes shows without a reload.
+
+mod editor;
+mod secrets;
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_meta::Title;
+use model::{ConnectorInfo, ConnectorSource, EventKind, InventoryRow, StatusChange, TestReport};
+
+use crate::clock::ago;
+use crate::error_view::error_list;
+use crate::pages::ViewerResource;
+
+#[server]
+pub async fn list_connectors() -> Result<Vec<InventoryRow>, ServerFnError> {
+    use crate::access::ssr;
+    let (engine, who) = (ssr::engine()?, ssr::caller()?);
+    engine.inventory(who.workspace_id).await.map_err(ssr::fail)
+}
+
+/// Switches a connector on or off for the workspace (admins).
+#[server]
+pub async fn switch_connector(id: String, on: bool) -> Result<ConnectorInfo, ServerFnError> {
+    use crate::access::ssr;
+    let (engine, who) = (ssr::engine()?, ssr::admin()?);
+    let done = if on {
+        engine.enable_connector(&who, &id).await
+    } else {
+        engine.disable_connector(&who, &id, "").await
+    };
+    done.map_err(ssr::fail)
+}
+
+/// Fires a connector once with a probe query (admins).
+#[server]
+pub async fn recheck_connector(id: String) -> Result<TestReport, ServerFnError> {
+    use crate::access::ssr;
+    let (engine, who) = (ssr::engine()?, ssr::admin()?);
+    let (_, report) = engine.recheck(&who, &id).await.map_err(ssr::fail)?;
+    Ok(report)
+}
+
+/// The status changes of a connector the workspace may see, newest first.
+#[server]
+pub async fn connector_history(id: String) -> Result<Vec<StatusChange>, ServerFnError> {
+    use crate::access::ssr;
+    let (engine, who) = (ssr::engine()?, ssr::caller()?);
+    engine.connector_audit(&who, &id).await.map_err(ssr::fail)
+}
+
+/// Today's use and the last day's figures in a line.
+fn usage(row: &InventoryRow) -> String {
+    let cap = row
+        .info
+        .rate_hints
+        .daily_cap
+        .map_or_else(String::new, |c| format!(" of {c}"));
+    let today = format!("{}{cap} today", row.fires_today);
+    match &row.stats {
+        None => format!("{today} · no attempts in the last day"),
+        Some(s) => format!(
+            "{today} · last day: {} attempts, {:.0} % found, {:.0} % errors, p50 {} ms, p95 {} ms",
+            s.attempts,
+            s.hit_rate() * 100.0,
+            s.error_rate() * 100.0,
+            s.p50_ms.unwrap_or(0),
+            s.p95_ms.unwrap_or(0)
+        ),
+    }
+}
+
+/// The last day hour by hour: one bar per hour, as tall as its attempts,
+/// green for found and red for failed.
+fn hour_chart(hours: &[model::HourCount]) -> impl IntoView {
+    const BAR: usize = 4;
+    const HEIGHT: u32 = 24;
+    let peak = hours.iter().map(|h| h.attempts).max().unwrap_or(0).max(1);
+    let scale = |n: u32| n * HEIGHT / peak;
+    let total: u32 = hours.iter().map(|h| h.attempts).sum();
+    let label =
+        format!("Attempts per hour over the last day: {total} in all, at most {peak} in one hour");
+    let width = hours.len() * BAR;
+    let title = label.clone();
+    let bars = hours
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let x = (i * BAR).to_string();
+            let all = scale(h.attempts);
+            let found = scale(h.found);
+            let failed = scale(h.failed);
+            let other = all.saturating_sub(found + failed);
+            let rect = move |class: &'static str, y: u32, height: u32| {
+                view! {
+                    <rect class=class x=x.clone() y=y.to_string() width=(BAR - 1).to_string() height=height.to_string()></rect>
+                }
+            };
+            view! {
+                <g>
+                    <title>{format!("{} h ago: {} attempts, {} found, {} failed", hours.len() - i, h.attempts, h.found, h.failed)}</title>
+                    {rect("bar-other", HEIGHT - all, other)}
+                    {rect("bar-failed", HEIGHT - found - failed, failed)}
+                    {rect("bar-found", HEIGHT - found, found)}
+                </g>
+            }
+        })
+        .collect_view();
+    view! {
+        <svg class="hour-chart" role="img" aria-label=label
+            width=width.to_string() height=HEIGHT.to_string()
+            viewBox=format!("0 0 {width} {HEIGHT}")>
+            <title>{title}</title>
+            {bars}
+        </svg>
+    }
+}
+
+/// Where a connector comes from, in a few words.
+fn source_label(source: &ConnectorSource) -> String {
+    match source {
+        ConnectorSource::Builtin => "built-in".to_owned(),
+        ConnectorSource::File { path } => format!(
+            "manifest {}",
+            std::path::Path::new(path)
+                .file_name()
+                .map_or(path.clone(), |n| n.to_string_lossy().into_owned())
+        ),
+        ConnectorSource::Workspace { .. } => "added in the browser".to_owned(),
+    }
+}
+
+/// Every manifest file in the drop folder: its connector, or why it is not
+/// serving (the folder's path, then one line per file).
+#[server]
+pub async fn list_manifest_files() -> Result<(String, Vec<ManifestFile>), ServerFnError> {
+    let (engine, _) = (crate::access::ssr::engine()?, crate::access::ssr::caller()?);
+    let Some(folder) = engine.drop_folder.get() else {
+        return Ok((String::new(), Vec::new()));
+    };
+    let files = folder
+        .files()
+        .into_iter()
+        .map(|(path, state)| ManifestFile {
+            file: std::path::Path::new(&path)
+                .file_name()
+                .map_or(path.clone(), |n| n.to_string_lossy().into_owned()),
+            connector_id: state.connector_id,
+            error: state.error,
+        })
+        .collect();
+    Ok((folder.dir().display().to_string(), files))
+}
+
+/// One file of the drop folder as the inventory shows it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ManifestFile {
+    pub file: String,
+    pub connector_id: Option<String>,
+    pub error: Option<String>,
+}
+
+#[component]
+fn ManifestFiles(version: RwSignal<u32>) -> impl IntoView {
+    let files = Resource::new(move || version.get(), |_| list_manifest_files());
+    view! {
+        <Transition fallback=|| ()>
+            <ErrorBoundary fallback=error_list>
+                {move || Suspend::new(async move {
+                    files.await.map(|(dir, files)| {
+                        if dir.is_empty() {
+                            return ().into_any();
+                        }
+                        view! {
+                            <h2>"Manifest files"</h2>
+                            <p class="muted">"Drop a manifest in "<code>{dir}</code>" and it registers within a second; see its README for the format."</p>
+                            <ul class="manifest-files">
+                                {files.into_iter().map(|f| {
+                                    let state = if f.error.is_some() { "error" } else { "serving" };
+                                    view! {
+                                        <li data-file=f.file.clone() data-state=state>
+                                            <code>{f.file.clone()}</code>" · "
+                                            {f.connector_id.clone().map(|id| format!("serves {id}")).unwrap_or_else(|| "not registered".to_owned())}
+                                            {f.error.clone().map(|e| view! { <div class="error">{e}{f.connector_id.is_some().then_some(" (the previous version keeps serving)")}</div> })}
+                                        </li>
+                                    }
+                                }).collect_view()}
+                            </ul>
+                        }.into_any()
+                    })
+                })}
+            </ErrorBoundary>
+        </Transition>
+    }
+}
+
+/// A connector's audit trail, read when first opened.
+#[component]
+fn History(id: String) -> impl IntoView {
+    let open = RwSignal::new(false);
+    // Read once it is first opened; it stays while the row lives.
+    let on_toggle = move |_| open.set(true);
+    view! {
+        <details class="audit" on:toggle=on_toggle>
+            <summary>"History"</summary>
+            <Show when=move || open.get()>
+                <HistoryList id=id.clone()/>
+            </Show>
+        </details>
+    }
+}
+
+#[component]
+fn HistoryList(id: String) -> impl IntoView {
+    let changes = Resource::new(move || id.clone(), connector_history);
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            <ErrorBoundary fallback=error_list>
+                {move || Suspend::new(async move {
+                    changes.await.map(|list| {
+                        if list.is_empty() {
+                            return view! { <p class="muted">"No status changes yet."</p> }.into_any();
+                        }
+                        view! {
+                            <ol class="audit-trail">
+                                {list.into_iter().map(|c| view! {
+                                    <li>
+                                        <span class="when" title=c.at.to_string()>{ago(c.at)}</span>" · "
+                                        <strong>{c.status.replace('_', " ")}</strong>
+                                        {c.reason.map(|r| format!(": {r}"))}
+                                        " · by "{c.actor}
+                                    </li>
+                                }).collect_view()}
+                            </ol>
+                        }.into_any()
+                    })
+                })}
+            </ErrorBoundary>
+        </Transition>
+    }
+}
+
+/// The page's one line of news: what the last action did.
+pub type Notice = RwSignal<Option<Result<String, String>>>;
+
+fn report_line(name: &str, report: &TestReport) -> Result<String, String> {
+    let took = format!("{} ms", report.elapsed_ms);
+    match (&report.error, report.results.len()) {
+        (Some(e), _) => Err(format!("Re-checked {name}: {e} ({took})")),
+        (None, 0) => Ok(format!(
+            "Re-checked {name}: it answered and found nothing ({took})."
+        )),
+        (None, n) => Ok(format!(
+            "Re-checked {name}: it answered and found {n} ({took})."
+        )),
+    }
+}
+
+/// The admin's buttons on one connector's row.
+#[component]
+fn RowActions(info: ConnectorInfo, notice: Notice, version: RwSignal<u32>) -> impl IntoView {
+    let off = matches!(info.status, model::ConnectorStatus::Disabled { .. });
+    let (id, name) = (info.id.clone(), info.display_name.clone());
+    let busy = RwSignal::new(false);
+    let switch = {
+        let (id, name) = (id.clone(), name.clone());
+        move |_| {
+            let (id, name) = (id.clone(), name.clone());
+            spawn_local(async move {
+                notice.set(Some(match switch_connector(id, off).await {
+                    Ok(_) if off => Ok(format!("{name} is on again for this workspace.")),
+                    Ok(_) => Ok(format!("{name} is off for this workspace.")),
+                    Err(e) => Err(e.to_string()),
+                }));
+                version.update(|v| *v += 1);
+            });
+        }
+    };
+    let recheck = {
+        let (id, name) = (id.clone(), name.clone());
+        let tier = info.cost_tier;
+        move |_| {
+            if tier == model::CostTier::Paid
+                && !window()
+                    .confirm_with_message(&format!(
+                        "Re-check {name}? It sends one real (paid) request."
+                    ))
+                    .unwrap_or(false)
+            {
+                return;
+            }
+            let (id, name) = (id.clone(), name.clone());
+            busy.set(true);
+            spawn_local(async move {
+                notice.set(Some(match recheck_connector(id).await {
+                    Ok(report) => report_line(&name, &report),
+                    Err(e) => Err(e.to_string()),
+                }));
+                busy.set(false);
+                version.update(|v| *v += 1);
+            });
+        }
+    };
+    view! {
+        <button class="switch" on:click=switch>{if off { "Enable" } else { "Disable" }}</button>
+        <button class="recheck" on:click=recheck disabled=move || busy.get()>
+            {move || if busy.get() { "Checking…" } else { "Re-check" }}
+        </button>
+    }
+}
+
+#[component]
+fn ConnectorTable(
+    list: Vec<InventoryRow>,
+    is_admin: bool,
+    notice: Notice,
+    version: RwSignal<u32>,
+) -> impl IntoView {
+    if list.is_empty() {
+        return view! { <p class="empty">"No connectors are registered."</p> }.into_any();
+    }
+    view! {
+        <table class="inventory">
+            <thead><tr>
+                <th>"Connector"</th><th>"Serves"</th><th>"Cost"</th><th>"Source"</th>
+                <th>"Status"</th><th>"Use"</th><th></th>
+            </tr></thead>
+            <tbody>
+                {list.into_iter().map(|row| {
+                    let use_line = usage(&row);
+                    let c = row.info.clone();
+                    let hints = match (c.rate_hints.per_second, c.rate_hints.daily_cap) {
+                        (None, None) => String::new(),
+                        (ps, cap) => format!(
+                            "{}{}",
+                            ps.map(|p| format!("≤ {p}/s ")).unwrap_or_default(),
+                            cap.map(|c| format!("≤ {c}/day")).unwrap_or_default()
+                        ),
+                    };
+                    let actions = is_admin
+                        .then(|| view! { <RowActions info=c.clone() notice version/> }.into_any());
+                    view! {
+                        <tr data-connector=c.id.clone() data-status=c.status.kind()>
+                            <td><strong>{c.display_name.clone()}</strong><div class="muted">{c.id.clone()}" · "{c.short_label.clone()}</div></td>
+                            <td class="caps">{c.capabilities.iter().map(|cap| cap.name().to_owned()).collect::<Vec<_>>().join(", ")}</td>
+                            <td><span class=format!("tier tier-{}", c.cost_tier.name())>{c.cost_tier.name()}</span><div class="muted">{hints}</div></td>
+                            <td class="source">{source_label(&c.source)}</td>
+                            <td class=format!("status status-{}", c.status.kind())>{c.status_reason.clone().unwrap_or_else(|| "available".to_owned())}</td>
+                            <td class="use">{use_line}{row.stats.as_ref().map(|s| hour_chart(&s.hours))}</td>
+                            <td class="actions">{actions}<History id=c.id.clone()/></td>
+                        </tr>
+                    }
+                    .into_any()
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+#[component]
+pub fn InventoryPage() -> impl IntoView {
+    let ViewerResource(viewer) = expect_context::<ViewerResource>();
+    // Bumped by the live stream and after every action: everything below
+    // reads again.
+    let version = RwSignal::new(0u32);
+    let notice: Notice = RwSignal::new(None);
+    crate::live::subscribe("/api/events", move |event| {
+        if matches!(
+            event.kind,
+            EventKind::ConnectorChanged { .. } | EventKind::ConnectorRemoved { .. }
+        ) {
+            version.update(|v| *v += 1);
+        }
+    });
+    let connectors = Resource::new(move || version.get(), |_| list_connectors());
+    view! {
+        <Title text="Inventory"/>
+        <h1>"Inventory"</h1>
+        {move || notice.get().map(|m| match m {
+            Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
+            Err(text) => view! { <p class="error" role="alert">{text}</p> }.into_any(),
+        })}
+        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+            <ErrorBoundary fallback=error_list>
+                {move || Suspend::new(async move {
+                    let is_admin = matches!(viewer.await, Ok(Some(v)) if v.is_admin());
+                    connectors.await.map(|list| view! { <ConnectorTable list is_admin notice version/> })
+                })}
+            </ErrorBoundary>
+        </Transition>
+        // Apart from the table, so a live change does not rebuild the
+        // editor (and lose a draft) or the secrets form.
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                let is_admin = matches!(viewer.await, Ok(Some(v)) if v.is_admin());
+                view! {
+                    <secrets::Secrets is_admin notice version/>
+                    <editor::Manifests is_admin notice version/>
+                }
+            })}
+        </Transition>
+        <ManifestFiles version/>
+    }
+}

@@ -1,0 +1,154 @@
+//! Manifest connectors and secrets of the caller's workspace: list, check
+//! and test-fire, save, remove; set and clear secrets (values go in, never
+//! out); re-check a connector.
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::Json;
+use model::{
+    check_secret_name, ConnectorInfo, ManifestFormat, ManifestTest, SavedManifest, SecretInfo,
+    SecretValue, TestReport,
+};
+use serde::{Deserialize, Serialize};
+
+use super::extract::{AdminCaller, ApiBytes, ApiJson, ApiQuery, Caller};
+use super::ApiError;
+use crate::router::AppState;
+
+/// The manifest in a request body: JSON when the content type says so,
+/// TOML otherwise.
+fn manifest_body(
+    headers: &HeaderMap,
+    body: &ApiBytes,
+) -> Result<(String, ManifestFormat), ApiError> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    let text = std::str::from_utf8(&body.0).map_err(|_| {
+        ApiError::BadRequest("request body: the manifest is not UTF-8 text".to_owned())
+    })?;
+    if text.trim().is_empty() {
+        return Err(ApiError::BadRequest(
+            "request body: send the manifest (TOML, or JSON with Content-Type: application/json)"
+                .to_owned(),
+        ));
+    }
+    let format = if json {
+        ManifestFormat::Json
+    } else {
+        ManifestFormat::Toml
+    };
+    Ok((text.to_owned(), format))
+}
+
+/// `GET /api/manifests`: the workspace's saved manifests, as written, each
+/// with why it is not serving when it is not.
+pub async fn list(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<SavedManifest>>, ApiError> {
+    Ok(Json(state.engine.manifests(&who).await?))
+}
+
+/// `POST /api/manifests` with the manifest as the body (admins): checked,
+/// saved for the workspace and registered at once; the same id again
+/// replaces it. 422 lists every mistake with its field.
+pub async fn save(
+    State(state): State<AppState>,
+    AdminCaller(who): AdminCaller,
+    headers: HeaderMap,
+    body: ApiBytes,
+) -> Result<(StatusCode, Json<ConnectorInfo>), ApiError> {
+    let (text, format) = manifest_body(&headers, &body)?;
+    let info = state.engine.save_manifest(&who, &text, format).await?;
+    Ok((StatusCode::CREATED, Json(info)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestParams {
+    pub query: String,
+    #[serde(default)]
+    pub record: Option<i64>,
+}
+
+/// `POST /api/manifests/test?query=...[&record=ID]` with the manifest as the
+/// body (admins): fires it once without saving; its mistakes, or what it
+/// found and how its answer is classified.
+pub async fn test(
+    State(state): State<AppState>,
+    AdminCaller(who): AdminCaller,
+    headers: HeaderMap,
+    ApiQuery(params): ApiQuery<TestParams>,
+    body: ApiBytes,
+) -> Result<Json<TestReport>, ApiError> {
+    let (text, format) = manifest_body(&headers, &body)?;
+    let test = ManifestTest {
+        text,
+        format,
+        query: params.query,
+        record_id: params.record,
+    };
+    Ok(Json(state.engine.test_manifest(&who, &test).await?))
+}
+
+/// `DELETE /api/manifests/{id}` (admins): unregistered at once.
+pub async fn remove(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    AdminCaller(who): AdminCaller,
+) -> Result<StatusCode, ApiError> {
+    state.engine.remove_manifest(&who, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /api/secrets`: the names of the workspace's secrets, who set them
+/// and when. Never a value.
+pub async fn secrets(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<SecretInfo>>, ApiError> {
+    Ok(Json(state.engine.secrets(&who).await?))
+}
+
+/// `PUT /api/secrets/{name}` with `{"value": "..."}` (admins): sealed and
+/// stored; the answer says it is set, not what it is.
+pub async fn set_secret(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    AdminCaller(who): AdminCaller,
+    ApiJson(body): ApiJson<SecretValue>,
+) -> Result<Json<SecretInfo>, ApiError> {
+    check_secret_name(&name).map_err(|m| ApiError::BadRequest(format!("name: {m}")))?;
+    Ok(Json(
+        state.engine.set_secret(&who, &name, &body.value).await?,
+    ))
+}
+
+/// `DELETE /api/secrets/{name}` (admins).
+pub async fn clear_secret(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    AdminCaller(who): AdminCaller,
+) -> Result<StatusCode, ApiError> {
+    state.engine.clear_secret(&who, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Serialize)]
+pub struct Recheck {
+    pub connector: ConnectorInfo,
+    pub report: TestReport,
+}
+
+/// `POST /api/connectors/{id}/recheck` (admins): one probe fire; an answer
+/// clears an earlier failure.
+pub async fn recheck(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    AdminCaller(who): AdminCaller,
+) -> Result<Json<Recheck>, ApiError> {
+    let (connector, report) = state.engine.recheck(&who, &id).await?;
+    Ok(Json(Recheck { connector, report }))
+}
