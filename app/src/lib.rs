@@ -15,8 +15,8 @@ pub mod pages;
 pub mod triage;
 
 use pages::{
-    provide_viewer, AccountCorner, InventoryPage, MembersPage, NotFoundPage, RecordSetsPage,
-    SettingsPage, SignInPage,
+    provide_viewer, AccountCorner, InventoryPage, MembersPage, NotFoundPage, PacksPage,
+    RecordSetsPage, SettingsPage, SignInPage,
 };
 
 /// The whole HTML document the server renders around the app.
@@ -57,6 +57,7 @@ pub fn App() -> impl IntoView {
                 <nav aria-label="Main">
                     <A href="/record-sets">"Record sets"</A>
                     <A href="/inventory">"Inventory"</A>
+                    <A href="/packs">"Packs"</A>
                     <A href="/members">"Members"</A>
                     <A href="/settings">"Settings"</A>
                 </nav>
@@ -68,6 +69,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/record-sets") view=RecordSetsPage/>
                     <Route path=path!("/record-sets/:id") view=triage::TriageView/>
                     <Route path=path!("/inventory") view=InventoryPage/>
+                    <Route path=path!("/packs") view=PacksPage/>
                     <Route path=path!("/members") view=MembersPage/>
                     <Route path=path!("/settings") view=SettingsPage/>
                     <Route path=path!("/sign-in") view=SignInPage/>

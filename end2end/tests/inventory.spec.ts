@@ -75,7 +75,7 @@ test("an admin adds a connector in the browser and another person fires it from 
     await hydrated(bob);
     await bob.getByRole("link", { name: "Demo companies (made-up data)" }).click();
     await expect(bob.locator("body")).toHaveAttribute("data-live", "true");
-    const news = bob.locator('article.card:has(h2:text-is("Cobalt Analytics (demo)")) [data-pack="news"]');
+    const news = bob.locator('article.card:has(h2:text-is("Dunmore Textiles (demo)")) [data-pack="news"]');
     await news.click({ button: "right" });
     const menu = bob.getByRole("menu", { name: "Connectors" });
     await expect(menu.locator('[data-connector="demo"]')).toBeVisible();
@@ -122,8 +122,8 @@ test("an admin adds a connector in the browser and another person fires it from 
     await expect(added).toContainText("E2E news");
     await added.getByRole("menuitem", { name: "Fire through this connector" }).click();
     await expect(news).toHaveAttribute("data-state", "found");
-    const card = bob.locator('article.card:has(h2:text-is("Cobalt Analytics (demo)"))');
-    await expect(card.getByRole("link", { name: /E2E story on Cobalt Analytics/ })).toBeVisible();
+    const card = bob.locator('article.card:has(h2:text-is("Dunmore Textiles (demo)"))');
+    await expect(card.getByRole("link", { name: /E2E story on Dunmore Textiles/ })).toBeVisible();
 
     // Eve, in another workspace, does not see it.
     const eve = await open("eve");

@@ -406,7 +406,7 @@ impl Engine {
         let label = label.map(str::trim).filter(|l| !l.is_empty());
         let labels = self.store.pack_labels(who.user_id).await?;
         {
-            let catalog = self.catalog();
+            let catalog = self.catalog_in(Some(who.workspace_id)).await?;
             let Some(pack) = catalog.pack(pack_id) else {
                 return Err(AccountError::Invalid(format!(
                     "pack {pack_id:?}: no such pack"

@@ -152,18 +152,23 @@ impl Dispatcher {
         self
     }
 
-    /// The pack and its bundle membership for a record set's bundle.
-    fn pack_in(
-        &self,
-        bundle_id: &str,
-        pack_id: &str,
-    ) -> Option<(PackConfig, Option<BundleMember>)> {
-        let catalog = self.catalog.read().unwrap_or_else(|e| e.into_inner());
-        let pack = catalog.pack(pack_id)?.clone();
-        let member = catalog
-            .bundle(bundle_id)
-            .and_then(|b| b.members.iter().find(|m| m.pack == pack_id).cloned());
-        Some((pack, member))
+    /// The catalogue a workspace sees: the shipped one with the workspace's
+    /// own packs and bundles laid over it (`None`: the shipped one).
+    pub async fn catalog_in(&self, workspace_id: Option<i64>) -> Result<Catalog, StoreError> {
+        let base = self
+            .catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(ws) = workspace_id else {
+            return Ok(base);
+        };
+        let (packs, bundles) = self.store.workspace_catalog(ws).await?;
+        Ok(base.with_overlay(packs, bundles).unwrap_or_else(|e| {
+            // Valid when saved; a changed shipped catalogue can clash with it.
+            tracing::warn!(workspace = ws, error = %e, "A workspace's own packs no longer fit the catalogue; showing the shipped one.");
+            base
+        }))
     }
 
     /// Every connector a workspace sees, as chain resolution sees it there:
@@ -186,8 +191,8 @@ impl Dispatcher {
         pack_id: &str,
         explicit: Option<&str>,
     ) -> Result<(PackConfig, Chain), DispatchError> {
-        let (pack, member) = self
-            .pack_in(&set.bundle_id, pack_id)
+        let catalog = self.catalog_in(set.workspace_id).await?;
+        let (pack, member) = pack_in(&catalog, &set.bundle_id, pack_id)
             .ok_or_else(|| DispatchError::UnknownPack(pack_id.to_owned()))?;
         let record_override = self.store.record_override(record.id, pack_id).await?;
         let already_found = self
@@ -563,6 +568,7 @@ impl Dispatcher {
         packs: &[PackConfig],
     ) -> Result<HashMap<i64, Vec<Chip>>, DispatchError> {
         let bundle_id = set.bundle_id.as_str();
+        let catalog = self.catalog_in(set.workspace_id).await?;
         let history = self.store.history_of(record_ids).await?;
         let counts = self.store.item_counts(record_ids).await?;
         let overrides = self.store.record_overrides_of(record_ids).await?;
@@ -586,7 +592,7 @@ impl Dispatcher {
         let bundle_chains: HashMap<String, Option<Vec<String>>> = packs
             .iter()
             .map(|p| {
-                let member = self.pack_in(bundle_id, &p.pack_id).and_then(|(_, m)| m);
+                let member = pack_in(&catalog, bundle_id, &p.pack_id).and_then(|(_, m)| m);
                 (
                     p.pack_id.clone(),
                     member.and_then(|m| m.connector_chain_override),
@@ -678,6 +684,19 @@ impl Dispatcher {
             },
         );
     }
+}
+
+/// A pack and its membership in a record set's bundle.
+fn pack_in(
+    catalog: &Catalog,
+    bundle_id: &str,
+    pack_id: &str,
+) -> Option<(PackConfig, Option<BundleMember>)> {
+    let pack = catalog.pack(pack_id)?.clone();
+    let member = catalog
+        .bundle(bundle_id)
+        .and_then(|b| b.members.iter().find(|m| m.pack == pack_id).cloned());
+    Some((pack, member))
 }
 
 /// The connectors as chain resolution sees them through a workspace's lens.

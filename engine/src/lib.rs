@@ -25,6 +25,7 @@ pub mod store;
 pub mod time;
 pub mod urlnorm;
 pub mod views;
+pub mod workspace_catalog;
 pub mod workspace_connectors;
 
 use std::sync::{Arc, RwLock};

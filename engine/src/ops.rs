@@ -40,9 +40,9 @@ impl Engine {
                 "name: give the record set a name of 1 to 200 characters".to_owned(),
             ));
         }
-        if self.catalog().bundle(bundle_id).is_none() {
-            let known: Vec<String> = self
-                .catalog()
+        let catalog = self.catalog_in(Some(workspace_id)).await?;
+        if catalog.bundle(bundle_id).is_none() {
+            let known: Vec<String> = catalog
                 .bundles()
                 .iter()
                 .map(|b| b.bundle_id.clone())
@@ -106,12 +106,17 @@ impl Engine {
         Ok(item)
     }
 
-    /// The pack ids of a bundle, in roster order.
-    pub fn bundle_pack_ids(&self, bundle_id: &str) -> Vec<String> {
-        self.catalog()
-            .bundle_packs(bundle_id)
+    /// The pack ids of a record set's bundle, in roster order.
+    pub async fn bundle_pack_ids(
+        &self,
+        set: &model::RecordSetSummary,
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .catalog_in(set.workspace_id)
+            .await?
+            .bundle_packs(&set.bundle_id)
             .into_iter()
             .map(|(p, _)| p.pack_id.clone())
-            .collect()
+            .collect())
     }
 }

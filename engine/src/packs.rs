@@ -15,6 +15,9 @@ pub const DEFAULT_CATALOG: &str = include_str!("../packs.toml");
 pub struct Catalog {
     packs: Vec<PackConfig>,
     bundles: Vec<BundleConfig>,
+    /// Connectors appended to every chain (the demo connector in demo mode),
+    /// appended to a workspace's own packs too.
+    appended: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -105,12 +108,59 @@ impl Catalog {
                 }
             }
         }
-        Ok(Self { packs, bundles })
+        Ok(Self {
+            packs,
+            bundles,
+            appended: Vec::new(),
+        })
+    }
+
+    /// This catalogue with a workspace's own packs and bundles laid over it:
+    /// one with a shipped id replaces it, a new one is added; the result is
+    /// validated whole (labels stay unique, bundles name existing packs).
+    pub fn with_overlay(
+        &self,
+        packs: Vec<PackConfig>,
+        bundles: Vec<BundleConfig>,
+    ) -> Result<Self, CatalogError> {
+        if packs.is_empty() && bundles.is_empty() {
+            return Ok(self.clone());
+        }
+        let mut all_packs = self.packs.clone();
+        for mut pack in packs {
+            if !pack.preferred_connectors.is_empty() {
+                for id in &self.appended {
+                    if !pack.preferred_connectors.contains(id) {
+                        pack.preferred_connectors.push(id.clone());
+                    }
+                }
+            }
+            match all_packs.iter_mut().find(|p| p.pack_id == pack.pack_id) {
+                Some(slot) => *slot = pack,
+                None => all_packs.push(pack),
+            }
+        }
+        let mut all_bundles = self.bundles.clone();
+        for bundle in bundles {
+            match all_bundles
+                .iter_mut()
+                .find(|b| b.bundle_id == bundle.bundle_id)
+            {
+                Some(slot) => *slot = bundle,
+                None => all_bundles.push(bundle),
+            }
+        }
+        let mut merged = Self::new(all_packs, all_bundles)?;
+        merged.appended = self.appended.clone();
+        Ok(merged)
     }
 
     /// Appends a connector to every pack's chain (the demo connector in demo
     /// mode: tried after every real connector).
     pub fn append_to_every_chain(&mut self, connector_id: &str) {
+        if !self.appended.iter().any(|c| c == connector_id) {
+            self.appended.push(connector_id.to_owned());
+        }
         for pack in &mut self.packs {
             if !pack.preferred_connectors.iter().any(|c| c == connector_id) {
                 pack.preferred_connectors.push(connector_id.to_owned());
@@ -266,6 +316,55 @@ mod tests {
         format!(
             "[[pack]]\npack_id = \"{id}\"\ndisplay_name = \"{id}\"\nshort_label = \"{label}\"\nintent = \"search.web\"\n"
         )
+    }
+
+    #[test]
+    fn a_workspace_overlay_replaces_adds_and_is_checked_whole() {
+        let mut base = Catalog::from_toml(&(pack("web", "w") + &pack("news", "n"))).unwrap();
+        base.append_to_every_chain("demo");
+        let own = |id: &str, label: &str, chain: &[&str]| PackConfig {
+            pack_id: id.into(),
+            display_name: id.into(),
+            short_label: label.into(),
+            description: String::new(),
+            intent: "community.forum".parse().unwrap(),
+            query_template: "{name}".into(),
+            preferred_connectors: chain.iter().map(|c| c.to_string()).collect(),
+        };
+        let bundle = BundleConfig {
+            bundle_id: "mine".into(),
+            display_name: "Mine".into(),
+            description: String::new(),
+            members: ["web", "forum"]
+                .map(|p| BundleMember {
+                    pack: p.into(),
+                    connector_chain_override: None,
+                })
+                .to_vec(),
+        };
+        let merged = base
+            .with_overlay(
+                vec![own("forum", "fo", &["hn"]), own("news", "gn", &[])],
+                vec![bundle.clone()],
+            )
+            .unwrap();
+        assert_eq!(merged.packs().len(), 3);
+        assert_eq!(merged.pack("news").unwrap().short_label, "gn");
+        // The demo connector still ends a chain that names connectors.
+        assert_eq!(
+            merged.pack("forum").unwrap().preferred_connectors,
+            ["hn", "demo"]
+        );
+        assert_eq!(merged.bundle_packs("mine").len(), 2);
+        // The base is untouched.
+        assert_eq!(base.pack("news").unwrap().short_label, "n");
+
+        let clash = base
+            .with_overlay(vec![own("forum", "W", &[])], vec![])
+            .unwrap_err();
+        assert!(clash.what.contains("\"web\""), "{clash}");
+        let orphan = base.with_overlay(vec![], vec![bundle]).unwrap_err();
+        assert!(orphan.what.contains("\"forum\" is not a pack"), "{orphan}");
     }
 
     #[test]

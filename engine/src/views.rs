@@ -22,7 +22,8 @@ impl Engine {
     ) -> Result<RecordsPage, DispatchError> {
         let set = self.store.record_set(set_id).await?;
         let packs: Vec<_> = self
-            .catalog()
+            .catalog_in(set.workspace_id)
+            .await?
             .bundle_packs(&set.bundle_id)
             .into_iter()
             .map(|(p, _)| p.clone())
@@ -69,7 +70,8 @@ impl Engine {
         let set = self.store.record_set(set_id).await?;
         let candidates = self.dispatcher.candidates(set.workspace_id).await?;
         let mut lines: Vec<model::EstimateLine> = Vec::new();
-        for (pack, member) in self.catalog().bundle_packs(&set.bundle_id) {
+        let catalog = self.catalog_in(set.workspace_id).await?;
+        for (pack, member) in catalog.bundle_packs(&set.bundle_id) {
             let chain = crate::chain::resolve(
                 &crate::chain::ChainRequest {
                     intent: Some(&pack.intent),

@@ -54,6 +54,9 @@ pub enum EventKind {
     Presence {
         viewers: Vec<String>,
     },
+    /// The workspace's packs or bundles changed: chips may have come, gone
+    /// or changed their chain.
+    CatalogChanged,
     /// The events since the browser's `Last-Event-ID` are no longer kept:
     /// reload the state.
     Resync,

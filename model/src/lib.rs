@@ -29,6 +29,6 @@ pub use manifest::{
     check_secret_name, secret_names, ManifestDraft, ManifestForm, ManifestFormat, ManifestTest,
     Problem, SavedManifest, SecretInfo, SecretValue, TestReport, TestResult,
 };
-pub use pack::{BundleConfig, BundleMember, PackConfig};
+pub use pack::{BundleConfig, BundleMember, PackConfig, WorkspaceCatalog};
 pub use record::{Chip, Field, ImportReport, Record, RecordFilter, RecordsPage, Rejection};
 pub use record_set::RecordSetSummary;

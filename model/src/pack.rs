@@ -47,3 +47,18 @@ pub struct BundleConfig {
     pub description: String,
     pub members: Vec<BundleMember>,
 }
+
+/// A workspace's packs and bundles (the shipped ones with its own laid over
+/// them), and which of them it made or changed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceCatalog {
+    pub packs: Vec<PackConfig>,
+    pub bundles: Vec<BundleConfig>,
+    /// Ids of the packs and bundles the workspace made or changed.
+    pub own_packs: Vec<String>,
+    pub own_bundles: Vec<String>,
+    /// Ids of the packs and bundles that ship with Switchyard (an own one
+    /// with such an id is the workspace's version of it).
+    pub shipped_packs: Vec<String>,
+    pub shipped_bundles: Vec<String>,
+}

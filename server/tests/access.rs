@@ -206,6 +206,22 @@ async fn members_cannot_do_what_admins_do() {
             Some(serde_json::json!({"value": "v"})),
         ),
         (Method::DELETE, "/api/secrets/SOME_KEY".to_owned(), None),
+        (
+            Method::PUT,
+            "/api/packs/web".to_owned(),
+            Some(
+                serde_json::json!({"pack_id": "web", "display_name": "W", "short_label": "w", "intent": "search.web"}),
+            ),
+        ),
+        (Method::DELETE, "/api/packs/web".to_owned(), None),
+        (
+            Method::PUT,
+            "/api/bundles/test".to_owned(),
+            Some(
+                serde_json::json!({"bundle_id": "test", "display_name": "T", "members": [{"pack": "web"}]}),
+            ),
+        ),
+        (Method::DELETE, "/api/bundles/test".to_owned(), None),
     ];
     for (method, path, body) in admin_actions {
         let mut req = member.request(method.clone(), server.at(&path));
@@ -218,28 +234,37 @@ async fn members_cannot_do_what_admins_do() {
         assert_eq!(body["error"], "forbidden");
     }
     // The admin-only server functions refuse members too.
+    let pack = r#"{"pack": {"pack_id": "web", "display_name": "W", "short_label": "w", "intent": "search.web"}}"#;
+    let bundle =
+        r#"{"bundle": {"bundle_id": "test", "display_name": "T", "members": [{"pack": "web"}]}}"#;
     let admin_fns: Vec<(String, String)> = server::router::inventory()
         .into_iter()
         .filter_map(|(_, p)| {
-            let args = if p.starts_with("/api/add_member") {
+            // A server function's path is its name and a hash.
+            let name = p.trim_end_matches(|c: char| c.is_ascii_digit());
+            let args = if name == "/api/save_pack" {
+                pack.to_owned()
+            } else if name == "/api/save_bundle" {
+                bundle.to_owned()
+            } else if name == "/api/remove_pack" || name == "/api/remove_bundle" {
+                "id=web".to_owned()
+            } else if name == "/api/add_member" {
                 "email=x%40example.org&role=admin".to_owned()
-            } else if p.starts_with("/api/set_member_role") {
+            } else if name == "/api/set_member_role" {
                 format!("user_id={tester}&role=member")
-            } else if p.starts_with("/api/remove_member") {
+            } else if name == "/api/remove_member" {
                 format!("user_id={tester}")
-            } else if p.starts_with("/api/switch_connector") {
+            } else if name == "/api/switch_connector" {
                 "id=alpha&on=false".to_owned()
-            } else if p.starts_with("/api/recheck_connector")
-                || p.starts_with("/api/remove_manifest")
-            {
+            } else if name == "/api/recheck_connector" || name == "/api/remove_manifest" {
                 "id=alpha".to_owned()
-            } else if p.starts_with("/api/test_manifest") {
+            } else if name == "/api/test_manifest" {
                 "text=x&format=toml&query=q".to_owned()
-            } else if p.starts_with("/api/save_manifest") {
+            } else if name == "/api/save_manifest" {
                 "text=x&format=toml".to_owned()
-            } else if p.starts_with("/api/set_secret") {
+            } else if name == "/api/set_secret" {
                 "name=SOME_KEY&value=v".to_owned()
-            } else if p.starts_with("/api/clear_secret") {
+            } else if name == "/api/clear_secret" {
                 "name=SOME_KEY".to_owned()
             } else {
                 return None;
@@ -247,11 +272,16 @@ async fn members_cannot_do_what_admins_do() {
             Some((p, args))
         })
         .collect();
-    assert_eq!(admin_fns.len(), 10, "{admin_fns:?}");
+    assert_eq!(admin_fns.len(), 14, "{admin_fns:?}");
     for (path, args) in admin_fns {
+        let kind = if args.starts_with('{') {
+            "application/json"
+        } else {
+            "application/x-www-form-urlencoded"
+        };
         let res = member
             .post(server.at(&path))
-            .header("content-type", "application/x-www-form-urlencoded")
+            .header("content-type", kind)
             .body(args)
             .send()
             .await

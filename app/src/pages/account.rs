@@ -26,7 +26,12 @@ pub async fn whoami() -> Result<Option<Viewer>, ServerFnError> {
 #[server]
 pub async fn load_pack_labels() -> Result<(Vec<PackConfig>, Vec<PackConfig>), ServerFnError> {
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
-    let shipped = engine.catalog().packs().to_vec();
+    let shipped = engine
+        .catalog_in(Some(who.workspace_id))
+        .await
+        .map_err(ssr::fail)?
+        .packs()
+        .to_vec();
     let mut mine = shipped.clone();
     engine.relabel(&who, &mut mine).await.map_err(ssr::fail)?;
     Ok((mine, shipped))

@@ -4,10 +4,12 @@ mod account;
 mod inventory;
 mod members;
 mod not_found;
+mod packs;
 mod record_sets;
 
 pub use account::{provide_viewer, AccountCorner, SettingsPage, SignInPage, ViewerResource};
 pub use inventory::InventoryPage;
 pub use members::MembersPage;
 pub use not_found::NotFoundPage;
+pub use packs::PacksPage;
 pub use record_sets::RecordSetsPage;

@@ -24,9 +24,12 @@ pub async fn list_record_sets() -> Result<Vec<RecordSetSummary>, ServerFnError> 
 /// The bundles a set can be triaged under.
 #[server]
 pub async fn list_bundles() -> Result<Vec<BundleConfig>, ServerFnError> {
-    let (engine, _) = (ssr::engine()?, ssr::caller()?);
-    let bundles = engine.catalog().bundles().to_vec();
-    Ok(bundles)
+    let (engine, who) = (ssr::engine()?, ssr::caller()?);
+    let catalog = engine
+        .catalog_in(Some(who.workspace_id))
+        .await
+        .map_err(ssr::fail)?;
+    Ok(catalog.bundles().to_vec())
 }
 
 /// Imports pasted CSV text as a new record set.

@@ -57,7 +57,11 @@ pub async fn fire_chip(
     connector: Option<String>,
 ) -> Result<FireReport, ServerFnError> {
     let (engine, who) = ssr::reach(Owned::Record(record_id)).await?;
-    if engine.catalog().pack(&pack_id).is_none() {
+    let catalog = engine
+        .catalog_in(Some(who.workspace_id))
+        .await
+        .map_err(ssr::fail)?;
+    if catalog.pack(&pack_id).is_none() {
         return Err(ServerFnError::new(format!("no pack {pack_id:?}")));
     }
     engine
@@ -156,7 +160,7 @@ pub async fn triage_item(
 pub async fn start_fanout(set_id: i64) -> Result<Job, ServerFnError> {
     let (engine, who) = ssr::reach(Owned::RecordSet(set_id)).await?;
     let set = engine.store.record_set(set_id).await.map_err(ssr::fail)?;
-    let packs = engine.bundle_pack_ids(&set.bundle_id);
+    let packs = engine.bundle_pack_ids(&set).await.map_err(ssr::fail)?;
     engine
         .jobs
         .start(set_id, &packs, &who.email)

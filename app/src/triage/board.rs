@@ -195,7 +195,8 @@ impl Board {
                     self.job.set(Some(job));
                 }
             }
-            EventKind::Resync => self.reload.update(|n| *n += 1),
+            // Chips may have come, gone or changed: read the page again.
+            EventKind::Resync | EventKind::CatalogChanged => self.reload.update(|n| *n += 1),
             // A connector came, went or changed: open menus read it again.
             EventKind::ConnectorChanged { .. } | EventKind::ConnectorRemoved { .. } => {
                 self.connectors.update(|n| *n += 1)

@@ -13,9 +13,11 @@ use sqlx::AnyPool;
 
 mod accounts;
 mod audit;
+mod catalog;
 mod manifests;
 pub use accounts::{Owned, Principal, TokenInfo, UserRow};
 pub use audit::StatusChange;
+pub use catalog::CatalogKind;
 pub use history::{AttemptEnd, FireContext};
 pub use items::TriageError;
 pub use jobs::Task;

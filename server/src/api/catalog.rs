@@ -1,13 +1,14 @@
 //! Capabilities, connectors, packs and bundles.
 
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::Json;
 use engine::packs::{BundleConfig, PackConfig};
 use engine::store::StatusChange;
 use model::{Capability, ConnectorInfo};
 use serde::{Deserialize, Serialize};
 
-use super::extract::{AdminCaller, ApiBytes, Caller};
+use super::extract::{AdminCaller, ApiBytes, ApiJson, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
@@ -108,12 +109,75 @@ pub async fn stats(
     ))
 }
 
-/// `GET /api/packs`
-pub async fn packs(State(state): State<AppState>) -> Json<Vec<PackConfig>> {
-    Json(state.engine.catalog().packs().to_vec())
+/// `GET /api/packs`: the packs of the caller's workspace (shipped, and its
+/// own laid over them).
+pub async fn packs(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<PackConfig>>, ApiError> {
+    let catalog = state.engine.catalog_in(Some(who.workspace_id)).await?;
+    Ok(Json(catalog.packs().to_vec()))
 }
 
-/// `GET /api/bundles`
-pub async fn bundles(State(state): State<AppState>) -> Json<Vec<BundleConfig>> {
-    Json(state.engine.catalog().bundles().to_vec())
+/// `GET /api/bundles`: the bundles of the caller's workspace.
+pub async fn bundles(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<BundleConfig>>, ApiError> {
+    let catalog = state.engine.catalog_in(Some(who.workspace_id)).await?;
+    Ok(Json(catalog.bundles().to_vec()))
+}
+
+fn same_id(path: &str, body: &str, field: &str) -> Result<(), ApiError> {
+    if path == body {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(format!(
+            "{field}: {body:?} differs from the address's {path:?}"
+        )))
+    }
+}
+
+/// `PUT /api/packs/{id}` with the pack (admins): creates it for the
+/// workspace, or makes the workspace's version of a shipped one.
+pub async fn save_pack(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    AdminCaller(who): AdminCaller,
+    ApiJson(pack): ApiJson<PackConfig>,
+) -> Result<Json<PackConfig>, ApiError> {
+    same_id(&id, &pack.pack_id, "pack_id")?;
+    Ok(Json(state.engine.save_pack(&who, pack).await?))
+}
+
+/// `DELETE /api/packs/{id}` (admins): the workspace's own pack, or its
+/// version of a shipped one.
+pub async fn remove_pack(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    AdminCaller(who): AdminCaller,
+) -> Result<StatusCode, ApiError> {
+    state.engine.remove_pack(&who, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `PUT /api/bundles/{id}` with the bundle (admins).
+pub async fn save_bundle(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    AdminCaller(who): AdminCaller,
+    ApiJson(bundle): ApiJson<BundleConfig>,
+) -> Result<Json<BundleConfig>, ApiError> {
+    same_id(&id, &bundle.bundle_id, "bundle_id")?;
+    Ok(Json(state.engine.save_bundle(&who, bundle).await?))
+}
+
+/// `DELETE /api/bundles/{id}` (admins).
+pub async fn remove_bundle(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    AdminCaller(who): AdminCaller,
+) -> Result<StatusCode, ApiError> {
+    state.engine.remove_bundle(&who, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

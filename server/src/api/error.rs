@@ -220,3 +220,14 @@ impl From<engine::secrets::SecretsError> for ApiError {
         }
     }
 }
+
+impl From<engine::workspace_catalog::CatalogEditError> for ApiError {
+    fn from(e: engine::workspace_catalog::CatalogEditError) -> Self {
+        use engine::workspace_catalog::CatalogEditError;
+        match e {
+            CatalogEditError::Invalid(m) => ApiError::BadRequest(m),
+            CatalogEditError::NotFound(m) => ApiError::NotFound(m),
+            CatalogEditError::Store(e) => e.into(),
+        }
+    }
+}

@@ -36,7 +36,13 @@ pub async fn fire(
         .engine
         .authorize(&who, Owned::Record(record_id))
         .await?;
-    if state.engine.catalog().pack(&body.pack).is_none() {
+    if state
+        .engine
+        .catalog_in(Some(who.workspace_id))
+        .await?
+        .pack(&body.pack)
+        .is_none()
+    {
         return Err(ApiError::BadRequest(format!(
             "pack: no pack {:?}",
             body.pack
@@ -163,7 +169,13 @@ pub async fn menu(
         .engine
         .authorize(&who, Owned::Record(record_id))
         .await?;
-    if state.engine.catalog().pack(&pack_id).is_none() {
+    if state
+        .engine
+        .catalog_in(Some(who.workspace_id))
+        .await?
+        .pack(&pack_id)
+        .is_none()
+    {
         return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
     }
     Ok(Json(
@@ -189,7 +201,13 @@ pub async fn set_override(
         .engine
         .authorize(&who, Owned::Record(record_id))
         .await?;
-    if state.engine.catalog().pack(&pack_id).is_none() {
+    if state
+        .engine
+        .catalog_in(Some(who.workspace_id))
+        .await?
+        .pack(&pack_id)
+        .is_none()
+    {
         return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
     }
     if let Some(id) = &body.connector {

@@ -57,31 +57,26 @@ pub async fn fanout(
         .await?;
     let body: FanoutBody = body.json_or_default()?;
     let set = state.engine.store.record_set(set_id).await?;
-    let packs: Vec<String> = {
-        let catalog = state.engine.catalog();
-        match body.packs {
-            Some(packs) => {
-                if packs.is_empty() {
-                    return Err(ApiError::BadRequest(
-                        "packs: name at least one pack, or leave it out".into(),
-                    ));
-                }
-                if let Some(bad) = packs.iter().find(|p| catalog.pack(p).is_none()) {
-                    return Err(ApiError::BadRequest(format!("packs: no pack {bad:?}")));
-                }
-                let mut unique = Vec::new();
-                for p in packs {
-                    if !unique.contains(&p) {
-                        unique.push(p);
-                    }
-                }
-                unique
+    let packs: Vec<String> = match body.packs {
+        Some(packs) => {
+            if packs.is_empty() {
+                return Err(ApiError::BadRequest(
+                    "packs: name at least one pack, or leave it out".into(),
+                ));
             }
-            None => {
-                drop(catalog);
-                state.engine.bundle_pack_ids(&set.bundle_id)
+            let catalog = state.engine.catalog_in(set.workspace_id).await?;
+            if let Some(bad) = packs.iter().find(|p| catalog.pack(p).is_none()) {
+                return Err(ApiError::BadRequest(format!("packs: no pack {bad:?}")));
             }
+            let mut unique = Vec::new();
+            for p in packs {
+                if !unique.contains(&p) {
+                    unique.push(p);
+                }
+            }
+            unique
         }
+        None => state.engine.bundle_pack_ids(&set).await?,
     };
     if packs.is_empty() {
         return Err(ApiError::BadRequest(format!(

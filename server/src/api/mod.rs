@@ -68,7 +68,11 @@ pub fn routes() -> Vec<Route> {
         route(Method::PUT, "/secrets/{name}", manifests::set_secret),
         route(Method::DELETE, "/secrets/{name}", manifests::clear_secret),
         route(Method::GET, "/packs", catalog::packs),
+        route(Method::PUT, "/packs/{id}", catalog::save_pack),
+        route(Method::DELETE, "/packs/{id}", catalog::remove_pack),
         route(Method::GET, "/bundles", catalog::bundles),
+        route(Method::PUT, "/bundles/{id}", catalog::save_bundle),
+        route(Method::DELETE, "/bundles/{id}", catalog::remove_bundle),
         route(Method::GET, "/record-sets", record_sets::list),
         Route {
             handler: import

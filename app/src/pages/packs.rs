@@ -1,0 +1,509 @@
+//! The packs page: the workspace's chips (packs) and their rosters
+//! (bundles), shipped or its own. Admins create a pack for any capability
+//! (a new dotted one included), give it a short label no other pack has,
+//! order its connector chain, and put it in a bundle: every open view of a
+//! record set under that bundle gets the chip at once.
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+use leptos::task::spawn_local;
+use leptos_meta::Title;
+use model::{BundleConfig, BundleMember, EventKind, PackConfig, WorkspaceCatalog};
+use serde::{Deserialize, Serialize};
+
+use crate::error_view::error_list;
+use crate::pages::ViewerResource;
+
+/// A connector as the chain editor offers it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorChoice {
+    pub id: String,
+    pub display_name: String,
+    pub capabilities: Vec<String>,
+}
+
+/// The workspace's catalogue and the connectors a chain may name.
+#[server]
+pub async fn load_catalog() -> Result<(WorkspaceCatalog, Vec<ConnectorChoice>), ServerFnError> {
+    use crate::access::ssr;
+    let (engine, who) = (ssr::engine()?, ssr::caller()?);
+    let catalog = engine.workspace_catalog(&who).await.map_err(ssr::fail)?;
+    let connectors = engine
+        .connectors_in(who.workspace_id)
+        .await
+        .map_err(ssr::fail)?
+        .into_iter()
+        .map(|c| ConnectorChoice {
+            capabilities: c.capabilities.iter().map(|c| c.name().to_owned()).collect(),
+            id: c.id,
+            display_name: c.display_name,
+        })
+        .collect();
+    Ok((catalog, connectors))
+}
+
+#[cfg(feature = "ssr")]
+fn edit_error(e: engine::workspace_catalog::CatalogEditError) -> ServerFnError {
+    use engine::workspace_catalog::CatalogEditError;
+    match e {
+        CatalogEditError::Store(e) => crate::access::ssr::fail(e),
+        other => ServerFnError::new(other.to_string()),
+    }
+}
+
+/// Saves a pack for the workspace (admins).
+#[server(input = Json)]
+pub async fn save_pack(pack: PackConfig) -> Result<PackConfig, ServerFnError> {
+    use crate::access::ssr;
+    let (engine, who) = (ssr::engine()?, ssr::admin()?);
+    engine.save_pack(&who, pack).await.map_err(edit_error)
+}
+
+/// Removes the workspace's own pack or its version of a shipped one (admins).
+#[server]
+pub async fn remove_pack(id: String) -> Result<(), ServerFnError> {
+    use crate::access::ssr;
+    let (engine, who) = (ssr::engine()?, ssr::admin()?);
+    engine.remove_pack(&who, &id).await.map_err(edit_error)
+}
+
+/// Saves a bundle for the workspace (admins).
+#[server(input = Json)]
+pub async fn save_bundle(bundle: BundleConfig) -> Result<BundleConfig, ServerFnError> {
+    use crate::access::ssr;
+    let (engine, who) = (ssr::engine()?, ssr::admin()?);
+    engine.save_bundle(&who, bundle).await.map_err(edit_error)
+}
+
+/// Removes the workspace's own bundle or its version of a shipped one (admins).
+#[server]
+pub async fn remove_bundle(id: String) -> Result<(), ServerFnError> {
+    use crate::access::ssr;
+    let (engine, who) = (ssr::engine()?, ssr::admin()?);
+    engine.remove_bundle(&who, &id).await.map_err(edit_error)
+}
+
+type Notice = RwSignal<Option<Result<String, String>>>;
+
+/// One change to an ordered list (move, take out, add).
+type ListChange = Box<dyn FnOnce(&mut Vec<String>)>;
+
+/// A server call removing a pack or bundle by id.
+type RemoveCall =
+    fn(String) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ServerFnError>>>>;
+
+/// A pack being written: the intent stays text until it is saved.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct PackDraft {
+    pack_id: String,
+    display_name: String,
+    short_label: String,
+    intent: String,
+    query_template: String,
+    chain: Vec<String>,
+}
+
+impl PackDraft {
+    fn of(pack: &PackConfig) -> Self {
+        Self {
+            pack_id: pack.pack_id.clone(),
+            display_name: pack.display_name.clone(),
+            short_label: pack.short_label.clone(),
+            intent: pack.intent.name().to_owned(),
+            query_template: pack.query_template.clone(),
+            chain: pack.preferred_connectors.clone(),
+        }
+    }
+
+    fn pack(&self) -> Result<PackConfig, String> {
+        let intent = self
+            .intent
+            .trim()
+            .parse()
+            .map_err(|e: model::InvalidCapability| format!("intent: {e}"))?;
+        Ok(PackConfig {
+            pack_id: self.pack_id.trim().to_owned(),
+            display_name: self.display_name.trim().to_owned(),
+            short_label: self.short_label.trim().to_owned(),
+            description: String::new(),
+            intent,
+            query_template: match self.query_template.trim() {
+                "" => "{name}".to_owned(),
+                t => t.to_owned(),
+            },
+            preferred_connectors: self.chain.clone(),
+        })
+    }
+}
+
+/// A bundle being written.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct BundleDraft {
+    bundle_id: String,
+    display_name: String,
+    members: Vec<String>,
+}
+
+/// Moves the item at `i` one place up (`-1`) or down (`1`).
+fn shift(list: &mut [String], i: usize, up: bool) {
+    let j = if up { i.checked_sub(1) } else { Some(i + 1) };
+    if let Some(j) = j.filter(|j| *j < list.len()) {
+        list.swap(i, j);
+    }
+}
+
+/// An ordered list with up, down and remove buttons, and a select to add.
+fn ordered_list(
+    name: &'static str,
+    items: Signal<Vec<String>>,
+    label_of: impl Fn(&str) -> String + Clone + Send + Sync + 'static,
+    choices: Signal<Vec<(String, String)>>,
+    edit: impl Fn(ListChange) + Clone + Send + Sync + 'static,
+) -> impl IntoView {
+    let add = {
+        let edit = edit.clone();
+        move |ev: leptos::ev::Event| {
+            let id = event_target_value(&ev);
+            if !id.is_empty() {
+                edit(Box::new(move |list| {
+                    if !list.contains(&id) {
+                        list.push(id);
+                    }
+                }));
+            }
+        }
+    };
+    view! {
+        <ol class=format!("ordered {name}")>
+            {move || {
+                let list = items.get();
+                let last = list.len().saturating_sub(1);
+                list.into_iter()
+                    .enumerate()
+                    .map(|(i, id)| {
+                        let label = label_of(&id);
+                        let (up, down, out) = (edit.clone(), edit.clone(), edit.clone());
+                        view! {
+                            <li data-id=id.clone()>
+                                <span>{label.clone()}</span>
+                                <button type="button" aria-label=format!("Move {label} up") disabled=i == 0
+                                    on:click=move |_| up(Box::new(move |l| shift(l, i, true)))>"↑"</button>
+                                <button type="button" aria-label=format!("Move {label} down") disabled=i == last
+                                    on:click=move |_| down(Box::new(move |l| shift(l, i, false)))>"↓"</button>
+                                <button type="button" aria-label=format!("Take {label} out")
+                                    on:click=move |_| out(Box::new(move |l| { l.remove(i); }))>"✕"</button>
+                            </li>
+                        }
+                    })
+                    .collect_view()
+            }}
+        </ol>
+        <select class=format!("add-{name}") aria-label=format!("Add to the {name}") on:change=add prop:value="">
+            <option value="">{format!("Add to the {name}…")}</option>
+            {move || {
+                let taken = items.get();
+                choices
+                    .get()
+                    .into_iter()
+                    .filter(|(id, _)| !taken.contains(id))
+                    .map(|(id, label)| view! { <option value=id>{label}</option> })
+                    .collect_view()
+            }}
+        </select>
+    }
+}
+
+fn text_input(
+    label: &'static str,
+    name: &'static str,
+    value: impl Fn() -> String + Send + Sync + 'static,
+    set: impl Fn(String) + 'static,
+) -> impl IntoView {
+    view! {
+        <label>
+            <span>{label}</span>
+            <input name=name prop:value=value on:input=move |ev| set(event_target_value(&ev))/>
+        </label>
+    }
+}
+
+#[component]
+fn PackEditor(
+    draft: RwSignal<PackDraft>,
+    connectors: Vec<ConnectorChoice>,
+    notice: Notice,
+    version: RwSignal<u32>,
+) -> impl IntoView {
+    let names: std::collections::HashMap<String, String> = connectors
+        .iter()
+        .map(|c| (c.id.clone(), c.display_name.clone()))
+        .collect();
+    let label_of = move |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
+    // Connectors serving the intent being written (all of them until it names one).
+    let choices = Signal::derive(move || {
+        let intent = draft.with(|d| d.intent.trim().to_owned());
+        connectors
+            .iter()
+            .filter(|c| intent.is_empty() || c.capabilities.contains(&intent))
+            .map(|c| (c.id.clone(), c.display_name.clone()))
+            .collect()
+    });
+    let chain = Signal::derive(move || draft.with(|d| d.chain.clone()));
+    let edit = move |change: ListChange| draft.update(|d| change(&mut d.chain));
+    let save = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let pack = match draft.with(PackDraft::pack) {
+            Ok(p) => p,
+            Err(e) => {
+                notice.set(Some(Err(e)));
+                return;
+            }
+        };
+        spawn_local(async move {
+            notice.set(Some(match save_pack(pack).await {
+                Ok(p) => Ok(format!(
+                    "Saved the pack {} ({}).",
+                    p.display_name, p.short_label
+                )),
+                Err(e) => Err(e.to_string()),
+            }));
+            version.update(|v| *v += 1);
+        });
+    };
+    view! {
+        <form class="pack-editor" on:submit=save>
+            <h3>"Pack"</h3>
+            {text_input("Id", "pack_id", move || draft.with(|d| d.pack_id.clone()), move |v| draft.update(|d| d.pack_id = v))}
+            {text_input("Name", "display_name", move || draft.with(|d| d.display_name.clone()), move |v| draft.update(|d| d.display_name = v))}
+            {text_input("Short label (1 to 3 characters)", "short_label", move || draft.with(|d| d.short_label.clone()), move |v| draft.update(|d| d.short_label = v))}
+            {text_input("Intent (a capability)", "intent", move || draft.with(|d| d.intent.clone()), move |v| draft.update(|d| d.intent = v))}
+            {text_input("Query ({name}, {<field>})", "query_template", move || draft.with(|d| d.query_template.clone()), move |v| draft.update(|d| d.query_template = v))}
+            <div class="chain-editor">
+                <span>"Connector chain (empty: every connector serving the intent, cheapest first)"</span>
+                {ordered_list("chain", chain, label_of, choices, edit)}
+            </div>
+            <div class="editor-actions">
+                <button type="submit">"Save pack"</button>
+                <button type="button" on:click=move |_| draft.set(PackDraft::default())>"New pack"</button>
+            </div>
+        </form>
+    }
+}
+
+#[component]
+fn BundleEditor(
+    draft: RwSignal<BundleDraft>,
+    packs: Vec<PackConfig>,
+    notice: Notice,
+    version: RwSignal<u32>,
+) -> impl IntoView {
+    let names: std::collections::HashMap<String, String> = packs
+        .iter()
+        .map(|p| {
+            (
+                p.pack_id.clone(),
+                format!("{} ({})", p.display_name, p.short_label),
+            )
+        })
+        .collect();
+    let choices: Vec<(String, String)> = packs
+        .iter()
+        .map(|p| {
+            (
+                p.pack_id.clone(),
+                format!("{} ({})", p.display_name, p.short_label),
+            )
+        })
+        .collect();
+    let label_of = move |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
+    let members = Signal::derive(move || draft.with(|d| d.members.clone()));
+    let edit = move |change: ListChange| draft.update(|d| change(&mut d.members));
+    let save = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let d = draft.get_untracked();
+        let bundle = BundleConfig {
+            bundle_id: d.bundle_id.trim().to_owned(),
+            display_name: d.display_name.trim().to_owned(),
+            description: String::new(),
+            members: d
+                .members
+                .iter()
+                .map(|p| BundleMember {
+                    pack: p.clone(),
+                    connector_chain_override: None,
+                })
+                .collect(),
+        };
+        spawn_local(async move {
+            notice.set(Some(match save_bundle(bundle).await {
+                Ok(b) => Ok(format!("Saved the bundle {}.", b.display_name)),
+                Err(e) => Err(e.to_string()),
+            }));
+            version.update(|v| *v += 1);
+        });
+    };
+    view! {
+        <form class="bundle-editor" on:submit=save>
+            <h3>"Bundle"</h3>
+            {text_input("Id", "bundle_id", move || draft.with(|d| d.bundle_id.clone()), move |v| draft.update(|d| d.bundle_id = v))}
+            {text_input("Name", "bundle_name", move || draft.with(|d| d.display_name.clone()), move |v| draft.update(|d| d.display_name = v))}
+            <div class="chain-editor">
+                <span>"Chips, in order"</span>
+                {ordered_list("bundle", members, label_of, Signal::derive(move || choices.clone()), edit)}
+            </div>
+            <div class="editor-actions">
+                <button type="submit">"Save bundle"</button>
+                <button type="button" on:click=move |_| draft.set(BundleDraft::default())>"New bundle"</button>
+            </div>
+        </form>
+    }
+}
+
+/// "shipped", "this workspace" or "changed here".
+fn origin(id: &str, own: &[String], shipped: &[String]) -> &'static str {
+    match (own.iter().any(|o| o == id), shipped.iter().any(|s| s == id)) {
+        (true, true) => "changed here",
+        (true, false) => "this workspace",
+        _ => "shipped",
+    }
+}
+
+fn remove_button(
+    label: &'static str,
+    id: String,
+    remove: RemoveCall,
+    notice: Notice,
+    version: RwSignal<u32>,
+) -> impl IntoView {
+    view! {
+        <button type="button" class="remove" on:click=move |_| {
+            let id = id.clone();
+            spawn_local(async move {
+                notice.set(Some(match remove(id.clone()).await {
+                    Ok(()) => Ok(format!("{label}: {id} done.")),
+                    Err(e) => Err(e.to_string()),
+                }));
+                version.update(|v| *v += 1);
+            });
+        }>{label}</button>
+    }
+}
+
+#[component]
+pub fn PacksPage() -> impl IntoView {
+    let ViewerResource(viewer) = expect_context::<ViewerResource>();
+    let version = RwSignal::new(0u32);
+    let notice: Notice = RwSignal::new(None);
+    let pack_draft = RwSignal::new(PackDraft::default());
+    let bundle_draft = RwSignal::new(BundleDraft::default());
+    crate::live::subscribe("/api/events", move |event| {
+        if matches!(
+            event.kind,
+            EventKind::CatalogChanged
+                | EventKind::ConnectorChanged { .. }
+                | EventKind::ConnectorRemoved { .. }
+        ) {
+            version.update(|v| *v += 1);
+        }
+    });
+    let catalog = Resource::new(move || version.get(), |_| load_catalog());
+    view! {
+        <Title text="Packs"/>
+        <h1>"Packs and bundles"</h1>
+        <p class="muted">"A pack is one chip: what to find (its intent), the query, and which connectors to try in which order. A bundle is the row of chips a record set shows."</p>
+        {move || notice.get().map(|m| match m {
+            Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
+            Err(text) => view! { <p class="error" role="alert">{text}</p> }.into_any(),
+        })}
+        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+            <ErrorBoundary fallback=error_list>
+                {move || Suspend::new(async move {
+                    let is_admin = matches!(viewer.await, Ok(Some(v)) if v.is_admin());
+                    catalog.await.map(|(cat, connectors)| {
+                        let WorkspaceCatalog { packs, bundles, own_packs, own_bundles, shipped_packs, shipped_bundles } = cat;
+                        let pack_rows = packs.iter().map(|p| {
+                            let from = origin(&p.pack_id, &own_packs, &shipped_packs);
+                            let actions = is_admin.then(|| {
+                                let draft = PackDraft::of(p);
+                                let undo = (from != "shipped").then(|| remove_button(
+                                    if from == "changed here" { "Revert" } else { "Remove" },
+                                    p.pack_id.clone(),
+                                    |id| Box::pin(remove_pack(id)),
+                                    notice,
+                                    version,
+                                ));
+                                view! {
+                                    <button type="button" on:click=move |_| pack_draft.set(draft.clone())>"Edit"</button>
+                                    {undo}
+                                }
+                            });
+                            view! {
+                                <tr data-pack=p.pack_id.clone() data-origin=from>
+                                    <td><span class="chip-label">{p.short_label.clone()}</span></td>
+                                    <td><strong>{p.display_name.clone()}</strong><div class="muted">{p.pack_id.clone()}</div></td>
+                                    <td class="caps">{p.intent.name().to_owned()}</td>
+                                    <td><code>{p.query_template.clone()}</code></td>
+                                    <td class="chain">{if p.preferred_connectors.is_empty() { "every connector serving it".to_owned() } else { p.preferred_connectors.join(" → ") }}</td>
+                                    <td class="origin">{from}</td>
+                                    <td>{actions}</td>
+                                </tr>
+                            }
+                            .into_any()
+                        }).collect_view();
+                        let labels: std::collections::HashMap<String, String> = packs.iter().map(|p| (p.pack_id.clone(), p.short_label.clone())).collect();
+                        let bundle_rows = bundles.iter().map(|b| {
+                            let from = origin(&b.bundle_id, &own_bundles, &shipped_bundles);
+                            let actions = is_admin.then(|| {
+                                let draft = BundleDraft {
+                                    bundle_id: b.bundle_id.clone(),
+                                    display_name: b.display_name.clone(),
+                                    members: b.members.iter().map(|m| m.pack.clone()).collect(),
+                                };
+                                let undo = (from != "shipped").then(|| remove_button(
+                                    if from == "changed here" { "Revert" } else { "Remove" },
+                                    b.bundle_id.clone(),
+                                    |id| Box::pin(remove_bundle(id)),
+                                    notice,
+                                    version,
+                                ));
+                                view! {
+                                    <button type="button" on:click=move |_| bundle_draft.set(draft.clone())>"Edit"</button>
+                                    {undo}
+                                }
+                            });
+                            let chips = b.members.iter().map(|m| labels.get(&m.pack).cloned().unwrap_or_else(|| m.pack.clone())).collect::<Vec<_>>().join(" · ");
+                            view! {
+                                <tr data-bundle=b.bundle_id.clone() data-origin=from>
+                                    <td><strong>{b.display_name.clone()}</strong><div class="muted">{b.bundle_id.clone()}</div></td>
+                                    <td class="members">{chips}</td>
+                                    <td class="origin">{from}</td>
+                                    <td>{actions}</td>
+                                </tr>
+                            }
+                            .into_any()
+                        }).collect_view();
+                        let editors = is_admin.then(|| view! {
+                            <div class="catalog-editors">
+                                <PackEditor draft=pack_draft connectors notice version/>
+                                <BundleEditor draft=bundle_draft packs=packs.clone() notice version/>
+                            </div>
+                        });
+                        view! {
+                            <h2>"Packs"</h2>
+                            <table class="packs">
+                                <thead><tr><th>"Chip"</th><th>"Pack"</th><th>"Intent"</th><th>"Query"</th><th>"Chain"</th><th>"From"</th><th></th></tr></thead>
+                                <tbody>{pack_rows}</tbody>
+                            </table>
+                            <h2>"Bundles"</h2>
+                            <table class="bundles">
+                                <thead><tr><th>"Bundle"</th><th>"Chips"</th><th>"From"</th><th></th></tr></thead>
+                                <tbody>{bundle_rows}</tbody>
+                            </table>
+                            {editors}
+                        }
+                    })
+                })}
+            </ErrorBoundary>
+        </Transition>
+    }
+}

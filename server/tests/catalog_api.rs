@@ -1,0 +1,278 @@
+//! A workspace's own packs and bundles through the REST door: a pack for a
+//! new capability gets its own chip once it is in the set's bundle, labels
+//! stay unique, chains name connectors the workspace sees, a shipped pack
+//! can be changed (and changed back) for one workspace, and no other
+//! workspace sees any of it. On SQLite and PostgreSQL.
+
+mod common;
+
+use common::{TestServer, TEST_PACKS};
+use engine::packs::Catalog;
+use engine::scripted::{ScriptedConnector, Step};
+use engine::store::testing::{self, TestDatabase};
+use model::{Capability, CostTier, Role};
+use serde_json::{json, Value};
+
+async fn server(db: TestDatabase) -> TestServer {
+    TestServer::start_with(db, |state| {
+        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        let forum: Capability = "community.forum".parse().unwrap();
+        state
+            .engine
+            .registry
+            .register(
+                ScriptedConnector::registration("forum-search", CostTier::Free, &[forum]),
+                ScriptedConnector::new("forum-search", [Step::Found(2)]),
+            )
+            .unwrap();
+        state
+            .engine
+            .registry
+            .register(
+                ScriptedConnector::registration(
+                    "alpha",
+                    CostTier::Free,
+                    &["search.web".parse().unwrap()],
+                ),
+                ScriptedConnector::new("alpha", [Step::Found(1)]),
+            )
+            .unwrap();
+    })
+    .await
+}
+
+async fn put(client: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
+    let res = client.put(url).json(&body).send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+async fn get(client: &reqwest::Client, url: String) -> Value {
+    client.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+fn forum_pack(label: &str, chain: &[&str]) -> Value {
+    json!({
+        "pack_id": "forum",
+        "display_name": "Forums",
+        "short_label": label,
+        "intent": "community.forum",
+        "query_template": "{name} {city}",
+        "preferred_connectors": chain,
+    })
+}
+
+async fn on_every_backend<F, Fut>(scenario: F)
+where
+    F: Fn(TestDatabase) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for db in testing::all().await {
+        eprintln!("-- on {}", db.kind());
+        scenario(db).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_adds_a_pack_for_a_new_capability_and_its_chip_appears_there_only() {
+    on_every_backend(|db| async {
+        let server = server(db).await;
+        let member = server
+            .user("bob@example.org", common::TEST_WORKSPACE, Role::Member)
+            .await;
+        let other = server.user("eve@other.example", "other", Role::Admin).await;
+        let (status, report) = server
+            .import("Companies", "test", "name,city\nAcme,Lyon\n")
+            .await;
+        assert_eq!(status, 201, "{report}");
+        let set = report["id"].as_i64().unwrap();
+        let pack_url = server.at("/api/packs/forum");
+
+        // Members may not; a label another pack has is refused, naming it;
+        // a chain must name connectors this workspace sees.
+        let (status, _) = put(&member, pack_url.clone(), forum_pack("fo", &[])).await;
+        assert_eq!(status, 403);
+        let (status, body) = put(&server.client, pack_url.clone(), forum_pack("w", &[])).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            body["detail"].as_str().unwrap().contains("\"web\""),
+            "{body}"
+        );
+        let (status, body) = put(
+            &server.client,
+            pack_url.clone(),
+            forum_pack("fo", &["nope"]),
+        )
+        .await;
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            body["detail"]
+                .as_str()
+                .unwrap()
+                .contains("preferred_connectors[0]"),
+            "{body}"
+        );
+        let (status, body) = put(
+            &server.client,
+            server.at("/api/packs/other-id"),
+            forum_pack("fo", &[]),
+        )
+        .await;
+        assert_eq!(status, 400, "{body}");
+
+        // The pack, then the bundle with it: the set's cards get its chip.
+        let (status, body) = put(
+            &server.client,
+            pack_url.clone(),
+            forum_pack("fo", &["forum-search"]),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let bundle = json!({
+            "bundle_id": "test",
+            "display_name": "Test, with forums",
+            "members": [{"pack": "web"}, {"pack": "forum"}],
+        });
+        let (status, body) = put(&server.client, server.at("/api/bundles/test"), bundle).await;
+        assert_eq!(status, 200, "{body}");
+        let page = get(
+            &server.client,
+            server.at(&format!("/api/record-sets/{set}/records")),
+        )
+        .await;
+        let labels: Vec<&str> = page["packs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["short_label"].as_str().unwrap())
+            .collect();
+        assert_eq!(labels, ["w", "fo"], "{page}");
+        let chip = &page["records"][0]["chips"][1];
+        assert_eq!(chip["pack_id"], "forum", "{page}");
+        assert_eq!(chip["next"], "Scripted forum-search", "{page}");
+        let record = page["records"][0]["id"].as_i64().unwrap();
+        let fired = server.fire(record, "forum", None).await;
+        assert_eq!(
+            fired["attempts"][0]["connector_id"], "forum-search",
+            "{fired}"
+        );
+        assert_eq!(fired["attempts"][0]["outcome"], "found", "{fired}");
+
+        // Another workspace still has the shipped catalogue.
+        let theirs = get(&other, server.at("/api/packs")).await;
+        assert!(
+            theirs
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p["pack_id"] != "forum"),
+            "{theirs}"
+        );
+        let bundles = get(&other, server.at("/api/bundles")).await;
+        assert_eq!(
+            bundles[0]["members"].as_array().unwrap().len(),
+            2,
+            "{bundles}"
+        );
+        assert_eq!(bundles[0]["display_name"], "Test");
+
+        // A pack a bundle uses cannot go; the bundle's own version can, and
+        // the shipped bundle comes back.
+        let res = server.client.delete(pack_url.clone()).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 400);
+        let body: Value = res.json().await.unwrap();
+        assert!(
+            body["detail"]
+                .as_str()
+                .unwrap()
+                .contains("take the pack out"),
+            "{body}"
+        );
+        let res = server
+            .client
+            .delete(server.at("/api/bundles/test"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 204);
+        let res = server.client.delete(pack_url.clone()).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 204);
+        let res = server.client.delete(pack_url).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 404);
+        let page = get(
+            &server.client,
+            server.at(&format!("/api/record-sets/{set}/records")),
+        )
+        .await;
+        assert_eq!(page["packs"].as_array().unwrap().len(), 2, "{page}");
+
+        // A shipped pack changed here keeps its id; reverting restores it.
+        let mut web = get(&server.client, server.at("/api/packs")).await[0].clone();
+        web["short_label"] = json!("ww");
+        web["preferred_connectors"] = json!(["alpha"]);
+        let (status, body) = put(&server.client, server.at("/api/packs/web"), web).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            get(&server.client, server.at("/api/packs")).await[0]["short_label"],
+            "ww"
+        );
+        assert_eq!(
+            get(&other, server.at("/api/packs")).await[0]["short_label"],
+            "w"
+        );
+        let res = server
+            .client
+            .delete(server.at("/api/packs/web"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 204);
+        assert_eq!(
+            get(&server.client, server.at("/api/packs")).await[0]["short_label"],
+            "w"
+        );
+        server.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bundle_of_the_workspace_s_own_that_a_set_uses_stays() {
+    let server = server(testing::sqlite()).await;
+    let (status, body) = put(
+        &server.client,
+        server.at("/api/packs/forum"),
+        forum_pack("fo", &[]),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let bundle =
+        json!({"bundle_id": "forums", "display_name": "Forums", "members": [{"pack": "forum"}]});
+    let (status, body) = put(&server.client, server.at("/api/bundles/forums"), bundle).await;
+    assert_eq!(status, 200, "{body}");
+    // Importing under it works in this workspace only.
+    let (status, report) = server.import("Forum people", "forums", "name\nAda\n").await;
+    assert_eq!(status, 201, "{report}");
+    let other = server.user("eve@other.example", "other", Role::Admin).await;
+    let res = other
+        .post(server.at("/api/record-sets"))
+        .query(&[("name", "Theirs"), ("bundle", "forums")])
+        .body("name\nAda\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 400);
+    let res = server
+        .client
+        .delete(server.at("/api/bundles/forums"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 400);
+    let body: Value = res.json().await.unwrap();
+    assert!(
+        body["detail"].as_str().unwrap().contains("Forum people"),
+        "{body}"
+    );
+    server.stop().await;
+}
