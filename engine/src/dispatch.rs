@@ -288,8 +288,10 @@ impl Dispatcher {
         };
         let lens = Lens::of(&self.store, set.workspace_id).await?;
         let secrets = match set.workspace_id {
-            Some(ws) => secrets::open_all(&self.store, self.sealer.as_ref(), ws).await?,
-            None => Secrets::default(),
+            Some(ws) if lens.has_secrets() => {
+                secrets::open_all(&self.store, self.sealer.as_ref(), ws).await?
+            }
+            _ => Secrets::default(),
         };
         let mut budget = self.config.retry_budget;
         let mut cancelled = false;

@@ -82,8 +82,8 @@ impl Lens {
         info
     }
 
-    /// Whether the workspace set a secret by this name.
-    pub fn has_secret(&self, name: &str) -> bool {
-        self.secrets.contains(name)
+    /// Whether the workspace set any secret at all.
+    pub fn has_secrets(&self) -> bool {
+        !self.secrets.is_empty()
     }
 }

@@ -461,11 +461,15 @@ impl Registry {
             }
             _ => {}
         }
+        // A workspace's own connector reads its workspace's secrets only,
+        // never the server's environment: every variable it names is
+        // missing here, and the workspace's lens removes those it set.
+        let from_env = !matches!(entry.source, ConnectorSource::Workspace { .. });
         let missing: Vec<String> = entry
             .registration
             .requires_env
             .iter()
-            .filter(|name| (self.env)(name).is_none_or(|v| v.trim().is_empty()))
+            .filter(|name| !from_env || (self.env)(name).is_none_or(|v| v.trim().is_empty()))
             .cloned()
             .collect();
         if missing.is_empty() {

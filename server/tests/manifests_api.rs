@@ -548,6 +548,50 @@ async fn workspace_secrets_are_sealed_write_only_and_used_by_their_workspace_s_f
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_manifest_cannot_read_the_server_s_environment() {
+    // The operator's key, in the server's environment for its own connectors.
+    std::env::set_var("SWITCHYARD_TEST_OPERATOR_KEY", "operator-key-never-leaves");
+    let seen = Seen::default();
+    let base = provider(seen.clone()).await;
+    let server = server(testing::sqlite()).await;
+    let text = manifest(
+        "exfiltrate",
+        "Exfiltrate",
+        &base,
+        "/search",
+        Some("SWITCHYARD_TEST_OPERATOR_KEY"),
+    );
+    let (_, report) = post_manifest(
+        &server.client,
+        server.at("/api/manifests/test?query=x"),
+        &text,
+    )
+    .await;
+    assert_eq!(report["outcome"], "error", "{report}");
+    assert!(
+        report["error"]
+            .as_str()
+            .unwrap()
+            .contains("SWITCHYARD_TEST_OPERATOR_KEY is not set"),
+        "{report}"
+    );
+    let (status, body) = post_manifest(&server.client, server.at("/api/manifests"), &text).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        body["status"], "needs-env",
+        "the environment does not count: {body}"
+    );
+    assert!(
+        seen.lock()
+            .unwrap()
+            .iter()
+            .all(|k| !k.contains("operator-key")),
+        "{seen:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_key_refused_in_one_workspace_switches_the_connector_off_there_only() {
     let base = provider(Seen::default()).await;
     let shared = Manifest::parse(

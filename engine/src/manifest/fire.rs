@@ -13,7 +13,7 @@ use serde_json::Value;
 use serde_json_path::JsonPath;
 use url::Url;
 
-use super::{render, Manifest, Meaning, PageKind};
+use super::{render, Manifest, Meaning, PageKind, RenderError};
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::connectors::guard::{public_address, AllowList};
 use crate::connectors::http::{
@@ -92,8 +92,14 @@ impl ManifestConnector {
                 &opts.record_name,
                 &|var| self.secret(var, opts),
             )
-            .map_err(|e| FireError::Malformed {
-                reason: format!("{who}: {e}"),
+            .map_err(|e| match e {
+                // Like a coded adapter without its key.
+                RenderError::MissingSecret(_) => FireError::AuthFailed {
+                    reason: format!("{who}: {e}"),
+                },
+                RenderError::Template(_) => FireError::Malformed {
+                    reason: format!("{who}: {e}"),
+                },
             })
         };
         let mut url = Url::parse(&fill(&spec.url)?).map_err(|e| FireError::Malformed {

@@ -521,6 +521,15 @@ fn collect_strings<'a>(value: &'a serde_json::Value, out: &mut Vec<&'a str>) {
     }
 }
 
+/// Why a template could not be filled.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RenderError {
+    #[error("{0} is not set")]
+    MissingSecret(String),
+    #[error("{0}")]
+    Template(String),
+}
+
 /// Fills a template's placeholders.
 pub(crate) fn render(
     text: &str,
@@ -529,21 +538,29 @@ pub(crate) fn render(
     record: &BTreeMap<String, String>,
     record_name: &str,
     secret: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
+) -> Result<String, RenderError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("{{") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after.find("}}").ok_or("an unclosed placeholder")?;
+        let end = after
+            .find("}}")
+            .ok_or_else(|| RenderError::Template("an unclosed placeholder".to_owned()))?;
         let name = after[..end].trim();
         let value = match name.split_once('.') {
             None if name == "query" => query.to_owned(),
             None if name == "max_results" => max_results.to_string(),
             Some(("record", "name")) => record_name.to_owned(),
             Some(("record", field)) => record.get(field).cloned().unwrap_or_default(),
-            Some(("secret", var)) => secret(var).ok_or_else(|| format!("{var} is not set"))?,
-            _ => return Err(format!("unknown placeholder {{{{{name}}}}}")),
+            Some(("secret", var)) => {
+                secret(var).ok_or_else(|| RenderError::MissingSecret(var.to_owned()))?
+            }
+            _ => {
+                return Err(RenderError::Template(format!(
+                    "unknown placeholder {{{{{name}}}}}"
+                )))
+            }
         };
         out.push_str(&value);
         rest = &after[end + 2..];

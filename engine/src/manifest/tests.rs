@@ -226,9 +226,10 @@ fn templates_fill_from_the_query_the_record_and_secrets() {
         render("{{record.nope}}", "", 1, &record, "", &secret).unwrap(),
         ""
     );
-    assert!(render("{{secret.MISSING}}", "", 1, &record, "", &secret)
-        .unwrap_err()
-        .contains("MISSING"));
+    assert_eq!(
+        render("{{secret.MISSING}}", "", 1, &record, "", &secret).unwrap_err(),
+        RenderError::MissingSecret("MISSING".to_owned())
+    );
 }
 
 #[test]

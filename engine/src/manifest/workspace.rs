@@ -112,11 +112,15 @@ fn parse(text: &str, format: Format) -> Result<Manifest, ManifestError> {
 }
 
 impl Engine {
+    /// A workspace's manifest as a connector. Its `{{secret.NAME}}` reads
+    /// the workspace's own secrets only, never the server's environment:
+    /// otherwise anyone allowed to write a manifest could send the
+    /// operator's keys (or `DATABASE_URL`) to a host of their choosing.
     fn manifest_connector(&self, manifest: Manifest) -> ManifestConnector {
         ManifestConnector::new(
             Arc::new(manifest),
             self.fetch_allow.clone(),
-            self.registry.env(),
+            Arc::new(|_| None),
         )
     }
 
