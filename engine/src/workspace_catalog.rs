@@ -71,6 +71,29 @@ impl Engine {
         Ok(())
     }
 
+    /// A pack's label must not be one a member already gave another pack
+    /// for themselves (Settings): they would see two chips alike.
+    async fn check_personal_labels(
+        &self,
+        who: &Principal,
+        pack: &PackConfig,
+    ) -> Result<(), CatalogEditError> {
+        let label = pack.short_label.trim().to_lowercase();
+        for member in self.store.members_of(who.workspace_id).await? {
+            let labels = self.store.pack_labels(member.user_id).await?;
+            if let Some((other, _)) = labels
+                .iter()
+                .find(|(id, l)| **id != pack.pack_id && l.to_lowercase() == label)
+            {
+                return Err(CatalogEditError::Invalid(format!(
+                    "pack {:?}: short_label {:?} is what {} calls pack {other:?} (their own label); pick another",
+                    pack.pack_id, pack.short_label, member.email
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks the workspace's own packs and bundles laid over the shipped
     /// catalogue, and returns the result.
     fn overlay(
@@ -102,6 +125,7 @@ impl Engine {
             None => packs.push(pack.clone()),
         }
         let merged = self.overlay(packs, bundles)?;
+        self.check_personal_labels(who, &pack).await?;
         let json = serde_json::to_string(&pack)
             .map_err(|e| CatalogEditError::Invalid(format!("pack: {e}")))?;
         self.store

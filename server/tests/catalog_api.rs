@@ -112,6 +112,27 @@ async fn a_workspace_adds_a_pack_for_a_new_capability_and_its_chip_appears_there
                 .contains("preferred_connectors[0]"),
             "{body}"
         );
+        // Nor may it take a label a member gave another pack for themselves.
+        let res = member
+            .put(server.at("/api/me/pack-labels/web"))
+            .json(&json!({"label": "fo"}))
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success(), "{}", res.status());
+        let (status, body) = put(&server.client, pack_url.clone(), forum_pack("fo", &[])).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            body["detail"].as_str().unwrap().contains("bob@example.org"),
+            "{body}"
+        );
+        let res = member
+            .put(server.at("/api/me/pack-labels/web"))
+            .json(&json!({"label": ""}))
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success(), "{}", res.status());
         let (status, body) = put(
             &server.client,
             server.at("/api/packs/other-id"),
