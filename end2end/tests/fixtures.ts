@@ -1,8 +1,14 @@
 // The test object every spec uses: baseURL is the server global-setup started,
 // and a test fails on any error the page logs (a hydration mismatch, a panic).
 import { test as base, expect } from "@playwright/test";
+import type { BrowserContext, Page } from "@playwright/test";
+import { authFile, type UserName } from "./users";
 
-export const test = base.extend<{ pageErrors: string[] }>({
+export const test = base.extend<{
+  pageErrors: string[];
+  /** A page in a new browser context signed in as that user; closed after the test. */
+  signedIn: (name: UserName) => Promise<Page>;
+}>({
   baseURL: async ({}, use) => {
     const url = process.env.SWITCHYARD_URL;
     if (!url) throw new Error("SWITCHYARD_URL is unset: global-setup.ts did not run");
@@ -24,6 +30,16 @@ export const test = base.extend<{ pageErrors: string[] }>({
     },
     { auto: true },
   ],
+  signedIn: async ({ browser, baseURL }, use) => {
+    const opened: BrowserContext[] = [];
+    await use(async (name) => {
+      const context = await browser.newContext({ baseURL, storageState: authFile(name) });
+      opened.push(context);
+      return context.newPage();
+    });
+    // A page left open would keep its viewer present for the next tests.
+    for (const context of opened) await context.close();
+  },
 });
 
 export { expect };
@@ -32,4 +48,13 @@ export { USERS, PASSWORD, authFile } from "./users";
 /** Waits until the wasm bundle has hydrated the server-rendered page. */
 export async function hydrated(page: import("@playwright/test").Page) {
   await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true");
+}
+
+/** Opens the demo record set (made-up companies) and waits for its live stream. */
+export async function openDemoSet(page: Page) {
+  await page.goto("/record-sets");
+  await hydrated(page);
+  await page.getByRole("link", { name: "Demo companies (made-up data)" }).click();
+  await expect(page.getByRole("heading", { level: 1 })).toContainText("Demo companies");
+  await expect(page.locator("body")).toHaveAttribute("data-live", "true");
 }

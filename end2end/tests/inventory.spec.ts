@@ -1,7 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import type { BrowserContext } from "@playwright/test";
-import { test, expect, hydrated, authFile } from "./fixtures";
+import { test, expect, hydrated, openDemoSet } from "./fixtures";
 
 test("the inventory lists manifest connectors from the drop folder with their source", async ({ page }) => {
   await page.goto("/inventory");
@@ -60,21 +59,12 @@ snippet = "$.text"
 `;
 }
 
-test("an admin adds a connector in the browser and another person fires it from an open menu", async ({ browser, baseURL }) => {
+test("an admin adds a connector in the browser and another person fires it from an open menu", async ({ signedIn }) => {
   const provider = await fakeNewsProvider();
-  const opened: BrowserContext[] = [];
-  const open = async (name: string) => {
-    const context = await browser.newContext({ baseURL, storageState: authFile(name) });
-    opened.push(context);
-    return context.newPage();
-  };
   try {
     // Bob is already triaging, with the news chip's menu open.
-    const bob = await open("bob");
-    await bob.goto("/record-sets");
-    await hydrated(bob);
-    await bob.getByRole("link", { name: "Demo companies (made-up data)" }).click();
-    await expect(bob.locator("body")).toHaveAttribute("data-live", "true");
+    const bob = await signedIn("bob");
+    await openDemoSet(bob);
     const news = bob.locator('article.card:has(h2:text-is("Dunmore Textiles (demo)")) [data-pack="news"]');
     await news.click({ button: "right" });
     const menu = bob.getByRole("menu", { name: "Connectors" });
@@ -82,7 +72,7 @@ test("an admin adds a connector in the browser and another person fires it from 
     await expect(menu.locator('[data-connector="e2e-news"]')).toHaveCount(0);
 
     // Ada sets the key the connector will need; the page never shows it.
-    const ada = await open("ada");
+    const ada = await signedIn("ada");
     await ada.goto("/inventory");
     await hydrated(ada);
     const addSecret = ada.locator("form.add-secret");
@@ -126,7 +116,7 @@ test("an admin adds a connector in the browser and another person fires it from 
     await expect(card.getByRole("link", { name: /E2E story on Dunmore Textiles/ })).toBeVisible();
 
     // Eve, in another workspace, does not see it.
-    const eve = await open("eve");
+    const eve = await signedIn("eve");
     await eve.goto("/inventory");
     await hydrated(eve);
     await expect(eve.locator('tr[data-connector="demo"]')).toBeVisible();
@@ -137,15 +127,13 @@ test("an admin adds a connector in the browser and another person fires it from 
     await ada.locator('.saved-manifests li[data-manifest="e2e-news"]').getByRole("button", { name: "Remove" }).click();
     await expect(row).toHaveCount(0);
   } finally {
-    // A page left open would keep its viewer present for the next tests.
-    for (const context of opened) await context.close();
     await provider.close();
   }
 });
 
-test("an admin switches a connector off and on for the workspace; the page follows live", async ({ browser, baseURL }) => {
-  const ada = await (await browser.newContext({ baseURL, storageState: authFile("ada") })).newPage();
-  const bob = await (await browser.newContext({ baseURL, storageState: authFile("bob") })).newPage();
+test("an admin switches a connector off and on for the workspace; the page follows live", async ({ signedIn }) => {
+  const ada = await signedIn("ada");
+  const bob = await signedIn("bob");
   for (const page of [ada, bob]) {
     await page.goto("/inventory");
     await hydrated(page);
@@ -164,6 +152,4 @@ test("an admin switches a connector off and on for the workspace; the page follo
   await expect(hn.locator(".audit-trail li").first()).toContainText("ada@demo.test");
   await hn.getByRole("button", { name: "Enable" }).click();
   await expect(bob.locator('tr[data-connector="hn-algolia"]')).toHaveAttribute("data-status", "available");
-  await ada.context().close();
-  await bob.context().close();
 });

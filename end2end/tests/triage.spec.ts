@@ -1,14 +1,7 @@
-import { test, expect, hydrated, authFile, PASSWORD } from "./fixtures";
+import { test, expect, hydrated, authFile, openDemoSet, PASSWORD } from "./fixtures";
 import type { Page } from "@playwright/test";
 
 // The demo record set (made-up companies) and the demo connector, offline.
-async function openDemoSet(page: Page) {
-  await page.goto("/record-sets");
-  await hydrated(page);
-  await page.getByRole("link", { name: "Demo companies (made-up data)" }).click();
-  await expect(page.getByRole("heading", { level: 1 })).toContainText("Demo companies");
-  await expect(page.locator("body")).toHaveAttribute("data-live", "true");
-}
 
 function chip(page: Page, record: string, pack: string) {
   return page.locator(`article.card:has(h2:text-is("${record}")) [data-pack="${pack}"]`);

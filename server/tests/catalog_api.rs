@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{TestServer, TEST_PACKS};
+use common::{on_every_backend, TestServer, TEST_PACKS};
 use engine::packs::Catalog;
 use engine::scripted::{ScriptedConnector, Step};
 use engine::store::testing::{self, TestDatabase};
@@ -60,17 +60,6 @@ fn forum_pack(label: &str, chain: &[&str]) -> Value {
         "query_template": "{name} {city}",
         "preferred_connectors": chain,
     })
-}
-
-async fn on_every_backend<F, Fut>(scenario: F)
-where
-    F: Fn(TestDatabase) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    for db in testing::all().await {
-        eprintln!("-- on {}", db.kind());
-        scenario(db).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{TestServer, TEST_PACKS};
+use common::{on_every_backend, TestServer, TEST_PACKS};
 use engine::connector::FireError;
 use engine::packs::Catalog;
 use engine::scripted::{ScriptedConnector, Step};
@@ -68,17 +68,6 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect()
-}
-
-async fn on_every_backend<F, Fut>(scenario: F)
-where
-    F: Fn(TestDatabase) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    for db in testing::all().await {
-        eprintln!("-- on {}", db.kind());
-        scenario(db).await;
-    }
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use axum::extract::Query;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing;
 use axum::Json;
-use common::{TestServer, TEST_PACKS};
+use common::{on_every_backend, TestServer, TEST_PACKS};
 use engine::connectors::guard::AllowList;
 use engine::manifest::{Format, Manifest, ManifestConnector};
 use engine::packs::Catalog;
@@ -153,17 +153,6 @@ async fn connector(server: &TestServer, client: &reqwest::Client, id: &str) -> V
         .find(|c| c["id"] == id)
         .cloned()
         .unwrap_or(Value::Null)
-}
-
-async fn on_every_backend<F, Fut>(scenario: F)
-where
-    F: Fn(TestDatabase) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    for db in testing::all().await {
-        eprintln!("-- on {}", db.kind());
-        scenario(db).await;
-    }
 }
 
 /// Imports one record and fires the news pack on it.

@@ -9,7 +9,7 @@ use model::{Member, Role};
 
 #[cfg(feature = "ssr")]
 use crate::access::ssr;
-use crate::error_view::error_list;
+use crate::error_view::{error_list, notice_line};
 use crate::pages::ViewerResource;
 
 #[cfg(feature = "ssr")]
@@ -94,10 +94,7 @@ pub fn MembersPage() -> impl IntoView {
     view! {
         <Title text="Members"/>
         <h1>"Members"</h1>
-        {move || message.get().map(|m| match m {
-            Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
-            Err(text) => view! { <p class="error" role="alert">{text}</p> }.into_any(),
-        })}
+        {notice_line(message)}
         <Transition fallback=|| view! { <p>"Loading…"</p> }>
             <ErrorBoundary fallback=error_list>
                 {move || Suspend::new(async move {

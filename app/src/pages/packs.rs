@@ -11,7 +11,7 @@ use leptos_meta::Title;
 use model::{BundleConfig, BundleMember, EventKind, PackConfig, WorkspaceCatalog};
 use serde::{Deserialize, Serialize};
 
-use crate::error_view::error_list;
+use crate::error_view::{error_list, notice_line, Notice};
 use crate::pages::ViewerResource;
 
 /// A connector as the chain editor offers it.
@@ -82,8 +82,6 @@ pub async fn remove_bundle(id: String) -> Result<(), ServerFnError> {
     let (engine, who) = (ssr::engine()?, ssr::admin()?);
     engine.remove_bundle(&who, &id).await.map_err(edit_error)
 }
-
-type Notice = RwSignal<Option<Result<String, String>>>;
 
 /// One change to an ordered list (move, take out, add).
 type ListChange = Box<dyn FnOnce(&mut Vec<String>)>;
@@ -411,10 +409,7 @@ pub fn PacksPage() -> impl IntoView {
         <Title text="Packs"/>
         <h1>"Packs and bundles"</h1>
         <p class="muted">"A pack is one chip: what to find (its intent), the query, and which connectors to try in which order. A bundle is the row of chips a record set shows."</p>
-        {move || notice.get().map(|m| match m {
-            Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
-            Err(text) => view! { <p class="error" role="alert">{text}</p> }.into_any(),
-        })}
+        {notice_line(notice)}
         <Transition fallback=|| view! { <p>"Loading…"</p> }>
             <ErrorBoundary fallback=error_list>
                 {move || Suspend::new(async move {

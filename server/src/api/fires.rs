@@ -9,7 +9,7 @@ use model::{
 };
 use serde::{Deserialize, Serialize};
 
-use engine::store::Owned;
+use engine::store::{Owned, Principal};
 
 use super::extract::{ApiJson, Caller};
 use super::ApiError;
@@ -24,6 +24,12 @@ pub struct FireBody {
     pub connector: Option<String>,
 }
 
+/// Whether the caller's workspace has the pack (shipped or its own).
+async fn has_pack(state: &AppState, who: &Principal, pack_id: &str) -> Result<bool, ApiError> {
+    let catalog = state.engine.catalog_in(Some(who.workspace_id)).await?;
+    Ok(catalog.pack(pack_id).is_some())
+}
+
 /// `POST /api/records/{id}/fire` `{"pack": "...", "connector": optional}`:
 /// a fire completes in the request; the answer is the uniform envelope.
 pub async fn fire(
@@ -36,13 +42,7 @@ pub async fn fire(
         .engine
         .authorize(&who, Owned::Record(record_id))
         .await?;
-    if state
-        .engine
-        .catalog_in(Some(who.workspace_id))
-        .await?
-        .pack(&body.pack)
-        .is_none()
-    {
+    if !has_pack(&state, &who, &body.pack).await? {
         return Err(ApiError::BadRequest(format!(
             "pack: no pack {:?}",
             body.pack
@@ -169,13 +169,7 @@ pub async fn menu(
         .engine
         .authorize(&who, Owned::Record(record_id))
         .await?;
-    if state
-        .engine
-        .catalog_in(Some(who.workspace_id))
-        .await?
-        .pack(&pack_id)
-        .is_none()
-    {
+    if !has_pack(&state, &who, &pack_id).await? {
         return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
     }
     Ok(Json(
@@ -201,13 +195,7 @@ pub async fn set_override(
         .engine
         .authorize(&who, Owned::Record(record_id))
         .await?;
-    if state
-        .engine
-        .catalog_in(Some(who.workspace_id))
-        .await?
-        .pack(&pack_id)
-        .is_none()
-    {
+    if !has_pack(&state, &who, &pack_id).await? {
         return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
     }
     if let Some(id) = &body.connector {

@@ -255,6 +255,19 @@ impl TestServer {
     }
 }
 
+/// Runs a scenario on a fresh SQLite database, then on a fresh PostgreSQL
+/// one when `SWITCHYARD_TEST_POSTGRES_URL` is set.
+pub async fn on_every_backend<F, Fut>(scenario: F)
+where
+    F: Fn(TestDatabase) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for db in engine::store::testing::all().await {
+        eprintln!("-- on {}", db.kind());
+        scenario(db).await;
+    }
+}
+
 /// A packs file with one pack per chain under test, all in bundle `test`.
 pub const TEST_PACKS: &str = r#"
 [[pack]]

@@ -8,9 +8,8 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use model::{ConnectorInfo, ManifestForm, ManifestFormat, Problem, SavedManifest, TestReport};
 
-use super::Notice;
 use crate::clock::ago;
-use crate::error_view::error_list;
+use crate::error_view::{error_list, Notice};
 
 #[server]
 pub async fn list_manifests() -> Result<Vec<SavedManifest>, ServerFnError> {

@@ -14,7 +14,7 @@ use leptos_meta::Title;
 use model::{ConnectorInfo, ConnectorSource, EventKind, InventoryRow, StatusChange, TestReport};
 
 use crate::clock::ago;
-use crate::error_view::error_list;
+use crate::error_view::{error_list, notice_line, Notice};
 use crate::pages::ViewerResource;
 
 #[server]
@@ -245,9 +245,6 @@ fn HistoryList(id: String) -> impl IntoView {
     }
 }
 
-/// The page's one line of news: what the last action did.
-pub type Notice = RwSignal<Option<Result<String, String>>>;
-
 fn report_line(name: &str, report: &TestReport) -> Result<String, String> {
     let took = format!("{} ms", report.elapsed_ms);
     match (&report.error, report.results.len()) {
@@ -382,10 +379,7 @@ pub fn InventoryPage() -> impl IntoView {
     view! {
         <Title text="Inventory"/>
         <h1>"Inventory"</h1>
-        {move || notice.get().map(|m| match m {
-            Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
-            Err(text) => view! { <p class="error" role="alert">{text}</p> }.into_any(),
-        })}
+        {notice_line(notice)}
         <Transition fallback=|| view! { <p>"Loading…"</p> }>
             <ErrorBoundary fallback=error_list>
                 {move || Suspend::new(async move {

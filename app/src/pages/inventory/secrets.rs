@@ -7,9 +7,8 @@ use leptos::task::spawn_local;
 use model::SecretInfo;
 use serde::{Deserialize, Serialize};
 
-use super::Notice;
 use crate::clock::ago;
-use crate::error_view::error_list;
+use crate::error_view::{error_list, Notice};
 
 /// One secret name as the page lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
