@@ -418,8 +418,11 @@ impl Registry {
         actor: &str,
         status: &ConnectorStatus,
     ) -> Result<(), StoreError> {
+        // A workspace's own connector's changes are that workspace's to see
+        // (another workspace may later save a connector with the same id).
+        let owner = self.by_id(id).and_then(|h| h.source.workspace());
         self.store
-            .record_connector_status(None, id, status.kind(), status.reason().as_deref(), actor)
+            .record_connector_status(owner, id, status.kind(), status.reason().as_deref(), actor)
             .await
     }
 

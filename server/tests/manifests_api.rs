@@ -368,6 +368,11 @@ async fn a_test_fire_shows_results_and_the_classified_outcome_and_saves_nothing(
         "{report}"
     );
 
+    // Without a query nothing is sent.
+    let (_, report) = post_manifest(&server.client, test("%20"), &text).await;
+    assert_eq!(report["problems"][0]["field"], "query", "{report}");
+    assert!(report.get("outcome").is_none(), "{report}");
+
     // A draft that does not check is not fired: its mistakes come back.
     let (_, report) = post_manifest(&server.client, test("Grace"), "id = 3").await;
     assert!(report.get("outcome").is_none(), "{report}");

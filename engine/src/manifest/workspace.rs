@@ -132,17 +132,24 @@ impl Engine {
         test: &ManifestTest,
     ) -> Result<TestReport, StoreError> {
         let started = Instant::now();
-        let manifest = match parse(&test.text, test.format) {
-            Ok(m) => m,
-            Err(ManifestError(problems)) => {
-                return Ok(TestReport {
-                    problems,
-                    outcome: None,
-                    error: None,
-                    results: Vec::new(),
-                    elapsed_ms: 0,
-                })
-            }
+        let (manifest, mut problems) = match parse(&test.text, test.format) {
+            Ok(m) => (Some(m), Vec::new()),
+            Err(ManifestError(problems)) => (None, problems),
+        };
+        if test.query.trim().is_empty() {
+            problems.push(model::Problem {
+                field: "query".to_owned(),
+                message: "give a sample query to send".to_owned(),
+            });
+        }
+        let Some(manifest) = manifest.filter(|_| problems.is_empty()) else {
+            return Ok(TestReport {
+                problems,
+                outcome: None,
+                error: None,
+                results: Vec::new(),
+                elapsed_ms: 0,
+            });
         };
         let mut opts = FireOpts {
             max_results: 10,
