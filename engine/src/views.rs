@@ -60,6 +60,29 @@ impl Engine {
         })
     }
 
+    /// The chips now of some records of a set, for a live view to refresh
+    /// them when connectors change. Ids that are not the set's are left out.
+    pub async fn chips_of(
+        &self,
+        set_id: i64,
+        record_ids: &[i64],
+    ) -> Result<Vec<(i64, Vec<model::Chip>)>, DispatchError> {
+        let set = self.store.record_set(set_id).await?;
+        let ids = self.store.records_of_set(set_id, record_ids).await?;
+        let packs: Vec<_> = self
+            .catalog_in(set.workspace_id)
+            .await?
+            .bundle_packs(&set.bundle_id)
+            .into_iter()
+            .map(|(p, _)| p.clone())
+            .collect();
+        let mut chips = self.dispatcher.chips(&ids, &set, &packs).await?;
+        Ok(ids
+            .into_iter()
+            .map(|id| (id, chips.remove(&id).unwrap_or_default()))
+            .collect())
+    }
+
     /// What a fan-out of the set's bundle would start with: per connector, how
     /// many fires would go to it first, with its cost tier. (Walks past empty
     /// answers may add fires further down a chain.)

@@ -286,3 +286,52 @@ async fn a_bundle_of_the_workspace_s_own_that_a_set_uses_stays() {
     );
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_live_view_reads_the_chips_of_its_own_records_only() {
+    let server = server(testing::sqlite()).await;
+    let other = server.user("eve@other.example", "other", Role::Admin).await;
+    let (_, mine) = server
+        .import("Mine", "test", "name,city\nAcme,Lyon\n")
+        .await;
+    let mine = mine["id"].as_i64().unwrap();
+    let res = other
+        .post(server.at("/api/record-sets"))
+        .query(&[("name", "Theirs"), ("bundle", "test")])
+        .body("name,city\nBolt,Oslo\n")
+        .send()
+        .await
+        .unwrap();
+    let theirs: Value = res.json().await.unwrap();
+    let theirs_record = get(
+        &other,
+        server.at(&format!("/api/record-sets/{}/records", theirs["id"])),
+    )
+    .await["records"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let my_record = server.record_ids(mine).await[0];
+    let path = server::router::inventory()
+        .into_iter()
+        .map(|(_, p)| p)
+        .find(|p| p.trim_end_matches(|c: char| c.is_ascii_digit()) == "/api/refresh_chips")
+        .expect("the refresh_chips server function");
+    let ask = |client: &reqwest::Client, set: i64| {
+        client
+            .post(server.at(&path))
+            .json(&json!({"set_id": set, "record_ids": [my_record, theirs_record]}))
+            .send()
+    };
+    let res = ask(&server.client, mine).await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let chips: Value = res.json().await.unwrap();
+    let list = chips.as_array().unwrap();
+    assert_eq!(list.len(), 1, "another set's record is left out: {chips}");
+    assert_eq!(list[0][0], my_record);
+    assert_eq!(list[0][1][0]["pack_id"], "web");
+    assert_eq!(list[0][1][0]["next"], "Scripted alpha", "{chips}");
+    // Another workspace may not read this set's chips at all.
+    let res = ask(&other, mine).await.unwrap();
+    assert_eq!(res.status().as_u16(), 404);
+    server.stop().await;
+}

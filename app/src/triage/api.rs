@@ -2,7 +2,8 @@
 //! checks its input and reaches the engine itself.
 
 use leptos::prelude::*;
-use model::{ConnectorMenu, FireReport, Item, Job, RecordFilter, RecordsPage, TriageVerb};
+use leptos::server_fn::codec::Json;
+use model::{Chip, ConnectorMenu, FireReport, Item, Job, RecordFilter, RecordsPage, TriageVerb};
 use serde::{Deserialize, Serialize};
 
 /// A page of cards with the items under them and the set's running job.
@@ -75,6 +76,20 @@ pub async fn fire_chip(
             job_id: None,
             parent: None,
         })
+        .await
+        .map_err(ssr::fail)
+}
+
+/// The chips now of the given records of a set (the view reads them again
+/// when a connector changed). Ids that are not the set's are left out.
+#[server(input = Json)]
+pub async fn refresh_chips(
+    set_id: i64,
+    record_ids: Vec<i64>,
+) -> Result<Vec<(i64, Vec<Chip>)>, ServerFnError> {
+    let (engine, _) = ssr::reach(Owned::RecordSet(set_id)).await?;
+    engine
+        .chips_of(set_id, &record_ids)
         .await
         .map_err(ssr::fail)
 }

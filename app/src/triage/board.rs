@@ -20,6 +20,9 @@ pub struct ChipSlot {
 /// Every signal of the view, by record (and pack).
 #[derive(Clone, Copy)]
 pub struct Board {
+    set_id: i64,
+    /// A chip refresh is scheduled (they come at most once a half second).
+    refresh_pending: StoredValue<bool>,
     chips: StoredValue<HashMap<(i64, String), ChipSlot>>,
     items: StoredValue<HashMap<i64, RwSignal<Vec<Item>>>>,
     pub job: RwSignal<Option<Job>>,
@@ -42,8 +45,10 @@ pub struct Board {
 const ACTIVITY_KEPT: usize = 5;
 
 impl Board {
-    pub fn new(job: Option<Job>) -> Self {
+    pub fn new(set_id: i64, job: Option<Job>) -> Self {
         Self {
+            set_id,
+            refresh_pending: StoredValue::new(false),
             chips: StoredValue::new(HashMap::new()),
             items: StoredValue::new(HashMap::new()),
             job: RwSignal::new(job),
@@ -197,17 +202,55 @@ impl Board {
             }
             // Chips may have come, gone or changed: read the page again.
             EventKind::Resync | EventKind::CatalogChanged => self.reload.update(|n| *n += 1),
-            // A connector came, went or changed: open menus read it again.
+            // A connector came, went or changed: open menus read it again,
+            // and the chips (which connector a click fires, whether any can).
             EventKind::ConnectorChanged { .. } | EventKind::ConnectorRemoved { .. } => {
-                self.connectors.update(|n| *n += 1)
+                self.connectors.update(|n| *n += 1);
+                self.refresh_chips_soon();
             }
         }
     }
 
+    /// Reads the chips of the cards on the page again, once for a burst of
+    /// connector changes (a fan-out meeting rate limits sends many). A chip
+    /// with a fire in flight here keeps its state.
+    fn refresh_chips_soon(self) {
+        if self.refresh_pending.get_value() {
+            return;
+        }
+        self.refresh_pending.set_value(true);
+        #[cfg(feature = "hydrate")]
+        set_timeout(
+            move || {
+                self.refresh_pending.set_value(false);
+                let mut ids: Vec<i64> = self
+                    .chips
+                    .with_value(|m| m.keys().map(|(record, _)| *record).collect());
+                ids.sort_unstable();
+                ids.dedup();
+                leptos::task::spawn_local(async move {
+                    let Ok(list) = super::api::refresh_chips(self.set_id, ids).await else {
+                        return;
+                    };
+                    for (record, chips) in list {
+                        for chip in chips {
+                            if let Some(slot) = self.slot(record, &chip.pack_id) {
+                                if slot.fire.get_untracked().is_none() {
+                                    slot.state.set(chip.state);
+                                }
+                                slot.next.set(chip.next);
+                            }
+                        }
+                    }
+                });
+            },
+            std::time::Duration::from_millis(500),
+        );
+    }
+
     /// Subscribes to the record set's events for as long as the view lives.
-    pub fn subscribe(self, set_id: i64) {
-        crate::live::subscribe(&format!("/api/events?record_set={set_id}"), move |event| {
-            self.apply(event.kind)
-        });
+    pub fn subscribe(self) {
+        let url = format!("/api/events?record_set={}", self.set_id);
+        crate::live::subscribe(&url, move |event| self.apply(event.kind));
     }
 }

@@ -69,7 +69,7 @@ fn Cards(
 ) -> impl IntoView {
     let TriagePage { page, items, job } = data;
     let set_id = page.record_set.id;
-    let board = Board::new(job);
+    let board = Board::new(set_id, job);
     for pack in &page.packs {
         board.label(&pack.pack_id, &pack.short_label);
     }
@@ -80,8 +80,7 @@ fn Cards(
             reload.update(|r| *r += 1);
         }
     });
-    #[cfg(feature = "hydrate")]
-    board.subscribe(set_id);
+    board.subscribe();
     let help = RwSignal::new(false);
     let labels: Vec<(String, String)> = page
         .packs

@@ -72,6 +72,9 @@ fn record(row: &AnyRow) -> Result<StoredRecord, StoreError> {
     })
 }
 
+/// The most record ids one look-up takes.
+pub const MAX_IDS: usize = 500;
+
 impl Store {
     /// A workspace's record sets, newest first, with their record counts.
     pub async fn list_record_sets(
@@ -242,5 +245,25 @@ impl Store {
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("record {id}")))?;
         record(&row)
+    }
+
+    /// Which of `ids` are records of the set (at most `MAX_IDS` are asked).
+    pub async fn records_of_set(&self, set_id: i64, ids: &[i64]) -> Result<Vec<i64>, StoreError> {
+        let ids = &ids[..ids.len().min(MAX_IDS)];
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT id FROM records WHERE record_set_id = $1 AND id IN ({}) ORDER BY id",
+            (2..=ids.len() + 1)
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut query = sqlx::query_scalar::<_, i64>(&sql).bind(set_id);
+        for id in ids {
+            query = query.bind(*id);
+        }
+        Ok(query.fetch_all(self.pool()).await?)
     }
 }
