@@ -21,13 +21,7 @@ impl Engine {
         limit: i64,
     ) -> Result<RecordsPage, DispatchError> {
         let set = self.store.record_set(set_id).await?;
-        let packs: Vec<_> = self
-            .catalog_in(set.workspace_id)
-            .await?
-            .bundle_packs(&set.bundle_id)
-            .into_iter()
-            .map(|(p, _)| p.clone())
-            .collect();
+        let packs = self.packs_of(&set).await?;
         let (stored, total) = self
             .store
             .records_matching(
@@ -69,13 +63,7 @@ impl Engine {
     ) -> Result<Vec<(i64, Vec<model::Chip>)>, DispatchError> {
         let set = self.store.record_set(set_id).await?;
         let ids = self.store.records_of_set(set_id, record_ids).await?;
-        let packs: Vec<_> = self
-            .catalog_in(set.workspace_id)
-            .await?
-            .bundle_packs(&set.bundle_id)
-            .into_iter()
-            .map(|(p, _)| p.clone())
-            .collect();
+        let packs = self.packs_of(&set).await?;
         let mut chips = self.dispatcher.chips(&ids, &set, &packs).await?;
         Ok(ids
             .into_iter()
