@@ -171,28 +171,25 @@ impl Dispatcher {
         }))
     }
 
-    /// Every connector a workspace sees, as chain resolution sees it there:
-    /// what its admins switched off is disabled, what its secrets provide
-    /// is not missing.
-    pub async fn candidates(
-        &self,
-        workspace_id: Option<i64>,
-    ) -> Result<Vec<Candidate>, StoreError> {
-        let lens = Lens::of(&self.store, workspace_id).await?;
-        Ok(candidates_of(&lens.handles(&self.registry), &lens))
+    /// What a workspace's fires, chips and menus read, once per request.
+    pub async fn scope(&self, workspace_id: Option<i64>) -> Result<Scope, StoreError> {
+        Ok(Scope {
+            lens: Lens::of(&self.store, workspace_id).await?,
+            catalog: self.catalog_in(workspace_id).await?,
+        })
     }
 
-    /// Resolves the chain a fire of `pack_id` on `record` (of `set`) would
-    /// walk now.
+    /// Resolves the chain a fire of `pack_id` on `record` (of `set`, seen
+    /// through `scope`) would walk now.
     pub async fn chain_for(
         &self,
+        scope: &Scope,
         record: &StoredRecord,
         set: &RecordSetSummary,
         pack_id: &str,
         explicit: Option<&str>,
     ) -> Result<(PackConfig, Chain), DispatchError> {
-        let catalog = self.catalog_in(set.workspace_id).await?;
-        let (pack, member) = pack_in(&catalog, &set.bundle_id, pack_id)
+        let (pack, member) = pack_in(&scope.catalog, &set.bundle_id, pack_id)
             .ok_or_else(|| DispatchError::UnknownPack(pack_id.to_owned()))?;
         let record_override = self.store.record_override(record.id, pack_id).await?;
         let already_found = self
@@ -210,7 +207,7 @@ impl Dispatcher {
                 pack_preferred: &pack.preferred_connectors,
                 already_found: &already_found,
             },
-            &self.candidates(set.workspace_id).await?,
+            &scope.candidates(&self.registry),
         );
         Ok((pack, chain))
     }
@@ -219,8 +216,15 @@ impl Dispatcher {
     pub async fn fire(&self, req: FireRequest) -> Result<FireReport, DispatchError> {
         let record = self.store.record(req.record_id).await?;
         let set = self.store.record_set(record.record_set_id).await?;
+        let scope = self.scope(set.workspace_id).await?;
         let (pack, chain) = self
-            .chain_for(&record, &set, &req.pack_id, req.connector.as_deref())
+            .chain_for(
+                &scope,
+                &record,
+                &set,
+                &req.pack_id,
+                req.connector.as_deref(),
+            )
             .await?;
         let mut report = FireReport {
             fire_id: None,
@@ -239,7 +243,7 @@ impl Dispatcher {
             } else {
                 "no connector of this pack can fire now".to_owned()
             });
-            report.chip = self.chip_of(&record, &set, &pack).await?;
+            report.chip = self.chip_of(&scope, &record, &set, &pack).await?;
             return Ok(report);
         }
 
@@ -249,7 +253,7 @@ impl Dispatcher {
                 "the query {:?} is empty for this record (it lacks the fields it names)",
                 pack.query_template
             ));
-            report.chip = self.chip_of(&record, &set, &pack).await?;
+            report.chip = self.chip_of(&scope, &record, &set, &pack).await?;
             return Ok(report);
         }
 
@@ -286,7 +290,7 @@ impl Dispatcher {
             max_results: self.config.max_results,
             secrets: Secrets::default(),
         };
-        let lens = Lens::of(&self.store, set.workspace_id).await?;
+        let lens = &scope.lens;
         let secrets = match set.workspace_id {
             Some(ws) if lens.has_secrets() => {
                 secrets::open_all(&self.store, self.sealer.as_ref(), ws).await?
@@ -377,7 +381,7 @@ impl Dispatcher {
         self.store
             .finish_fire(fire_id, if cancelled { "cancelled" } else { "done" })
             .await?;
-        report.chip = self.chip_of(&record, &set, &pack).await?;
+        report.chip = self.chip_of(&scope, &record, &set, &pack).await?;
         self.publish_chip(
             set.id,
             &record,
@@ -548,12 +552,13 @@ impl Dispatcher {
     /// The chip of one record and pack now.
     pub async fn chip_of(
         &self,
+        scope: &Scope,
         record: &StoredRecord,
         set: &RecordSetSummary,
         pack: &PackConfig,
     ) -> Result<ChipState, DispatchError> {
         let chips = self
-            .chips(&[record.id], set, std::slice::from_ref(pack))
+            .chips(scope, &[record.id], set, std::slice::from_ref(pack))
             .await?;
         Ok(chips
             .get(&record.id)
@@ -565,19 +570,20 @@ impl Dispatcher {
     /// each with the connector a plain click would fire first.
     pub async fn chips(
         &self,
+        scope: &Scope,
         record_ids: &[i64],
         set: &RecordSetSummary,
         packs: &[PackConfig],
     ) -> Result<HashMap<i64, Vec<Chip>>, DispatchError> {
         let bundle_id = set.bundle_id.as_str();
-        let catalog = self.catalog_in(set.workspace_id).await?;
+        let catalog = &scope.catalog;
         let history = self.store.history_of(record_ids).await?;
         let counts = self.store.item_counts(record_ids).await?;
         let overrides = self.store.record_overrides_of(record_ids).await?;
         // One registry snapshot for the chains and the names they show.
-        let lens = Lens::of(&self.store, set.workspace_id).await?;
+        let lens = &scope.lens;
         let handles = lens.handles(&self.registry);
-        let candidates = candidates_of(&handles, &lens);
+        let candidates = candidates_of(&handles, lens);
         let display: HashMap<&str, &str> = handles
             .iter()
             .map(|h| {
@@ -594,7 +600,7 @@ impl Dispatcher {
         let bundle_chains: HashMap<String, Option<Vec<String>>> = packs
             .iter()
             .map(|p| {
-                let member = pack_in(&catalog, bundle_id, &p.pack_id).and_then(|(_, m)| m);
+                let member = pack_in(catalog, bundle_id, &p.pack_id).and_then(|(_, m)| m);
                 (
                     p.pack_id.clone(),
                     member.and_then(|m| m.connector_chain_override),
@@ -685,6 +691,31 @@ impl Dispatcher {
                 entry: entry.clone(),
             },
         );
+    }
+}
+
+/// What one workspace's fires, chips and menus read once per request: how
+/// it sees the registry and its catalogue. Read it with
+/// [`Dispatcher::scope`] and hand it down instead of reading either again.
+#[derive(Clone, Debug)]
+pub struct Scope {
+    pub lens: Lens,
+    pub catalog: Catalog,
+}
+
+impl Scope {
+    /// The connectors as chain resolution sees them here.
+    pub fn candidates(&self, registry: &Registry) -> Vec<Candidate> {
+        candidates_of(&self.lens.handles(registry), &self.lens)
+    }
+
+    /// The packs of a bundle, in roster order: the chips of its cards.
+    pub fn packs_of(&self, bundle_id: &str) -> Vec<PackConfig> {
+        self.catalog
+            .bundle_packs(bundle_id)
+            .into_iter()
+            .map(|(p, _)| p.clone())
+            .collect()
     }
 }
 

@@ -106,31 +106,17 @@ impl Engine {
         Ok(item)
     }
 
-    /// The packs of a record set's bundle as its workspace has them, in
-    /// roster order: the chips of its cards.
-    pub async fn packs_of(
-        &self,
-        set: &model::RecordSetSummary,
-    ) -> Result<Vec<model::PackConfig>, StoreError> {
-        Ok(self
-            .catalog_in(set.workspace_id)
-            .await?
-            .bundle_packs(&set.bundle_id)
-            .into_iter()
-            .map(|(p, _)| p.clone())
-            .collect())
-    }
-
     /// The pack ids of a record set's bundle, in roster order.
     pub async fn bundle_pack_ids(
         &self,
         set: &model::RecordSetSummary,
     ) -> Result<Vec<String>, StoreError> {
         Ok(self
-            .packs_of(set)
+            .catalog_in(set.workspace_id)
             .await?
+            .bundle_packs(&set.bundle_id)
             .into_iter()
-            .map(|p| p.pack_id)
+            .map(|(p, _)| p.pack_id.clone())
             .collect())
     }
 }

@@ -4,7 +4,6 @@
 use model::{ConnectorMenu, MenuEntry, Record, RecordFilter, RecordsPage};
 
 use crate::dispatch::DispatchError;
-use crate::lens::Lens;
 use crate::Engine;
 
 /// How many records one page may hold.
@@ -21,7 +20,8 @@ impl Engine {
         limit: i64,
     ) -> Result<RecordsPage, DispatchError> {
         let set = self.store.record_set(set_id).await?;
-        let packs = self.packs_of(&set).await?;
+        let scope = self.dispatcher.scope(set.workspace_id).await?;
+        let packs = scope.packs_of(&set.bundle_id);
         let (stored, total) = self
             .store
             .records_matching(
@@ -33,7 +33,7 @@ impl Engine {
             )
             .await?;
         let ids: Vec<i64> = stored.iter().map(|r| r.id).collect();
-        let mut chips = self.dispatcher.chips(&ids, &set, &packs).await?;
+        let mut chips = self.dispatcher.chips(&scope, &ids, &set, &packs).await?;
         let records = stored
             .into_iter()
             .map(|r| Record {
@@ -63,8 +63,9 @@ impl Engine {
     ) -> Result<Vec<(i64, Vec<model::Chip>)>, DispatchError> {
         let set = self.store.record_set(set_id).await?;
         let ids = self.store.records_of_set(set_id, record_ids).await?;
-        let packs = self.packs_of(&set).await?;
-        let mut chips = self.dispatcher.chips(&ids, &set, &packs).await?;
+        let scope = self.dispatcher.scope(set.workspace_id).await?;
+        let packs = scope.packs_of(&set.bundle_id);
+        let mut chips = self.dispatcher.chips(&scope, &ids, &set, &packs).await?;
         Ok(ids
             .into_iter()
             .map(|id| (id, chips.remove(&id).unwrap_or_default()))
@@ -79,10 +80,10 @@ impl Engine {
         set_id: i64,
     ) -> Result<Vec<model::EstimateLine>, DispatchError> {
         let set = self.store.record_set(set_id).await?;
-        let candidates = self.dispatcher.candidates(set.workspace_id).await?;
+        let scope = self.dispatcher.scope(set.workspace_id).await?;
+        let candidates = scope.candidates(&self.registry);
         let mut lines: Vec<model::EstimateLine> = Vec::new();
-        let catalog = self.catalog_in(set.workspace_id).await?;
-        for (pack, member) in catalog.bundle_packs(&set.bundle_id) {
+        for (pack, member) in scope.catalog.bundle_packs(&set.bundle_id) {
             let chain = crate::chain::resolve(
                 &crate::chain::ChainRequest {
                     intent: Some(&pack.intent),
@@ -119,13 +120,14 @@ impl Engine {
     ) -> Result<ConnectorMenu, DispatchError> {
         let record = self.store.record(record_id).await?;
         let set = self.store.record_set(record.record_set_id).await?;
+        let scope = self.dispatcher.scope(set.workspace_id).await?;
         let (pack, chain) = self
             .dispatcher
-            .chain_for(&record, &set, pack_id, None)
+            .chain_for(&scope, &record, &set, pack_id, None)
             .await?;
         let override_id = self.store.record_override(record_id, pack_id).await?;
         let history = self.store.history(record_id).await?;
-        let lens = Lens::of(&self.store, set.workspace_id).await?;
+        let lens = &scope.lens;
         let entries = self
             .registry
             .serving(&pack.intent, set.workspace_id)

@@ -46,16 +46,20 @@ impl Engine {
             .store
             .connector_stats(workspace_id, now - STATS_WINDOW_MS, now)
             .await?;
-        let mut rows = Vec::new();
-        for info in self.connectors_in(workspace_id).await? {
-            let at = stats.iter().position(|s| s.connector_id == info.id);
-            rows.push(InventoryRow {
-                fires_today: self.store.fires_today(&info.id).await?,
-                stats: at.map(|i| stats.swap_remove(i)),
-                info,
-            });
-        }
-        Ok(rows)
+        let today = self.store.fires_today().await?;
+        Ok(self
+            .connectors_in(workspace_id)
+            .await?
+            .into_iter()
+            .map(|info| {
+                let at = stats.iter().position(|s| s.connector_id == info.id);
+                InventoryRow {
+                    fires_today: today.get(&info.id).copied().unwrap_or(0),
+                    stats: at.map(|i| stats.swap_remove(i)),
+                    info,
+                }
+            })
+            .collect())
     }
 
     /// One connector as the workspace sees it.

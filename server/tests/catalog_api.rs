@@ -209,6 +209,15 @@ async fn a_workspace_adds_a_pack_for_a_new_capability_and_its_chip_appears_there
         assert_eq!(res.status().as_u16(), 204);
         let res = server.client.delete(pack_url).send().await.unwrap();
         assert_eq!(res.status().as_u16(), 404);
+        // A removed pack no longer fires.
+        let (status, body) = server
+            .post_json(
+                &format!("/api/records/{record}/fire"),
+                json!({"pack": "forum"}),
+            )
+            .await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["detail"], "pack: no pack \"forum\"", "{body}");
         let page = get(
             &server.client,
             server.at(&format!("/api/record-sets/{set}/records")),

@@ -236,16 +236,16 @@ impl Store {
         Ok(counted.is_some())
     }
 
-    /// Fires counted today for a connector.
-    pub async fn fires_today(&self, connector_id: &str) -> Result<i64, StoreError> {
-        let n: Option<i64> = sqlx::query_scalar(
-            "SELECT fires FROM connector_usage WHERE connector_id = $1 AND day = $2",
-        )
-        .bind(connector_id)
-        .bind(utc_day_start(now_ms()))
-        .fetch_optional(self.pool())
-        .await?;
-        Ok(n.unwrap_or(0))
+    /// Fires counted today against daily caps, by connector (one read for
+    /// the whole inventory).
+    pub async fn fires_today(&self) -> Result<std::collections::HashMap<String, i64>, StoreError> {
+        let rows = sqlx::query("SELECT connector_id, fires FROM connector_usage WHERE day = $1")
+            .bind(utc_day_start(now_ms()))
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("connector_id")?, row.try_get("fires")?)))
+            .collect()
     }
 
     /// The connector a record starts with for a pack, if a person set one.
