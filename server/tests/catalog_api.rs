@@ -273,14 +273,10 @@ async fn a_bundle_of_the_workspace_s_own_that_a_set_uses_stays() {
     let (status, report) = server.import("Forum people", "forums", "name\nAda\n").await;
     assert_eq!(status, 201, "{report}");
     let other = server.user("eve@other.example", "other", Role::Admin).await;
-    let res = other
-        .post(server.at("/api/record-sets"))
-        .query(&[("name", "Theirs"), ("bundle", "forums")])
-        .body("name\nAda\n")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 400);
+    let (status, _) = server
+        .import_as(&other, "Theirs", "forums", "name\nAda\n")
+        .await;
+    assert_eq!(status, 400);
     let res = server
         .client
         .delete(server.at("/api/bundles/forums"))
@@ -304,21 +300,12 @@ async fn a_live_view_reads_the_chips_of_its_own_records_only() {
         .import("Mine", "test", "name,city\nAcme,Lyon\n")
         .await;
     let mine = mine["id"].as_i64().unwrap();
-    let res = other
-        .post(server.at("/api/record-sets"))
-        .query(&[("name", "Theirs"), ("bundle", "test")])
-        .body("name,city\nBolt,Oslo\n")
-        .send()
-        .await
-        .unwrap();
-    let theirs: Value = res.json().await.unwrap();
-    let theirs_record = get(
-        &other,
-        server.at(&format!("/api/record-sets/{}/records", theirs["id"])),
-    )
-    .await["records"][0]["id"]
-        .as_i64()
-        .unwrap();
+    let (_, theirs) = server
+        .import_as(&other, "Theirs", "test", "name,city\nBolt,Oslo\n")
+        .await;
+    let theirs_record = server
+        .record_ids_as(&other, theirs["id"].as_i64().unwrap())
+        .await[0];
     let my_record = server.record_ids(mine).await[0];
     let path = server::router::inventory()
         .into_iter()

@@ -157,21 +157,13 @@ async fn connector(server: &TestServer, client: &reqwest::Client, id: &str) -> V
 
 /// Imports one record and fires the news pack on it.
 async fn fire_news(server: &TestServer, client: &reqwest::Client) -> Value {
-    let res = client
-        .post(server.at("/api/record-sets"))
-        .query(&[("name", "Set"), ("bundle", "test")])
-        .body("name,city\nAda Lovelace,London\n")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 201);
-    let set: Value = res.json().await.unwrap();
-    let page = get_ok(
-        client,
-        server.at(&format!("/api/record-sets/{}/records", set["id"])),
-    )
-    .await;
-    let record = page["records"][0]["id"].as_i64().unwrap();
+    let (status, set) = server
+        .import_as(client, "Set", "test", "name,city\nAda Lovelace,London\n")
+        .await;
+    assert_eq!(status, 201, "{set}");
+    let record = server
+        .record_ids_as(client, set["id"].as_i64().unwrap())
+        .await[0];
     let res = client
         .post(server.at(&format!("/api/records/{record}/fire")))
         .json(&json!({"pack": "news"}))

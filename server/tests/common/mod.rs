@@ -162,6 +162,12 @@ impl TestServer {
     }
 }
 
+/// A response's status and JSON body (`null` when it has none).
+async fn answer(res: reqwest::Response) -> (u16, serde_json::Value) {
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(serde_json::Value::Null))
+}
+
 /// A client sending a new API token of `email` in `workspace`.
 pub async fn token_client(state: &AppState, email: &str, workspace: &str) -> reqwest::Client {
     let (_, token) = state
@@ -188,30 +194,46 @@ impl Drop for TestServer {
     }
 }
 
-/// Test conveniences over the REST door.
+/// Test conveniences over the REST door, as the test user or as another
+/// user's client (`*_as`).
 impl TestServer {
     pub async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
-        let res = self.client.get(self.at(path)).send().await.unwrap();
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(serde_json::Value::Null))
+        self.get_json_as(&self.client, path).await
+    }
+
+    pub async fn get_json_as(
+        &self,
+        client: &reqwest::Client,
+        path: &str,
+    ) -> (u16, serde_json::Value) {
+        answer(client.get(self.at(path)).send().await.unwrap()).await
     }
 
     pub async fn post_json(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
-        let res = self
-            .client
-            .post(self.at(path))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(serde_json::Value::Null))
+        answer(
+            self.client
+                .post(self.at(path))
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
     }
 
     /// Imports a CSV as a record set under `bundle`; returns the import report.
     pub async fn import(&self, name: &str, bundle: &str, csv: &str) -> (u16, serde_json::Value) {
-        let res = self
-            .client
+        self.import_as(&self.client, name, bundle, csv).await
+    }
+
+    pub async fn import_as(
+        &self,
+        client: &reqwest::Client,
+        name: &str,
+        bundle: &str,
+        csv: &str,
+    ) -> (u16, serde_json::Value) {
+        let res = client
             .post(self.at("/api/record-sets"))
             .query(&[("name", name), ("bundle", bundle)])
             .header("content-type", "text/csv")
@@ -219,14 +241,20 @@ impl TestServer {
             .send()
             .await
             .unwrap();
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(serde_json::Value::Null))
+        answer(res).await
     }
 
     /// The ids of a record set's records, in order.
     pub async fn record_ids(&self, set_id: i64) -> Vec<i64> {
+        self.record_ids_as(&self.client, set_id).await
+    }
+
+    pub async fn record_ids_as(&self, client: &reqwest::Client, set_id: i64) -> Vec<i64> {
         let (_, page) = self
-            .get_json(&format!("/api/record-sets/{set_id}/records?limit=500"))
+            .get_json_as(
+                client,
+                &format!("/api/record-sets/{set_id}/records?limit=500"),
+            )
             .await;
         page["records"]
             .as_array()
