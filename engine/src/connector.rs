@@ -41,15 +41,6 @@ impl Secrets {
         self.0.get(name).map(String::as_str)
     }
 
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.0.keys().map(String::as_str)
-    }
-
-    /// Every value, to scrub from messages.
-    pub fn values(&self) -> impl Iterator<Item = &str> {
-        self.0.values().map(String::as_str)
-    }
-
     /// Only the named ones (what one connector requires).
     pub fn only(&self, names: &[String]) -> Self {
         Self(

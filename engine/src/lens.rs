@@ -36,10 +36,6 @@ impl Lens {
         })
     }
 
-    pub fn workspace_id(&self) -> Option<i64> {
-        self.workspace_id
-    }
-
     /// Whether the workspace sees the connector at all.
     pub fn sees(&self, handle: &ConnectorHandle) -> bool {
         handle.source.visible_in(self.workspace_id)

@@ -163,12 +163,6 @@ impl Registry {
         }
     }
 
-    /// How this registry reads environment variables (manifest connectors
-    /// built later read theirs the same way).
-    pub fn env(&self) -> EnvLookup {
-        self.env.clone()
-    }
-
     /// Adds or replaces a coded connector. A replaced connector keeps a
     /// status a person set (disabled) or a provider set (rate-limited,
     /// auth-failed).

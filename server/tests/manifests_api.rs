@@ -600,7 +600,7 @@ async fn a_key_refused_in_one_workspace_switches_the_connector_off_there_only() 
             let connector = ManifestConnector::new(
                 Arc::new(shared.clone()),
                 AllowList::parse("127.0.0.1"),
-                registry.env(),
+                Arc::new(|name: &str| std::env::var(name).ok()),
             );
             registry
                 .register(shared.registration(), Arc::new(connector))
