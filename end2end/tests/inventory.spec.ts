@@ -114,6 +114,13 @@ test("an admin adds a connector in the browser and another person fires it from 
     await expect(news).toHaveAttribute("data-state", "found");
     const card = bob.locator('article.card:has(h2:text-is("Dunmore Textiles (demo)"))');
     await expect(card.getByRole("link", { name: /E2E story on Dunmore Textiles/ })).toBeVisible();
+    // Its last day, hour by hour, on the inventory.
+    await ada.reload();
+    await hydrated(ada);
+    await expect(ada.locator('tr[data-connector="e2e-news"] svg.hour-chart')).toHaveAttribute(
+      "aria-label",
+      /1 in all/,
+    );
 
     // Eve, in another workspace, does not see it.
     const eve = await signedIn("eve");
@@ -134,6 +141,11 @@ test("an admin adds a connector in the browser and another person fires it from 
 test("an admin switches a connector off and on for the workspace; the page follows live", async ({ signedIn }) => {
   const ada = await signedIn("ada");
   const bob = await signedIn("bob");
+  // And Bob triaging in another tab: a chip names the connector it fires.
+  const triage = await signedIn("bob");
+  await openDemoSet(triage);
+  const chip = triage.locator('article.card:has(h2:text-is("Kestrel Robotics (demo)")) [data-pack="linkedin"]');
+  await expect(chip).toHaveAttribute("title", /through Demo data/);
   for (const page of [ada, bob]) {
     await page.goto("/inventory");
     await hydrated(page);
@@ -152,4 +164,11 @@ test("an admin switches a connector off and on for the workspace; the page follo
   await expect(hn.locator(".audit-trail li").first()).toContainText("ada@demo.test");
   await hn.getByRole("button", { name: "Enable" }).click();
   await expect(bob.locator('tr[data-connector="hn-algolia"]')).toHaveAttribute("data-status", "available");
+  // Switching off the only connector of the chip's chain shows on the open
+  // triage view without a reload, and so does switching it back on.
+  const demo = ada.locator('tr[data-connector="demo"]');
+  await demo.getByRole("button", { name: "Disable" }).click();
+  await expect(chip).toHaveAttribute("title", /No connector fires on a click now/);
+  await demo.getByRole("button", { name: "Enable" }).click();
+  await expect(chip).toHaveAttribute("title", /through Demo data/);
 });

@@ -534,6 +534,50 @@ async fn workspace_secrets_are_sealed_write_only_and_used_by_their_workspace_s_f
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_re_check_is_a_real_fire_counted_against_the_daily_cap() {
+    let base = provider(Seen::default()).await;
+    let server = server(testing::sqlite()).await;
+    let text = manifest("capped", "Capped", &base, "/search", None).replace(
+        "cost_tier = \"free\"",
+        "cost_tier = \"free\"\nrate_hints = { daily_cap = 1 }",
+    );
+    let (status, body) = post_manifest(&server.client, server.at("/api/manifests"), &text).await;
+    assert_eq!(status, 201, "{body}");
+    let recheck = server.at("/api/connectors/capped/recheck");
+    let first: Value = server
+        .client
+        .post(&recheck)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(first["report"]["outcome"], "found", "{first}");
+    assert_eq!(
+        connector(&server, &server.client, "capped").await["fires_today"],
+        1
+    );
+    let second: Value = server
+        .client
+        .post(&recheck)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        second["report"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("daily cap of 1"),
+        "{second}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_workspace_manifest_cannot_read_the_server_s_environment() {
     // The operator's key, in the server's environment for its own connectors.
     std::env::set_var("SWITCHYARD_TEST_OPERATOR_KEY", "operator-key-never-leaves");

@@ -65,7 +65,9 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
                     format!("Needs {} to activate", vars.join(", "))
                 }
                 (_, Some(connector)) => format!("Fire {name} through {connector}"),
-                (_, None) => "Every connector has answered; right-click to pick one".to_owned(),
+                (_, None) => {
+                    "No connector fires on a click now; right-click to see each one".to_owned()
+                }
             };
             match error.get() {
                 Some(e) => format!("{what}. {e}"),
