@@ -152,6 +152,16 @@ impl Dispatcher {
         self
     }
 
+    /// What seals workspace secrets; `None` when no key is configured.
+    pub fn sealer(&self) -> Option<&Sealer> {
+        self.sealer.as_ref()
+    }
+
+    /// A workspace's secrets, opened (see [`secrets::open_all`]).
+    pub async fn workspace_secrets(&self, workspace_id: i64) -> Result<Secrets, StoreError> {
+        secrets::open_all(&self.store, self.sealer.as_ref(), workspace_id).await
+    }
+
     /// The catalogue a workspace sees: the shipped one with the workspace's
     /// own packs and bundles laid over it (`None`: the shipped one).
     pub async fn catalog_in(&self, workspace_id: Option<i64>) -> Result<Catalog, StoreError> {
@@ -292,9 +302,7 @@ impl Dispatcher {
         };
         let lens = &scope.lens;
         let secrets = match set.workspace_id {
-            Some(ws) if lens.has_secrets() => {
-                secrets::open_all(&self.store, self.sealer.as_ref(), ws).await?
-            }
+            Some(ws) if lens.has_secrets() => self.workspace_secrets(ws).await?,
             _ => Secrets::default(),
         };
         let mut budget = self.config.retry_budget;

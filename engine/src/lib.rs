@@ -71,8 +71,6 @@ pub struct Engine {
     pub dispatcher: Dispatcher,
     pub jobs: JobRunner,
     pub presence: presence::Presence,
-    /// Seals and opens workspace secrets; `None` when no key is configured.
-    pub sealer: Option<secrets::Sealer>,
     /// Internal destinations manifest connectors may reach.
     pub fetch_allow: connectors::guard::AllowList,
     /// The manifest drop folder, once the server has set one up.
@@ -100,7 +98,7 @@ impl Engine {
             events.clone(),
             config.dispatch,
         )
-        .with_sealer(config.secrets.clone());
+        .with_sealer(config.secrets);
         let jobs = JobRunner::new(
             store.clone(),
             dispatcher.clone(),
@@ -110,7 +108,6 @@ impl Engine {
         Self {
             presence: presence::Presence::new(events.clone()),
             drop_folder: Arc::default(),
-            sealer: config.secrets,
             fetch_allow: config.fetch_allow,
             store,
             registry,

@@ -186,7 +186,7 @@ impl Engine {
     ) -> Result<SecretInfo, SecretsError> {
         check_secret_name(name).map_err(SecretsError::Invalid)?;
         let value = check_value(value)?;
-        let sealer = self.sealer.as_ref().ok_or(SecretsError::NoKey)?;
+        let sealer = self.dispatcher.sealer().ok_or(SecretsError::NoKey)?;
         let sealed = sealer.seal(who.workspace_id, name, value)?;
         self.store
             .put_secret(who.workspace_id, name, &sealed, &who.email)

@@ -14,7 +14,6 @@ use crate::connector::{FireError, FireOpts};
 use crate::lens::Lens;
 use crate::manifest::{probe, report};
 use crate::registry::RegistryError;
-use crate::secrets;
 use crate::store::{Principal, StatusChange, StoreError};
 use crate::Engine;
 
@@ -187,8 +186,7 @@ impl Engine {
                 })
             }
             _ => {
-                let all =
-                    secrets::open_all(&self.store, self.sealer.as_ref(), who.workspace_id).await?;
+                let all = self.dispatcher.workspace_secrets(who.workspace_id).await?;
                 let opts = FireOpts {
                     max_results: 3,
                     secrets: all.only(&handle.registration.requires_env),

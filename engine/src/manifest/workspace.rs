@@ -14,7 +14,6 @@ use model::{
 use super::{Format, Manifest, ManifestConnector, ManifestError};
 use crate::connector::{FireError, FireOpts};
 use crate::registry::RegistryError;
-use crate::secrets;
 use crate::store::{Owned, Principal, StoreError};
 use crate::workspace_connectors::SwitchError;
 use crate::Engine;
@@ -161,7 +160,7 @@ impl Engine {
             opts.record_name = record.name.clone();
             opts.record_fields = record.field_map();
         }
-        let all = secrets::open_all(&self.store, self.sealer.as_ref(), who.workspace_id).await?;
+        let all = self.dispatcher.workspace_secrets(who.workspace_id).await?;
         opts.secrets = all.only(&manifest.spec.requires_env);
         let intent = manifest.registration().capabilities.first().cloned();
         let connector = self.manifest_connector(manifest);
