@@ -14,7 +14,7 @@ use engine::scripted::{ScriptedConnector, Step};
 use engine::store::testing::{self, TestDatabase};
 use engine::store::Store;
 use engine::{Engine, EngineConfig};
-use model::{BuiltinCapability as B, CostTier, JobStatus, TriggeredBy};
+use model::{BuiltinCapability as B, CostTier, JobStatus};
 
 const PACKS: &str = r#"
 [[pack]]
@@ -81,16 +81,13 @@ async fn fire_latency(db: &TestDatabase) {
         let started = Instant::now();
         engine
             .dispatcher
-            .fire(FireRequest {
-                record_id: records[i % records.len()].id,
-                pack_id: "web".into(),
-                // Explicit, so a record that already found results fires again.
-                connector: Some("zero".into()),
-                triggered_by: TriggeredBy::HumanRefire,
-                actor: "bench".into(),
-                job_id: None,
-                parent: None,
-            })
+            // Explicit, so a record that already found results fires again.
+            .fire(FireRequest::by_person(
+                records[i % records.len()].id,
+                "web",
+                Some("zero".into()),
+                "bench",
+            ))
             .await
             .expect("fire");
         took.push(started.elapsed());
@@ -131,10 +128,9 @@ async fn fanout(db: &TestDatabase, per_second: Option<f64>) {
             rate / hint
         ),
         None => println!(
-            "{:<8} fan-out of {} fires, no hint, {} workers: {rate:.0} fires/s",
+            "{:<8} fan-out of {} fires, no hint: {rate:.0} fires/s",
             db.kind(),
             job.progress.done,
-            EngineConfig::default().job_concurrency
         ),
     }
 }

@@ -1,28 +1,37 @@
-//! The dispatcher: fires one pack for one record. It resolves the chain,
-//! walks it (daily cap -> throttle -> timeout -> call, in that order, one
+//! The dispatcher: fires one pack for one record. A fire is work the engine
+//! owns: it runs on its own task to an outcome whatever happens to the
+//! request that asked for it. It resolves the chain and walks it (flow
+//! window -> daily cap -> throttle -> timeout -> call, in that order, one
 //! retry budget for the whole chain), writes every attempt to
 //! `connector_history` before the next one starts, merges results into the
-//! curated layer, and publishes each change on the event bus.
+//! curated layer in the same write, and publishes each change on the event
+//! bus. A database that fails midway is retried, then the fire is closed as
+//! an error; a process that dies midway leaves a lease that expires (see
+//! `lease`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use model::{
-    Capability, Chip, ChipState, EventKind, FireOutcome, FireReport, HistoryEntry, Item, Skipped,
+    Capability, Chip, ChipState, EventKind, FireOutcome, FireReport, HistoryEntry, Skipped,
     TriggeredBy,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::chain::{self, Candidate, Chain, ChainRequest};
 use crate::chip::{chip_state, ChipInputs};
-use crate::connector::{FireError, FireOpts, Secrets};
+use crate::connector::{ConnectorResult, FireError, FireOpts, Secrets};
 use crate::events::EventBus;
+use crate::flow::{Flow, Permit, Priority, Signal};
+use crate::lease::{LeaseConfig, Owner};
 use crate::lens::Lens;
 use crate::packs::{render_query, BundleMember, Catalog, PackConfig};
 use crate::registry::{ConnectorHandle, Registry};
 use crate::secrets::{self, Sealer};
-use crate::store::{AttemptEnd, FireContext, Store, StoreError, StoredRecord};
+use crate::store::{
+    retrying, AttemptEnd, FireContext, FireEnd, FireStatus, Lease, Store, StoreError, StoredRecord,
+};
 use crate::time::now_ms;
 use model::RecordSetSummary;
 
@@ -63,9 +72,43 @@ pub struct FireRequest {
     pub connector: Option<String>,
     pub triggered_by: TriggeredBy,
     pub actor: String,
+    /// The job this fire is a step of: it waits its turn in the connectors'
+    /// windows. A fire without a job is a person's and never waits there.
     pub job_id: Option<i64>,
+    /// The job task this fire carries out: it is marked done with the
+    /// fire's outcome in the fire's last write.
+    pub task_id: Option<i64>,
     /// Cancelling this cancels the fire too (a job's token).
     pub parent: Option<CancellationToken>,
+}
+
+impl FireRequest {
+    /// A person's fire of a chip (or, with `connector`, of its menu).
+    pub fn by_person(
+        record_id: i64,
+        pack_id: impl Into<String>,
+        connector: Option<String>,
+        actor: impl Into<String>,
+    ) -> Self {
+        Self {
+            record_id,
+            pack_id: pack_id.into(),
+            connector,
+            triggered_by: TriggeredBy::HumanRefire,
+            actor: actor.into(),
+            job_id: None,
+            task_id: None,
+            parent: None,
+        }
+    }
+
+    fn priority(&self) -> Priority {
+        if self.job_id.is_some() {
+            Priority::Background
+        } else {
+            Priority::Person
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +117,10 @@ pub enum DispatchError {
     UnknownPack(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The fire's task ended without a report (a bug; the log has it). The
+    /// fire's lease expires and it is closed as interrupted.
+    #[error("the fire stopped unexpectedly; see the server log")]
+    Stopped,
 }
 
 /// Fires packs. Cheap to clone.
@@ -86,6 +133,10 @@ pub struct Dispatcher {
     config: DispatchConfig,
     /// Opens the workspace secrets a fire needs; `None`: secrets are off.
     sealer: Option<Sealer>,
+    flow: Flow,
+    owner: Owner,
+    leases: LeaseConfig,
+    /// Fires running in this process, by id, with their cancel tokens.
     in_flight: Arc<Mutex<HashMap<i64, CancellationToken>>>,
 }
 
@@ -93,19 +144,35 @@ impl std::fmt::Debug for Dispatcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Dispatcher")
             .field("config", &self.config)
+            .field("owner", &self.owner)
             .finish_non_exhaustive()
     }
 }
 
-/// Removes a fire from the in-flight table however its future ends.
-struct InFlight<'a> {
-    table: &'a Mutex<HashMap<i64, CancellationToken>>,
-    fire_id: i64,
+/// A fire's place in the in-flight table (whose leases the heartbeat
+/// renews), taken when its row is written and left however its future ends.
+#[derive(Default)]
+struct InFlight {
+    entry: Option<(Arc<Mutex<HashMap<i64, CancellationToken>>>, i64)>,
 }
 
-impl Drop for InFlight<'_> {
+impl InFlight {
+    fn enter(
+        &mut self,
+        table: &Arc<Mutex<HashMap<i64, CancellationToken>>>,
+        fire_id: i64,
+        cancel: CancellationToken,
+    ) {
+        lock(table).insert(fire_id, cancel);
+        self.entry = Some((table.clone(), fire_id));
+    }
+}
+
+impl Drop for InFlight {
     fn drop(&mut self) {
-        lock(self.table).remove(&self.fire_id);
+        if let Some((table, fire_id)) = self.entry.take() {
+            lock(&table).remove(&fire_id);
+        }
     }
 }
 
@@ -113,18 +180,84 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The connector one call went to, and the workspace whose secret it used.
-#[derive(Clone, Copy)]
-struct Target<'a> {
-    handle: &'a ConnectorHandle,
-    keyed_by: Option<i64>,
-}
-
 /// How one call of one connector ended.
 enum Called {
-    Results(Vec<crate::connector::ConnectorResult>),
+    Results(Vec<ConnectorResult>),
     Failed(FireError),
     Cancelled,
+}
+
+impl Called {
+    fn signal(&self) -> Signal {
+        match self {
+            Called::Results(_) => Signal::Answered,
+            Called::Failed(FireError::RateLimited { .. }) => Signal::RateLimited,
+            Called::Failed(_) | Called::Cancelled => Signal::Other,
+        }
+    }
+}
+
+/// What a fire needs before it starts, read once: the record, its set, the
+/// workspace's scope, the pack, the chain and the query.
+#[derive(Debug)]
+pub struct Prepared {
+    req: FireRequest,
+    record: StoredRecord,
+    set: Arc<RecordSetSummary>,
+    scope: Arc<Scope>,
+    pack: PackConfig,
+    chain: Chain,
+    query: String,
+}
+
+impl Prepared {
+    /// The connector the fire would try first, if any and if the query is
+    /// not empty.
+    pub fn first_connector(&self) -> Option<&str> {
+        if self.query.trim().is_empty() {
+            return None;
+        }
+        self.chain.to_try.first().map(String::as_str)
+    }
+
+    pub fn request(&self) -> &FireRequest {
+        &self.req
+    }
+}
+
+/// The chain inputs of one record that live in the database.
+#[derive(Clone, Debug, Default)]
+pub struct RecordChainInputs {
+    /// "Start with this connector" a person set for the record and pack.
+    pub record_override: Option<String>,
+    /// Connectors that already found results for the record and intent.
+    pub already_found: Vec<String>,
+}
+
+/// A fire under way: what it has done so far.
+struct Walk {
+    report: FireReport,
+    ctx: FireContext,
+    task_id: Option<i64>,
+    fire_id: Option<i64>,
+    /// The attempt written but not yet closed, if any.
+    open: Option<HistoryEntry>,
+    cancel: CancellationToken,
+    cancelled: bool,
+    /// Set once the fire's end (with its task's, if any) is written.
+    closed: bool,
+    in_flight: InFlight,
+}
+
+/// What a walk fires at.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    record: &'a StoredRecord,
+    set: &'a RecordSetSummary,
+    scope: &'a Scope,
+    pack: &'a PackConfig,
+    query: &'a str,
+    priority: Priority,
 }
 
 impl Dispatcher {
@@ -142,6 +275,9 @@ impl Dispatcher {
             events,
             config,
             sealer: None,
+            flow: Flow::new(crate::flow::FlowConfig::default()),
+            owner: Owner::new(),
+            leases: LeaseConfig::default(),
             in_flight: Arc::default(),
         }
     }
@@ -152,9 +288,26 @@ impl Dispatcher {
         self
     }
 
+    /// Fires under this flow control, owned by `owner` under `leases`.
+    pub fn with_work(mut self, flow: Flow, owner: Owner, leases: LeaseConfig) -> Self {
+        self.flow = flow;
+        self.owner = owner;
+        self.leases = leases;
+        self
+    }
+
     /// What seals workspace secrets; `None` when no key is configured.
     pub fn sealer(&self) -> Option<&Sealer> {
         self.sealer.as_ref()
+    }
+
+    pub fn flow(&self) -> &Flow {
+        &self.flow
+    }
+
+    /// The connector `id` as `workspace_id` may see it.
+    pub fn handle(&self, id: &str, workspace_id: Option<i64>) -> Option<ConnectorHandle> {
+        self.registry.by_id_in(id, workspace_id)
     }
 
     /// A workspace's secrets, opened (see [`secrets::open_all`]).
@@ -201,115 +354,258 @@ impl Dispatcher {
     ) -> Result<(PackConfig, Chain), DispatchError> {
         let (pack, member) = pack_in(&scope.catalog, &set.bundle_id, pack_id)
             .ok_or_else(|| DispatchError::UnknownPack(pack_id.to_owned()))?;
-        let record_override = self.store.record_override(record.id, pack_id).await?;
-        let already_found = self
-            .store
-            .connectors_that_found(record.id, &pack.intent)
-            .await?;
-        let chain = chain::resolve(
-            &ChainRequest {
-                intent: Some(&pack.intent),
-                explicit,
-                record_override: record_override.as_deref(),
-                bundle_override: member
-                    .as_ref()
-                    .and_then(|m| m.connector_chain_override.as_deref()),
-                pack_preferred: &pack.preferred_connectors,
-                already_found: &already_found,
-            },
-            &scope.candidates(&self.registry),
-        );
+        let inputs = self.chain_inputs(record.id, &pack).await?;
+        let chain = self.resolve(scope, &pack, member.as_ref(), explicit, &inputs);
         Ok((pack, chain))
     }
 
-    /// Fires one pack for one record and reports what happened.
+    async fn chain_inputs(
+        &self,
+        record_id: i64,
+        pack: &PackConfig,
+    ) -> Result<RecordChainInputs, StoreError> {
+        Ok(RecordChainInputs {
+            record_override: self.store.record_override(record_id, &pack.pack_id).await?,
+            already_found: self
+                .store
+                .connectors_that_found(record_id, &pack.intent)
+                .await?,
+        })
+    }
+
+    fn resolve(
+        &self,
+        scope: &Scope,
+        pack: &PackConfig,
+        member: Option<&BundleMember>,
+        explicit: Option<&str>,
+        inputs: &RecordChainInputs,
+    ) -> Chain {
+        chain::resolve(
+            &ChainRequest {
+                intent: Some(&pack.intent),
+                explicit,
+                record_override: inputs.record_override.as_deref(),
+                bundle_override: member.and_then(|m| m.connector_chain_override.as_deref()),
+                pack_preferred: &pack.preferred_connectors,
+                already_found: &inputs.already_found,
+            },
+            &scope.candidates(&self.registry),
+        )
+    }
+
+    /// Fires one pack for one record and reports what happened. The fire
+    /// runs on a task of its own: a caller that stops waiting (a closed
+    /// browser tab, a dropped request) changes nothing about it.
     pub async fn fire(&self, req: FireRequest) -> Result<FireReport, DispatchError> {
+        let this = self.clone();
+        tokio::spawn(async move { this.fire_owned(req).await })
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "A fire's task stopped unexpectedly.");
+                DispatchError::Stopped
+            })?
+    }
+
+    async fn fire_owned(&self, req: FireRequest) -> Result<FireReport, DispatchError> {
         let record = self.store.record(req.record_id).await?;
         let set = self.store.record_set(record.record_set_id).await?;
         let scope = self.scope(set.workspace_id).await?;
-        let (pack, chain) = self
-            .chain_for(
-                &scope,
-                &record,
-                &set,
-                &req.pack_id,
-                req.connector.as_deref(),
-            )
-            .await?;
-        let mut report = FireReport {
-            fire_id: None,
-            record_id: record.id,
-            pack_id: pack.pack_id.clone(),
-            intent: pack.intent.clone(),
-            chip: ChipState::Idle,
-            attempts: Vec::new(),
-            skipped: chain.skipped,
-            items: Vec::new(),
-            notes: chain.notes,
-        };
-        if chain.to_try.is_empty() {
-            report.notes.push(if report.skipped.iter().any(|s| s.reason.starts_with("already found")) {
-                "every connector that can fire has already found results for this record; pick one in the menu to fire it again".to_owned()
-            } else {
-                "no connector of this pack can fire now".to_owned()
-            });
-            report.chip = self.chip_of(&scope, &record, &set, &pack).await?;
-            return Ok(report);
-        }
+        let (pack, member) = pack_in(&scope.catalog, &set.bundle_id, &req.pack_id)
+            .ok_or_else(|| DispatchError::UnknownPack(req.pack_id.clone()))?;
+        let inputs = self.chain_inputs(record.id, &pack).await?;
+        let prepared = self.prepare_with(
+            Arc::new(scope),
+            Arc::new(set),
+            record,
+            req,
+            (pack, member),
+            &inputs,
+        );
+        Ok(self.run(prepared, None).await)
+    }
 
+    /// Prepares a fire from what was read for it (a job reads for many
+    /// records at once).
+    pub fn prepare(
+        &self,
+        scope: Arc<Scope>,
+        set: Arc<RecordSetSummary>,
+        record: StoredRecord,
+        req: FireRequest,
+        inputs: &RecordChainInputs,
+    ) -> Result<Prepared, DispatchError> {
+        let pack = pack_in(&scope.catalog, &set.bundle_id, &req.pack_id)
+            .ok_or_else(|| DispatchError::UnknownPack(req.pack_id.clone()))?;
+        Ok(self.prepare_with(scope, set, record, req, pack, inputs))
+    }
+
+    fn prepare_with(
+        &self,
+        scope: Arc<Scope>,
+        set: Arc<RecordSetSummary>,
+        record: StoredRecord,
+        req: FireRequest,
+        (pack, member): (PackConfig, Option<BundleMember>),
+        inputs: &RecordChainInputs,
+    ) -> Prepared {
+        let chain = self.resolve(
+            &scope,
+            &pack,
+            member.as_ref(),
+            req.connector.as_deref(),
+            inputs,
+        );
         let query = render_query(&pack.query_template, &record.name, &record.field_map());
-        if query.trim().is_empty() {
-            report.notes.push(format!(
-                "the query {:?} is empty for this record (it lacks the fields it names)",
-                pack.query_template
-            ));
-            report.chip = self.chip_of(&scope, &record, &set, &pack).await?;
-            return Ok(report);
+        Prepared {
+            req,
+            record,
+            set,
+            scope,
+            pack,
+            chain,
+            query,
         }
+    }
 
-        let ctx = FireContext {
-            record_id: record.id,
-            pack_id: pack.pack_id.clone(),
-            intent: pack.intent.clone(),
-            triggered_by: req.triggered_by,
-            actor: req.actor.clone(),
-            job_id: req.job_id,
-        };
-        let fire_id = self.store.start_fire(&ctx).await?;
-        report.fire_id = Some(fire_id);
+    /// Runs a prepared fire to its end and reports it. `first` is a place
+    /// already taken in the window of the chain's first connector (a job
+    /// waits for it before it starts the fire). Never fails: whatever goes
+    /// wrong ends the fire with an outcome that says so.
+    pub async fn run(&self, p: Prepared, mut first: Option<Permit>) -> FireReport {
+        let Prepared {
+            req,
+            record,
+            set,
+            scope,
+            pack,
+            chain,
+            query,
+        } = p;
         let cancel = req
             .parent
             .as_ref()
             .map_or_else(CancellationToken::new, CancellationToken::child_token);
-        lock(&self.in_flight).insert(fire_id, cancel.clone());
-        let _guard = InFlight {
-            table: &self.in_flight,
-            fire_id,
+        let mut walk = Walk {
+            report: FireReport {
+                fire_id: None,
+                record_id: record.id,
+                pack_id: pack.pack_id.clone(),
+                intent: pack.intent.clone(),
+                chip: ChipState::Idle,
+                attempts: Vec::new(),
+                skipped: chain.skipped.clone(),
+                items: Vec::new(),
+                notes: chain.notes.clone(),
+            },
+            ctx: FireContext {
+                record_id: record.id,
+                pack_id: pack.pack_id.clone(),
+                intent: pack.intent.clone(),
+                triggered_by: req.triggered_by,
+                actor: req.actor.clone(),
+                job_id: req.job_id,
+            },
+            task_id: req.task_id,
+            fire_id: None,
+            open: None,
+            cancel,
+            cancelled: false,
+            closed: false,
+            in_flight: InFlight::default(),
         };
-        self.publish_chip(
-            set.id,
-            &record,
-            &pack.pack_id,
-            ChipState::Firing,
-            &req.actor,
-        );
+        let mut chip = None;
+        if chain.to_try.is_empty() {
+            walk.report.notes.push(if walk.report.skipped.iter().any(|s| s.reason.starts_with("already found")) {
+                "every connector that can fire has already found results for this record; pick one in the menu to fire it again".to_owned()
+            } else {
+                "no connector of this pack can fire now".to_owned()
+            });
+        } else if query.trim().is_empty() {
+            walk.report.notes.push(format!(
+                "the query {:?} is empty for this record (it lacks the fields it names)",
+                pack.query_template
+            ));
+        } else {
+            let target = Target {
+                record: &record,
+                set: &set,
+                scope: &scope,
+                pack: &pack,
+                query: &query,
+                priority: req.priority(),
+            };
+            if let Err(e) = self.walk(&mut walk, &chain, target, &mut first).await {
+                chip = Some(self.broken(&mut walk, set.id, &e).await);
+            }
+        }
+        drop(first);
+        walk.report.chip = match chip {
+            Some(chip) => chip,
+            None => match self.chip_of(&scope, &record, &set, &pack).await {
+                Ok(chip) => chip,
+                Err(e) => {
+                    tracing::error!(record = record.id, error = %e, "Reading a chip after a fire failed.");
+                    ChipState::Error {
+                        reason: "the chip could not be read; reload the page".to_owned(),
+                    }
+                }
+            },
+        };
+        self.end_task(&mut walk).await;
+        if let Some(fire_id) = walk.fire_id {
+            self.publish_chip(
+                set.id,
+                &record,
+                &pack.pack_id,
+                walk.report.chip.clone(),
+                &walk.ctx.actor,
+            );
+            tracing::info!(
+                fire = fire_id,
+                pack = %pack.pack_id,
+                attempts = walk.report.attempts.len(),
+                chip = walk.report.chip.name(),
+                "Fire finished."
+            );
+        }
+        walk.report
+    }
 
+    /// Walks the chain: one attempt per connector until one finds results,
+    /// the fire is cancelled, or the chain ends. A database failure that
+    /// outlasts its retries stops the walk with the error.
+    async fn walk(
+        &self,
+        walk: &mut Walk,
+        chain: &Chain,
+        target: Target<'_>,
+        first: &mut Option<Permit>,
+    ) -> Result<(), StoreError> {
+        let Target {
+            record,
+            set,
+            scope,
+            pack,
+            query,
+            priority,
+        } = target;
+        let lens = &scope.lens;
+        let secrets = match set.workspace_id {
+            Some(ws) if lens.has_secrets() => retrying(|| self.workspace_secrets(ws)).await?,
+            _ => Secrets::default(),
+        };
         let opts = FireOpts {
             record_name: record.name.clone(),
             record_fields: record.field_map(),
             max_results: self.config.max_results,
             secrets: Secrets::default(),
         };
-        let lens = &scope.lens;
-        let secrets = match set.workspace_id {
-            Some(ws) if lens.has_secrets() => self.workspace_secrets(ws).await?,
-            _ => Secrets::default(),
-        };
         let mut budget = self.config.retry_budget;
-        let mut cancelled = false;
-        'chain: for connector_id in &chain.to_try {
+        let last = chain.to_try.len().saturating_sub(1);
+        'chain: for (position, connector_id) in chain.to_try.iter().enumerate() {
             let Some(handle) = self.registry.by_id_in(connector_id, set.workspace_id) else {
-                report
+                walk.report
                     .skipped
                     .push(skip(connector_id, "unregistered while the fire ran"));
                 continue;
@@ -317,7 +613,7 @@ impl Dispatcher {
             let status = lens.status(&handle);
             if !status.is_available() {
                 let reason = status.reason().unwrap_or_default();
-                report.skipped.push(skip(connector_id, &reason));
+                walk.report.skipped.push(skip(connector_id, &reason));
                 continue;
             }
             let opts = FireOpts {
@@ -325,49 +621,95 @@ impl Dispatcher {
                 ..opts.clone()
             };
             loop {
+                let permit = match first.take() {
+                    Some(p) if p.connector() == connector_id.as_str() => Some(p),
+                    _ => self.flow.acquire(&handle, priority, &walk.cancel).await,
+                };
+                let Some(mut permit) = permit else {
+                    walk.cancelled = true;
+                    break 'chain;
+                };
                 if let Some(cap) = handle.registration.rate_hints.daily_cap {
-                    if !self.store.take_daily_fire(connector_id, cap).await? {
-                        report.skipped.push(skip(
+                    if !retrying(|| self.store.take_daily_fire(connector_id, cap)).await? {
+                        walk.report.skipped.push(skip(
                             connector_id,
                             &format!("daily cap of {cap} fires reached"),
                         ));
                         continue 'chain;
                     }
                 }
-                let attempt = self
-                    .store
-                    .start_attempt(fire_id, &ctx, connector_id)
-                    .await?;
-                self.publish_attempt(set.id, &attempt);
-                let called = self
-                    .call(&handle, &pack.intent, &query, &opts, &cancel)
-                    .await;
-                let target = Target {
-                    handle: &handle,
-                    keyed_by: (!opts.secrets.is_empty())
-                        .then_some(set.workspace_id)
-                        .flatten(),
+                let lease = Lease {
+                    owner: self.owner.as_str(),
+                    until: self.leases.expiry(),
                 };
-                let (end, items, retry) = self
-                    .classify(target, &record, &ctx, fire_id, called, &mut budget)
-                    .await?;
-                let entry = self.store.finish_attempt(attempt.id, &end).await?;
-                self.publish_attempt(set.id, &entry);
-                report.attempts.push(entry);
-                for item in &items {
-                    self.events.publish(
-                        Some(set.id),
-                        EventKind::ItemChanged {
-                            item: item.clone(),
-                            actor: req.actor.clone(),
-                        },
+                let attempt = retrying(|| {
+                    self.store
+                        .open_attempt(&walk.ctx, walk.fire_id, lease, connector_id)
+                })
+                .await?;
+                if walk.fire_id.is_none() {
+                    walk.fire_id = Some(attempt.fire_id);
+                    walk.report.fire_id = Some(attempt.fire_id);
+                    walk.in_flight
+                        .enter(&self.in_flight, attempt.fire_id, walk.cancel.clone());
+                    self.publish_chip(
+                        set.id,
+                        record,
+                        &pack.pack_id,
+                        ChipState::Firing,
+                        &walk.ctx.actor,
                     );
                 }
-                report.items.extend(items);
+                walk.open = Some(attempt.clone());
+                self.publish_attempt(set.id, &attempt);
+
+                let called = self
+                    .call(
+                        &handle,
+                        &mut permit,
+                        &pack.intent,
+                        query,
+                        &opts,
+                        &walk.cancel,
+                    )
+                    .await;
+                permit.finish(called.signal());
+                let keyed_by = (!opts.secrets.is_empty())
+                    .then_some(set.workspace_id)
+                    .flatten();
+                let (end, results, retry) = self
+                    .classify(&handle, keyed_by, called, &mut budget)
+                    .await?;
+                let ends_chain = match end.outcome {
+                    Some(FireOutcome::Found | FireOutcome::Cancelled) => true,
+                    _ => !retry && position == last,
+                };
+                let fire_end = ends_chain.then(|| FireEnd {
+                    fire_id: attempt.fire_id,
+                    status: if end.outcome == Some(FireOutcome::Cancelled) {
+                        FireStatus::Cancelled
+                    } else {
+                        FireStatus::Done
+                    },
+                    open_attempt_error: None,
+                    task: walk
+                        .task_id
+                        .map(|t| (t, task_outcome(&walk.report.attempts, end.outcome, None))),
+                });
+                let (entry, item_ids) = retrying(|| {
+                    self.store
+                        .close_attempt(&attempt, &end, &results, fire_end.as_ref())
+                })
+                .await?;
+                walk.open = None;
+                walk.closed = fire_end.is_some();
+                self.publish_attempt(set.id, &entry);
+                walk.report.attempts.push(entry);
+                self.publish_items(walk, set.id, &item_ids).await;
                 match end.outcome {
                     Some(FireOutcome::Found) => break 'chain,
                     Some(FireOutcome::Cancelled) => {
-                        cancelled = true;
+                        walk.cancelled = true;
                         break 'chain;
                     }
                     // A connector the errors just suspended is not tried again.
@@ -379,32 +721,114 @@ impl Dispatcher {
                     {
                         tokio::select! {
                             () = tokio::time::sleep(self.config.retry_pause) => {}
-                            () = cancel.cancelled() => { cancelled = true; break 'chain; }
+                            () = walk.cancel.cancelled() => { walk.cancelled = true; break 'chain; }
                         }
                     }
                     _ => break,
                 }
             }
         }
-        self.store
-            .finish_fire(fire_id, if cancelled { "cancelled" } else { "done" })
-            .await?;
-        report.chip = self.chip_of(&scope, &record, &set, &pack).await?;
-        self.publish_chip(
-            set.id,
-            &record,
-            &pack.pack_id,
-            report.chip.clone(),
-            &req.actor,
-        );
-        tracing::info!(
-            fire = fire_id,
-            pack = %pack.pack_id,
-            attempts = report.attempts.len(),
-            chip = report.chip.name(),
-            "Fire finished."
-        );
-        Ok(report)
+        if let (Some(fire_id), false) = (walk.fire_id, walk.closed) {
+            let end = FireEnd {
+                fire_id,
+                status: if walk.cancelled {
+                    FireStatus::Cancelled
+                } else {
+                    FireStatus::Done
+                },
+                open_attempt_error: None,
+                task: walk
+                    .task_id
+                    .map(|t| (t, task_outcome(&walk.report.attempts, None, None))),
+            };
+            retrying(|| self.store.close_fire(&end)).await?;
+            walk.closed = true;
+        }
+        Ok(())
+    }
+
+    /// Reads the items an attempt's results became and tells every viewer.
+    /// They are written already: a failed read only leaves them out of the
+    /// report and the live view (a reload shows them).
+    async fn publish_items(&self, walk: &mut Walk, set_id: i64, item_ids: &[i64]) {
+        if item_ids.is_empty() {
+            return;
+        }
+        match self.store.items_by_id(item_ids).await {
+            Ok(items) => {
+                for item in &items {
+                    self.events.publish(
+                        Some(set_id),
+                        EventKind::ItemChanged {
+                            item: item.clone(),
+                            actor: walk.ctx.actor.clone(),
+                        },
+                    );
+                }
+                walk.report.items.extend(items);
+            }
+            Err(e) => {
+                tracing::error!(fire = walk.fire_id, error = %e, "Reading a fire's items failed.");
+            }
+        }
+    }
+
+    /// Ends a fire the database failed under: what is still open is closed
+    /// as an error if the database allows it now; if not, its lease expires
+    /// and whichever process notices closes it as interrupted.
+    async fn broken(&self, walk: &mut Walk, set_id: i64, error: &StoreError) -> ChipState {
+        tracing::error!(fire = walk.fire_id, record = walk.ctx.record_id, error = %error, "The database failed during a fire; closing it as an error.");
+        let reason = "stopped: the database failed while this fire was being stored".to_owned();
+        walk.report.notes.push(reason.clone());
+        if let (Some(fire_id), false) = (walk.fire_id, walk.closed) {
+            let end = FireEnd {
+                fire_id,
+                status: FireStatus::Error,
+                open_attempt_error: Some(reason.clone()),
+                task: walk
+                    .task_id
+                    .map(|t| (t, FireOutcome::Error.name().to_owned())),
+            };
+            match retrying(|| self.store.close_fire(&end)).await {
+                Ok(()) => walk.closed = true,
+                Err(e) => {
+                    tracing::error!(fire = fire_id, error = %e, "Closing a fire after a database failure failed too; its lease will expire.");
+                }
+            }
+        }
+        if let Some(mut open) = walk.open.take() {
+            open.outcome = Some(FireOutcome::Error);
+            open.error = Some(reason.clone());
+            open.finished_at = Some(now_ms());
+            self.publish_attempt(set_id, &open);
+            walk.report.attempts.push(open);
+        }
+        ChipState::Error { reason }
+    }
+
+    /// Ends a job's task the fire did not end in its own last write: one
+    /// that fired nothing is done with what its chip shows; one cancelled
+    /// before it fired goes back to its job's queue.
+    async fn end_task(&self, walk: &mut Walk) {
+        let Some(task_id) = walk.task_id else {
+            return;
+        };
+        if walk.closed {
+            return;
+        }
+        let written = if walk.fire_id.is_none() && walk.cancelled {
+            retrying(|| {
+                self.store
+                    .release_tasks(self.owner.as_str(), std::slice::from_ref(&task_id))
+            })
+            .await
+        } else {
+            let outcome = task_outcome(&walk.report.attempts, None, Some(&walk.report.chip));
+            retrying(|| self.store.finish_task(task_id, &outcome, walk.fire_id)).await
+        };
+        if let Err(e) = written {
+            tracing::error!(task = task_id, error = %e, "Ending a job task failed; its lease will expire and it will run again.");
+        }
     }
 
     /// Calls a connector under its throttle and the attempt timeout, giving up
@@ -412,6 +836,7 @@ impl Dispatcher {
     async fn call(
         &self,
         handle: &ConnectorHandle,
+        permit: &mut Permit,
         intent: &Capability,
         query: &str,
         opts: &FireOpts,
@@ -419,7 +844,7 @@ impl Dispatcher {
     ) -> Called {
         let timeout = self.config.attempt_timeout;
         let work = async {
-            handle.throttle().await;
+            permit.throttle(handle).await;
             match tokio::time::timeout(timeout, handle.connector.fire(intent, query, opts)).await {
                 Ok(Ok(results)) => Called::Results(results),
                 Ok(Err(e)) => Called::Failed(e),
@@ -432,17 +857,16 @@ impl Dispatcher {
         }
     }
 
-    /// Turns a call's end into a history row, stores its results, updates the
-    /// connector's status, and says whether to retry the same connector.
+    /// Turns a call's end into a history row and the results to store,
+    /// updates the connector's status, and says whether to retry the same
+    /// connector.
     async fn classify(
         &self,
-        Target { handle, keyed_by }: Target<'_>,
-        record: &StoredRecord,
-        ctx: &FireContext,
-        fire_id: i64,
+        handle: &ConnectorHandle,
+        keyed_by: Option<i64>,
         called: Called,
         budget: &mut u32,
-    ) -> Result<(AttemptEnd, Vec<Item>, bool), DispatchError> {
+    ) -> Result<(AttemptEnd, Vec<ConnectorResult>, bool), StoreError> {
         let id = &handle.registration.id;
         let failed = |outcome, error: String| AttemptEnd {
             outcome: Some(outcome),
@@ -458,25 +882,15 @@ impl Dispatcher {
             ),
             Called::Results(results) => {
                 self.registry.record_answer(id);
-                let items = self
-                    .store
-                    .add_results(
-                        record.id,
-                        &ctx.intent,
-                        fire_id,
-                        id,
-                        ctx.triggered_by,
-                        &results,
-                    )
-                    .await?;
+                let usable = crate::store::usable_results(&results);
                 let end = AttemptEnd {
-                    outcome: Some(if items.is_empty() {
+                    outcome: Some(if usable == 0 {
                         FireOutcome::NotFound
                     } else {
                         FireOutcome::Found
                     }),
-                    result_count: Some(u32::try_from(items.len()).unwrap_or(u32::MAX)),
-                    error: (items.is_empty() && !results.is_empty()).then(|| {
+                    result_count: Some(u32::try_from(usable).unwrap_or(u32::MAX)),
+                    error: (usable == 0 && !results.is_empty()).then(|| {
                         format!(
                             "{} results without a web address were dropped",
                             results.len()
@@ -484,7 +898,7 @@ impl Dispatcher {
                     }),
                     retry_after: None,
                 };
-                (end, items, false)
+                (end, results, false)
             }
             Called::Failed(e) => {
                 let reason = e.to_string();
@@ -503,7 +917,9 @@ impl Dispatcher {
                             // A key the workspace set was refused: that
                             // workspace's problem, not everyone's, so only
                             // it loses the connector until the key is set again.
-                            Some(ws) => self.refused_workspace_key(ws, id, &reason).await?,
+                            Some(ws) => {
+                                retrying(|| self.refused_workspace_key(ws, id, &reason)).await?;
+                            }
                             None => self.registry.mark_auth_failed(id, &reason).await,
                         }
                         (failed(FireOutcome::Error, reason), Vec::new(), false)
@@ -555,6 +971,11 @@ impl Dispatcher {
             }
             None => false,
         }
+    }
+
+    /// The fires running in this process now (their leases are renewed).
+    pub fn in_flight(&self) -> Vec<i64> {
+        lock(&self.in_flight).keys().copied().collect()
     }
 
     /// The chip of one record and pack now.
@@ -788,4 +1209,31 @@ fn pack_needs_env(pack: &PackConfig, candidates: &[Candidate]) -> Option<Vec<Str
         }
     }
     (!vars.is_empty()).then_some(vars)
+}
+
+/// The outcome a job task records for its fire: `found` when any attempt
+/// found results, else how the last attempt ended (`pending` is the one
+/// being written now). A fire that tried nothing (every connector already
+/// found results, say, after a crash between an attempt and the end of its
+/// fire) stands for what its chip shows.
+fn task_outcome(
+    attempts: &[HistoryEntry],
+    pending: Option<FireOutcome>,
+    chip: Option<&ChipState>,
+) -> String {
+    let outcomes = attempts.iter().filter_map(|a| a.outcome).chain(pending);
+    let mut last = None;
+    for outcome in outcomes {
+        if outcome == FireOutcome::Found {
+            return outcome.name().to_owned();
+        }
+        last = Some(outcome);
+    }
+    match (last, chip) {
+        (Some(outcome), _) => outcome.name(),
+        (None, Some(ChipState::Found { .. })) => FireOutcome::Found.name(),
+        (None, Some(ChipState::NotFound)) => FireOutcome::NotFound.name(),
+        (None, _) => "skipped",
+    }
+    .to_owned()
 }

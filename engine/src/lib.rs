@@ -10,8 +10,10 @@ pub mod connectors;
 pub mod demo;
 pub mod dispatch;
 pub mod events;
+pub mod flow;
 pub mod import;
 pub mod jobs;
+pub mod lease;
 pub mod lens;
 pub mod manifest;
 pub mod ops;
@@ -35,14 +37,16 @@ use events::EventBus;
 use jobs::JobRunner;
 use packs::Catalog;
 use registry::Registry;
-use store::{Store, StoreError};
+use store::Store;
 
 /// Start-up settings of the engine.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
     pub dispatch: DispatchConfig,
-    /// Fires in flight per fan-out job.
-    pub job_concurrency: usize,
+    /// How many fires connectors and the process may have in flight.
+    pub flow: flow::FlowConfig,
+    /// How long running work's leases last and how often they are renewed.
+    pub leases: lease::LeaseConfig,
     /// Seals workspace secrets; `None` turns them off.
     pub secrets: Option<secrets::Sealer>,
     /// Internal destinations manifest connectors may reach.
@@ -53,7 +57,8 @@ impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             dispatch: DispatchConfig::default(),
-            job_concurrency: 4,
+            flow: flow::FlowConfig::default(),
+            leases: lease::LeaseConfig::default(),
             secrets: None,
             fetch_allow: connectors::guard::AllowList::default(),
         }
@@ -75,6 +80,11 @@ pub struct Engine {
     pub fetch_allow: connectors::guard::AllowList,
     /// The manifest drop folder, once the server has set one up.
     pub drop_folder: Arc<std::sync::OnceLock<manifest::folder::DropFolder>>,
+    /// This process as the owner of running work.
+    pub owner: lease::Owner,
+    pub leases: lease::LeaseConfig,
+    /// Stops the heartbeat (see [`Engine::recover`]).
+    upkeep: tokio_util::sync::CancellationToken,
 }
 
 impl Engine {
@@ -91,6 +101,7 @@ impl Engine {
             None => Registry::new(store.clone(), events.clone()),
         };
         let catalog = Arc::new(RwLock::new(catalog));
+        let owner = lease::Owner::new();
         let dispatcher = Dispatcher::new(
             store.clone(),
             registry.clone(),
@@ -98,14 +109,19 @@ impl Engine {
             events.clone(),
             config.dispatch,
         )
-        .with_sealer(config.secrets);
+        .with_sealer(config.secrets)
+        .with_work(flow::Flow::new(config.flow), owner.clone(), config.leases);
         let jobs = JobRunner::new(
             store.clone(),
             dispatcher.clone(),
             events.clone(),
-            config.job_concurrency,
+            owner.clone(),
+            config.leases,
         );
         Self {
+            owner,
+            leases: config.leases,
+            upkeep: tokio_util::sync::CancellationToken::new(),
             presence: presence::Presence::new(events.clone()),
             drop_folder: Arc::default(),
             fetch_allow: config.fetch_allow,
@@ -116,20 +132,6 @@ impl Engine {
             dispatcher,
             jobs,
         }
-    }
-
-    /// Recovers from a previous process's end: closes attempts it left in
-    /// flight and resumes its jobs. Call once, after registering connectors.
-    pub async fn recover(&self) -> Result<(), StoreError> {
-        let closed = self.store.close_interrupted().await?;
-        if closed > 0 {
-            tracing::warn!(
-                attempts = closed,
-                "Closed attempts a previous run left in flight."
-            );
-        }
-        self.jobs.resume_all().await?;
-        Ok(())
     }
 
     /// A read of the pack and bundle catalogue.

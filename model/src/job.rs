@@ -56,12 +56,25 @@ pub struct Job {
     pub created_by: String,
 }
 
-/// `completed` when the results are here, `pending` when a job carries on.
+/// `completed` when the results are here, `pending` when a job carries on,
+/// `cancelled` when someone stopped it (what had finished stays).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EnvelopeStatus {
     Completed,
     Pending,
+    Cancelled,
+}
+
+impl EnvelopeStatus {
+    /// Where a job's envelope stands.
+    pub fn of_job(status: JobStatus) -> Self {
+        match status {
+            JobStatus::Running => EnvelopeStatus::Pending,
+            JobStatus::Completed => EnvelopeStatus::Completed,
+            JobStatus::Cancelled => EnvelopeStatus::Cancelled,
+        }
+    }
 }
 
 /// The one shape every fire and job answers with.

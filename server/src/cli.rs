@@ -138,6 +138,20 @@ pub struct ServeArgs {
         default_value = "admin@switchyard.local"
     )]
     pub first_admin: String,
+    /// How long a running fire's, task's or job's lease lasts without
+    /// renewal, in seconds: work of a process that stopped is taken over
+    /// this long after its last heartbeat.
+    #[arg(long, env = "SWITCHYARD_LEASE_SECONDS", default_value_t = 30.0)]
+    pub lease_seconds: f64,
+    /// How often this process renews its leases and looks for expired ones,
+    /// in seconds (at most half the lease).
+    #[arg(long, env = "SWITCHYARD_HEARTBEAT_SECONDS", default_value_t = 10.0)]
+    pub heartbeat_seconds: f64,
+    /// The most fan-out fires this process has in flight, over all jobs and
+    /// connectors (each connector's own window is smaller: its rate hint
+    /// times its latency).
+    #[arg(long, env = "SWITCHYARD_MAX_INFLIGHT", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_inflight: u32,
 }
 
 impl Cli {
@@ -150,9 +164,22 @@ impl Cli {
     }
 }
 
-impl From<&ServeArgs> for Config {
-    fn from(args: &ServeArgs) -> Self {
-        Config {
+impl TryFrom<&ServeArgs> for Config {
+    type Error = String;
+
+    fn try_from(args: &ServeArgs) -> Result<Self, String> {
+        let seconds = |name: &str, value: f64| {
+            std::time::Duration::try_from_secs_f64(value)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| format!("--{name}: give a number of seconds above zero"))
+        };
+        let leases = engine::lease::LeaseConfig::new(
+            seconds("lease-seconds", args.lease_seconds)?,
+            seconds("heartbeat-seconds", args.heartbeat_seconds)?,
+        )
+        .map_err(|e| format!("--heartbeat-seconds: {e}"))?;
+        Ok(Config {
             addr: args.addr,
             database_url: args.database_url.clone(),
             site_root: args.site_root.clone(),
@@ -167,7 +194,9 @@ impl From<&ServeArgs> for Config {
             connectors_dir: args.connectors.clone(),
             fetch_allow: engine::connectors::guard::AllowList::from_env(),
             secrets: None,
-        }
+            leases,
+            max_inflight: args.max_inflight as usize,
+        })
     }
 }
 
@@ -226,10 +255,39 @@ mod tests {
     #[test]
     fn an_https_public_url_makes_cookies_secure() {
         let plain = Cli::try_parse_from(["switchyard"]).unwrap();
-        assert!(!Config::from(plain.serve_args()).secure_cookies);
+        assert!(!Config::try_from(plain.serve_args()).unwrap().secure_cookies);
         let https =
             Cli::try_parse_from(["switchyard", "--public-url", "https://sy.example.org"]).unwrap();
-        assert!(Config::from(https.serve_args()).secure_cookies);
+        assert!(Config::try_from(https.serve_args()).unwrap().secure_cookies);
+    }
+
+    #[test]
+    fn lease_settings_are_checked() {
+        let cli = Cli::try_parse_from([
+            "switchyard",
+            "--lease-seconds",
+            "4",
+            "--heartbeat-seconds",
+            "0.5",
+            "--max-inflight",
+            "32",
+        ])
+        .unwrap();
+        let config = Config::try_from(cli.serve_args()).unwrap();
+        assert_eq!(config.leases.lease, std::time::Duration::from_secs(4));
+        assert_eq!(
+            config.leases.heartbeat,
+            std::time::Duration::from_millis(500)
+        );
+        assert_eq!(config.max_inflight, 32);
+        let slow = Cli::try_parse_from(["switchyard", "--heartbeat-seconds", "20"]).unwrap();
+        let err = Config::try_from(slow.serve_args()).unwrap_err();
+        assert!(err.contains("at most half the lease"), "{err}");
+        let zero = Cli::try_parse_from(["switchyard", "--lease-seconds", "0"]).unwrap();
+        assert!(Config::try_from(zero.serve_args())
+            .unwrap_err()
+            .contains("--lease-seconds"));
+        assert!(Cli::try_parse_from(["switchyard", "--max-inflight", "0"]).is_err());
     }
 
     #[test]

@@ -36,6 +36,10 @@ pub struct Config {
     /// Seals workspace secrets (from `SWITCHYARD_SECRETS_KEY`, read by
     /// `serve` at start); `None`: admins cannot set secrets.
     pub secrets: Option<engine::secrets::Sealer>,
+    /// How long running work's leases last and how often they are renewed.
+    pub leases: engine::lease::LeaseConfig,
+    /// The most fan-out fires in flight in this process.
+    pub max_inflight: usize,
 }
 
 impl Config {

@@ -22,7 +22,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
 
     let cli = Cli::parse();
-    let config = Config::from(cli.serve_args());
+    let config = Config::try_from(cli.serve_args()).map_err(anyhow::Error::msg)?;
     let mut stdout = std::io::stdout();
     match cli.command {
         None | Some(Command::Serve(_)) => run_serve(config).await,

@@ -38,6 +38,11 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
         EngineConfig {
             secrets: config.secrets.clone(),
             fetch_allow: config.fetch_allow.clone(),
+            leases: config.leases,
+            flow: engine::flow::FlowConfig {
+                max_inflight: config.max_inflight,
+                ..engine::flow::FlowConfig::default()
+            },
             ..EngineConfig::default()
         },
     );

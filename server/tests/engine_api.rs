@@ -751,6 +751,7 @@ async fn a_fire_in_flight_can_be_cancelled() {
         .await
         .expect("the fire ends at once")
         .unwrap();
+    assert_eq!(envelope["status"], "cancelled");
     let report = &envelope["results"][0];
     assert_eq!(outcomes(report), pairs(&[("alpha", "cancelled")]));
     assert_eq!(report["chip"]["state"], "idle");

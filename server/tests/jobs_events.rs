@@ -157,7 +157,7 @@ async fn a_job_can_be_cancelled() {
         .post_json(&format!("/api/jobs/{job}/cancel"), json!({}))
         .await;
     assert_eq!(code, 200);
-    assert_eq!(cancelled["status"], "completed");
+    assert_eq!(cancelled["status"], "cancelled");
     assert_eq!(cancelled["job"]["status"], "cancelled");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let calls = slow.calls();
@@ -167,11 +167,15 @@ async fn a_job_can_be_cancelled() {
 }
 
 /// Runs a job in a runtime that is then dropped mid-flight (as a killed
-/// process would be), then resumes it in a fresh engine on the same database.
+/// process would be), then resumes it in a fresh engine on the same database
+/// once the dead process's leases expire.
 #[test]
 fn a_job_resumes_after_a_crash_without_repeating_finished_fires() {
     let db: TestDatabase = testing::sqlite();
-    let config = TestServer::config(&db);
+    let mut config = TestServer::config(&db);
+    config.leases =
+        engine::lease::LeaseConfig::new(Duration::from_millis(600), Duration::from_millis(100))
+            .unwrap();
 
     let first = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -61,15 +61,9 @@ pub async fn fire_chip(
     // An unknown pack is the dispatcher's "no pack ..." (404).
     engine
         .dispatcher
-        .fire(engine::dispatch::FireRequest {
-            record_id,
-            pack_id,
-            connector,
-            triggered_by: model::TriggeredBy::HumanRefire,
-            actor: who.email,
-            job_id: None,
-            parent: None,
-        })
+        .fire(engine::dispatch::FireRequest::by_person(
+            record_id, pack_id, connector, who.email,
+        ))
         .await
         .map_err(ssr::fail)
 }

@@ -7,6 +7,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::{Store, StoreError};
+use crate::connector::ConnectorResult;
 use crate::time::now_ms;
 
 const ENTRY: &str = "SELECT id, fire_id, record_id, pack_id, intent, connector_id, triggered_by, \
@@ -62,53 +63,79 @@ pub struct AttemptEnd {
     pub retry_after: Option<i64>,
 }
 
+/// How a fire ended. (`interrupted` is written by the lease reaper, for a
+/// fire whose process stopped.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FireStatus {
+    Done,
+    Cancelled,
+    /// The database failed while the fire was being stored.
+    Error,
+}
+
+impl FireStatus {
+    pub const fn name(self) -> &'static str {
+        match self {
+            FireStatus::Done => "done",
+            FireStatus::Cancelled => "cancelled",
+            FireStatus::Error => "error",
+        }
+    }
+}
+
+/// The end of a fire: its status, what an attempt still open says, and for
+/// a job's fire, the task it carried out with the outcome it leaves.
+#[derive(Clone, Debug)]
+pub struct FireEnd {
+    pub fire_id: i64,
+    pub status: FireStatus,
+    /// Written on an attempt of the fire still open (none normally is).
+    pub open_attempt_error: Option<String>,
+    /// The job task and its outcome (`found`, `not_found`, ...).
+    pub task: Option<(i64, String)>,
+}
+
+/// The process a new fire belongs to and until when (see `lease`).
+#[derive(Clone, Copy, Debug)]
+pub struct Lease<'a> {
+    pub owner: &'a str,
+    pub until: i64,
+}
+
 impl Store {
-    /// Opens a fire; its attempts follow.
-    pub async fn start_fire(&self, ctx: &FireContext) -> Result<i64, StoreError> {
-        let id = sqlx::query_scalar(
-            "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, status, job_id, started_at) \
-             VALUES ($1, $2, $3, $4, $5, 'running', $6, $7) RETURNING id",
-        )
-        .bind(ctx.record_id)
-        .bind(ctx.pack_id.as_str())
-        .bind(ctx.intent.name())
-        .bind(ctx.triggered_by.name())
-        .bind(ctx.actor.as_str())
-        .bind(ctx.job_id)
-        .bind(now_ms())
-        .fetch_one(self.pool())
-        .await?;
-        Ok(id)
-    }
-
-    /// Closes a fire: `done` or `cancelled`.
-    pub async fn finish_fire(&self, fire_id: i64, status: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE fires SET status = $1, finished_at = $2 WHERE id = $3")
-            .bind(status)
-            .bind(now_ms())
-            .bind(fire_id)
-            .execute(self.pool())
-            .await?;
-        Ok(())
-    }
-
-    /// The fire's status (`running`, `done`, `cancelled`) and its record.
-    pub async fn fire_status(&self, fire_id: i64) -> Result<(String, i64), StoreError> {
-        let row = sqlx::query("SELECT status, record_id FROM fires WHERE id = $1")
-            .bind(fire_id)
-            .fetch_optional(self.pool())
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("fire {fire_id}")))?;
-        Ok((row.try_get("status")?, row.try_get("record_id")?))
-    }
-
-    /// Writes an attempt as in flight, before the connector is called.
-    pub async fn start_attempt(
+    /// Writes an attempt as in flight, before the connector is called. With
+    /// `fire: None` it opens the fire too, under `lease`, in the same
+    /// transaction. Returns the attempt.
+    pub async fn open_attempt(
         &self,
-        fire_id: i64,
         ctx: &FireContext,
+        fire: Option<i64>,
+        lease: Lease<'_>,
         connector_id: &str,
     ) -> Result<HistoryEntry, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool().begin().await?;
+        let fire_id = match fire {
+            Some(id) => id,
+            None => {
+                sqlx::query_scalar(
+                    "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, status, job_id, \
+                     started_at, owner, lease_until) \
+                     VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9) RETURNING id",
+                )
+                .bind(ctx.record_id)
+                .bind(ctx.pack_id.as_str())
+                .bind(ctx.intent.name())
+                .bind(ctx.triggered_by.name())
+                .bind(ctx.actor.as_str())
+                .bind(ctx.job_id)
+                .bind(now)
+                .bind(lease.owner)
+                .bind(lease.until)
+                .fetch_one(&mut *tx)
+                .await?
+            }
+        };
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO connector_history (fire_id, record_id, pack_id, intent, connector_id, \
              triggered_by, actor, fired_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
@@ -120,40 +147,97 @@ impl Store {
         .bind(connector_id)
         .bind(ctx.triggered_by.name())
         .bind(ctx.actor.as_str())
-        .bind(now_ms())
-        .fetch_one(self.pool())
+        .bind(now)
+        .fetch_one(&mut *tx)
         .await?;
-        self.attempt(id).await
+        tx.commit().await?;
+        Ok(HistoryEntry {
+            id,
+            fire_id,
+            record_id: ctx.record_id,
+            pack_id: ctx.pack_id.clone(),
+            intent: ctx.intent.clone(),
+            connector_id: connector_id.to_owned(),
+            fired_at: now,
+            finished_at: None,
+            triggered_by: ctx.triggered_by,
+            actor: ctx.actor.clone(),
+            outcome: None,
+            result_count: None,
+            error: None,
+            retry_after: None,
+        })
     }
 
-    /// Writes how an attempt ended.
-    pub async fn finish_attempt(
+    /// Writes how an attempt ended, the results it brought into the curated
+    /// layer (see [`Store::add_results`]) and, when the fire ends with it,
+    /// the fire's end: one transaction. Returns the attempt as stored and
+    /// the ids of the items its results became, in result order.
+    pub async fn close_attempt(
         &self,
-        id: i64,
+        attempt: &HistoryEntry,
         end: &AttemptEnd,
-    ) -> Result<HistoryEntry, StoreError> {
+        results: &[ConnectorResult],
+        fire_end: Option<&FireEnd>,
+    ) -> Result<(HistoryEntry, Vec<i64>), StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool().begin().await?;
+        let items = super::items::insert_results(
+            &mut tx,
+            attempt.record_id,
+            &attempt.intent,
+            attempt.fire_id,
+            &attempt.connector_id,
+            attempt.triggered_by,
+            results,
+            now,
+        )
+        .await?;
         sqlx::query(
             "UPDATE connector_history SET finished_at = $1, outcome = $2, result_count = $3, \
              error = $4, retry_after = $5 WHERE id = $6",
         )
-        .bind(now_ms())
+        .bind(now)
         .bind(end.outcome.map(FireOutcome::name))
         .bind(end.result_count.map(i64::from))
         .bind(end.error.as_deref())
         .bind(end.retry_after)
-        .bind(id)
-        .execute(self.pool())
+        .bind(attempt.id)
+        .execute(&mut *tx)
         .await?;
-        self.attempt(id).await
+        if let Some(fire_end) = fire_end {
+            write_fire_end(&mut tx, fire_end, now).await?;
+        }
+        tx.commit().await?;
+        let stored = HistoryEntry {
+            finished_at: Some(now),
+            outcome: end.outcome,
+            result_count: end.result_count,
+            error: end.error.clone(),
+            retry_after: end.retry_after,
+            ..attempt.clone()
+        };
+        Ok((stored, items))
     }
 
-    async fn attempt(&self, id: i64) -> Result<HistoryEntry, StoreError> {
-        let row = sqlx::query(&format!("{ENTRY} WHERE id = $1"))
-            .bind(id)
+    /// Ends a fire whose attempts are written (or one that failed midway:
+    /// an attempt still open is closed with `open_attempt_error`).
+    pub async fn close_fire(&self, end: &FireEnd) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        write_fire_end(&mut tx, end, now_ms()).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The fire's status (`running`, `done`, `cancelled`, `error`,
+    /// `interrupted`) and its record.
+    pub async fn fire_status(&self, fire_id: i64) -> Result<(String, i64), StoreError> {
+        let row = sqlx::query("SELECT status, record_id FROM fires WHERE id = $1")
+            .bind(fire_id)
             .fetch_optional(self.pool())
             .await?
-            .ok_or_else(|| StoreError::NotFound(format!("history entry {id}")))?;
-        entry(&row)
+            .ok_or_else(|| StoreError::NotFound(format!("fire {fire_id}")))?;
+        Ok((row.try_get("status")?, row.try_get("record_id")?))
     }
 
     /// A record's whole history, newest first.
@@ -205,23 +289,79 @@ impl Store {
         Ok(ids)
     }
 
-    /// After a crash, marks attempts and fires left in flight as interrupted.
-    /// Returns how many attempts were closed.
-    pub async fn close_interrupted(&self) -> Result<u64, StoreError> {
-        let now = now_ms();
-        let done = sqlx::query(
-            "UPDATE connector_history SET outcome = 'error', finished_at = $1, \
-             error = 'interrupted: the server stopped during this attempt' WHERE outcome IS NULL",
-        )
-        .bind(now)
-        .execute(self.pool())
-        .await?;
-        sqlx::query(
-            "UPDATE fires SET status = 'interrupted', finished_at = $1 WHERE status = 'running'",
-        )
-        .bind(now)
-        .execute(self.pool())
-        .await?;
-        Ok(done.rows_affected())
+    /// For many records: which connectors found results, by (record, intent).
+    pub async fn connectors_that_found_of(
+        &self,
+        record_ids: &[i64],
+    ) -> Result<HashMap<(i64, String), Vec<String>>, StoreError> {
+        let mut out: HashMap<(i64, String), Vec<String>> = HashMap::new();
+        for chunk in record_ids.chunks(500) {
+            let sql = format!(
+                "SELECT DISTINCT record_id, intent, connector_id FROM connector_history \
+                 WHERE outcome = 'found' AND record_id IN ({})",
+                super::placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(self.pool()).await? {
+                out.entry((row.try_get("record_id")?, row.try_get("intent")?))
+                    .or_default()
+                    .push(row.try_get("connector_id")?);
+            }
+        }
+        Ok(out)
     }
+}
+
+/// Writes a fire's end inside a transaction.
+async fn write_fire_end(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    end: &FireEnd,
+    now: i64,
+) -> Result<(), StoreError> {
+    if let Some(error) = &end.open_attempt_error {
+        let outcome = match end.status {
+            FireStatus::Cancelled => FireOutcome::Cancelled,
+            FireStatus::Done | FireStatus::Error => FireOutcome::Error,
+        };
+        sqlx::query(
+            "UPDATE connector_history SET outcome = $1, error = $2, finished_at = $3 \
+             WHERE fire_id = $4 AND outcome IS NULL",
+        )
+        .bind(outcome.name())
+        .bind(error.as_str())
+        .bind(now)
+        .bind(end.fire_id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    let closed = sqlx::query(
+        "UPDATE fires SET status = $1, finished_at = $2 WHERE id = $3 AND status = 'running'",
+    )
+    .bind(end.status.name())
+    .bind(now)
+    .bind(end.fire_id)
+    .execute(&mut **tx)
+    .await?;
+    if closed.rows_affected() == 0 {
+        // Its lease expired and a reaper closed it as interrupted: what the
+        // fire learned is kept all the same.
+        tracing::warn!(
+            fire = end.fire_id,
+            "A fire ended after another process had closed it as interrupted."
+        );
+    }
+    if let Some((task_id, outcome)) = &end.task {
+        sqlx::query(
+            "UPDATE job_tasks SET status = 'done', outcome = $1, fire_id = $2 WHERE id = $3",
+        )
+        .bind(outcome.as_str())
+        .bind(end.fire_id)
+        .bind(*task_id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }

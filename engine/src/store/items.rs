@@ -63,72 +63,10 @@ fn clip(s: &str, max: usize) -> String {
 }
 
 impl Store {
-    /// Adds a fire's results to the curated layer: a URL seen before for this
-    /// record and intent gains evidence; a new one becomes a new item. Triage
-    /// state is never touched. Results whose URL is not http(s) are dropped.
-    /// Returns the items in result order, without duplicates.
-    pub async fn add_results(
-        &self,
-        record_id: i64,
-        intent: &Capability,
-        fire_id: i64,
-        connector_id: &str,
-        triggered_by: TriggeredBy,
-        results: &[ConnectorResult],
-    ) -> Result<Vec<Item>, StoreError> {
-        let now = now_ms();
-        let mut ids: Vec<i64> = Vec::with_capacity(results.len());
-        let mut tx = self.pool().begin().await?;
-        for result in results {
-            let Some(url) = parse_web_url(&result.url) else {
-                tracing::warn!(connector = %connector_id, "Dropped a result whose URL is not http(s).");
-                continue;
-            };
-            let key = url_key(&url);
-            let inserted: Option<i64> = sqlx::query_scalar(
-                "INSERT INTO items (record_id, intent, url, url_key, title, snippet, raw, first_seen_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 ON CONFLICT (record_id, intent, url_key) DO NOTHING RETURNING id",
-            )
-            .bind(record_id)
-            .bind(intent.name())
-            .bind(url.as_str())
-            .bind(key.as_str())
-            .bind(clip(&result.title, MAX_TITLE))
-            .bind(clip(&result.snippet, MAX_SNIPPET))
-            .bind(result.raw.to_string())
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let id = match inserted {
-                Some(id) => id,
-                None => sqlx::query_scalar(
-                    "SELECT id FROM items WHERE record_id = $1 AND intent = $2 AND url_key = $3",
-                )
-                .bind(record_id)
-                .bind(intent.name())
-                .bind(key.as_str())
-                .fetch_one(&mut *tx)
-                .await?,
-            };
-            sqlx::query(
-                "INSERT INTO item_evidence (item_id, fire_id, connector_id, triggered_by, found_at) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (item_id, fire_id, connector_id) DO NOTHING",
-            )
-            .bind(id)
-            .bind(fire_id)
-            .bind(connector_id)
-            .bind(triggered_by.name())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
-        }
-        tx.commit().await?;
+    /// Items by id with their evidence, in the order of `ids`.
+    pub async fn items_by_id(&self, ids: &[i64]) -> Result<Vec<Item>, StoreError> {
         let mut by_id: HashMap<i64, Item> = self
-            .items_where("id", &ids)
+            .items_where("id", ids)
             .await?
             .into_iter()
             .map(|i| (i.id, i))
@@ -322,4 +260,85 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// How many distinct items `results` would become: those with an http(s)
+/// address, one per address.
+pub fn usable_results(results: &[ConnectorResult]) -> usize {
+    let mut keys: Vec<String> = results
+        .iter()
+        .filter_map(|r| parse_web_url(&r.url))
+        .map(|u| url_key(&u))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.len()
+}
+
+/// Adds a fire's results to the curated layer inside a transaction: a URL
+/// seen before for this record and intent gains evidence; a new one becomes
+/// a new item. Triage state is never touched. Results whose URL is not
+/// http(s) are dropped. Returns the item ids in result order, without
+/// duplicates.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn insert_results(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    record_id: i64,
+    intent: &Capability,
+    fire_id: i64,
+    connector_id: &str,
+    triggered_by: TriggeredBy,
+    results: &[ConnectorResult],
+    now: i64,
+) -> Result<Vec<i64>, StoreError> {
+    let mut ids: Vec<i64> = Vec::with_capacity(results.len());
+    for result in results {
+        let Some(url) = parse_web_url(&result.url) else {
+            tracing::warn!(connector = %connector_id, "Dropped a result whose URL is not http(s).");
+            continue;
+        };
+        let key = url_key(&url);
+        let inserted: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO items (record_id, intent, url, url_key, title, snippet, raw, first_seen_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             ON CONFLICT (record_id, intent, url_key) DO NOTHING RETURNING id",
+        )
+        .bind(record_id)
+        .bind(intent.name())
+        .bind(url.as_str())
+        .bind(key.as_str())
+        .bind(clip(&result.title, MAX_TITLE))
+        .bind(clip(&result.snippet, MAX_SNIPPET))
+        .bind(result.raw.to_string())
+        .bind(now)
+        .fetch_optional(&mut **tx)
+        .await?;
+        let id =
+            match inserted {
+                Some(id) => id,
+                None => sqlx::query_scalar(
+                    "SELECT id FROM items WHERE record_id = $1 AND intent = $2 AND url_key = $3",
+                )
+                .bind(record_id)
+                .bind(intent.name())
+                .bind(key.as_str())
+                .fetch_one(&mut **tx)
+                .await?,
+            };
+        sqlx::query(
+            "INSERT INTO item_evidence (item_id, fire_id, connector_id, triggered_by, found_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (item_id, fire_id, connector_id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(fire_id)
+        .bind(connector_id)
+        .bind(triggered_by.name())
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
 }

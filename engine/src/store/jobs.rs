@@ -1,10 +1,12 @@
 //! Jobs: set-wide fan-outs, persisted task by task so a restart resumes them.
 
+use std::collections::HashMap;
+
 use model::{Job, JobStatus, Progress};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{Backend, Store, StoreError};
+use super::{Backend, Lease, Store, StoreError};
 use crate::time::now_ms;
 
 /// One record x pack of a job, claimed by a worker.
@@ -22,7 +24,7 @@ const JOB: &str = "SELECT j.id, j.record_set_id, j.packs, j.status, j.total, j.c
      (SELECT COUNT(*) FROM job_tasks t WHERE t.job_id = j.id AND t.outcome = 'found') AS found, \
      (SELECT COUNT(*) FROM job_tasks t WHERE t.job_id = j.id AND t.outcome = 'not_found') AS not_found, \
      (SELECT COUNT(*) FROM job_tasks t WHERE t.job_id = j.id AND t.status = 'done' \
-        AND t.outcome NOT IN ('found', 'not_found')) AS errors \
+        AND t.outcome NOT IN ('found', 'not_found', 'cancelled', 'skipped')) AS errors \
      FROM jobs j";
 
 fn job(row: &AnyRow) -> Result<Job, StoreError> {
@@ -53,12 +55,13 @@ fn job(row: &AnyRow) -> Result<Job, StoreError> {
 
 impl Store {
     /// Creates a job with one task per record of the set and pack, in record
-    /// order then pack order.
+    /// order then pack order, owned by `lease.owner`.
     pub async fn create_job(
         &self,
         record_set_id: i64,
         packs: &[String],
         actor: &str,
+        lease: Lease<'_>,
     ) -> Result<Job, StoreError> {
         let mut tx = self.pool().begin().await?;
         let records: i64 =
@@ -68,26 +71,35 @@ impl Store {
                 .await?;
         let total = records * i64::try_from(packs.len()).unwrap_or(0);
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO jobs (record_set_id, packs, status, total, created_by, created_at) \
-             VALUES ($1, $2, 'running', $3, $4, $5) RETURNING id",
+            "INSERT INTO jobs (record_set_id, packs, status, total, created_by, created_at, owner, lease_until) \
+             VALUES ($1, $2, 'running', $3, $4, $5, $6, $7) RETURNING id",
         )
         .bind(record_set_id)
         .bind(serde_json::to_string(packs).unwrap_or_else(|_| "[]".to_owned()))
         .bind(total)
         .bind(actor)
         .bind(now_ms())
+        .bind(lease.owner)
+        .bind(lease.until)
         .fetch_one(&mut *tx)
         .await?;
-        for pack in packs {
-            sqlx::query(
+        if !packs.is_empty() {
+            // One statement, so task ids run in record order, then pack order:
+            // a job's fires interleave its packs (and their connectors).
+            let packs_table = (0..packs.len())
+                .map(|i| format!("SELECT ${} AS pack, {i} AS ord", i + 3))
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ");
+            let sql = format!(
                 "INSERT INTO job_tasks (job_id, record_id, pack_id, status) \
-                 SELECT $1, id, $2, 'pending' FROM records WHERE record_set_id = $3 ORDER BY position, id",
-            )
-            .bind(id)
-            .bind(pack.as_str())
-            .bind(record_set_id)
-            .execute(&mut *tx)
-            .await?;
+                 SELECT $1, r.id, p.pack, 'pending' FROM records r CROSS JOIN ({packs_table}) p \
+                 WHERE r.record_set_id = $2 ORDER BY r.position, r.id, p.ord"
+            );
+            let mut query = sqlx::query(&sql).bind(id).bind(record_set_id);
+            for pack in packs {
+                query = query.bind(pack.as_str());
+            }
+            query.execute(&mut *tx).await?;
         }
         tx.commit().await?;
         self.job(id).await
@@ -113,43 +125,49 @@ impl Store {
         rows.iter().map(job).collect()
     }
 
-    /// Ids of every job still running.
-    pub async fn running_jobs(&self) -> Result<Vec<i64>, StoreError> {
-        Ok(
-            sqlx::query_scalar("SELECT id FROM jobs WHERE status = 'running' ORDER BY id")
-                .fetch_all(self.pool())
-                .await?,
-        )
-    }
-
-    /// Claims the next pending task of a job for one worker; `None` when none is left.
-    pub async fn claim_task(&self, job_id: i64) -> Result<Option<Task>, StoreError> {
-        // PostgreSQL: concurrent workers (of any process) skip each other's rows.
-        // SQLite: one writer at a time makes the statement atomic by itself.
+    /// Claims up to `most` pending tasks of a running job, in task order,
+    /// for `lease.owner`; none when the job is done or no longer running.
+    pub async fn claim_tasks(
+        &self,
+        job_id: i64,
+        most: usize,
+        lease: Lease<'_>,
+    ) -> Result<Vec<Task>, StoreError> {
+        // PostgreSQL: concurrent claimers (of any process) skip each other's
+        // rows. SQLite: one writer at a time makes the statement atomic.
         let lock = match self.backend() {
             Backend::Postgres => " FOR UPDATE OF t SKIP LOCKED",
             Backend::Sqlite => "",
         };
         let sql = format!(
-            "UPDATE job_tasks SET status = 'running', claimed_at = $1 WHERE id = \
-             (SELECT t.id FROM job_tasks t JOIN jobs j ON j.id = t.job_id WHERE t.job_id = $2 \
-             AND t.status = 'pending' AND j.status = 'running' ORDER BY t.record_id, t.id LIMIT 1{lock}) \
+            "UPDATE job_tasks SET status = 'running', claimed_at = $1, owner = $2, lease_until = $3 \
+             WHERE id IN (SELECT t.id FROM job_tasks t JOIN jobs j ON j.id = t.job_id \
+             WHERE t.job_id = $4 AND t.status = 'pending' AND j.status = 'running' \
+             ORDER BY t.id LIMIT $5{lock}) \
              RETURNING id, job_id, record_id, pack_id"
         );
-        let row = sqlx::query(&sql)
+        let rows = sqlx::query(&sql)
             .bind(now_ms())
+            .bind(lease.owner)
+            .bind(lease.until)
             .bind(job_id)
-            .fetch_optional(self.pool())
+            .bind(i64::try_from(most.max(1)).unwrap_or(i64::MAX))
+            .fetch_all(self.pool())
             .await?;
-        row.map(|row| {
-            Ok(Task {
-                id: row.try_get("id")?,
-                job_id: row.try_get("job_id")?,
-                record_id: row.try_get("record_id")?,
-                pack_id: row.try_get("pack_id")?,
+        let mut tasks = rows
+            .iter()
+            .map(|row| {
+                Ok(Task {
+                    id: row.try_get("id")?,
+                    job_id: row.try_get("job_id")?,
+                    record_id: row.try_get("record_id")?,
+                    pack_id: row.try_get("pack_id")?,
+                })
             })
-        })
-        .transpose()
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        // RETURNING gives no order: tasks run in the order they were made.
+        tasks.sort_by_key(|t| t.id);
+        Ok(tasks)
     }
 
     /// Marks a task done with the outcome of its fire.
@@ -170,39 +188,49 @@ impl Store {
         Ok(())
     }
 
-    /// The outcome of a finished fire this job already made for the task's
-    /// record and pack, if any: a resumed job must not fire it again.
-    pub async fn finished_fire_of(&self, task: &Task) -> Result<Option<(i64, String)>, StoreError> {
-        let row = sqlx::query(
-            "SELECT f.id, (SELECT h.outcome FROM connector_history h WHERE h.fire_id = f.id \
-                           ORDER BY h.id DESC LIMIT 1) AS outcome \
-             FROM fires f WHERE f.job_id = $1 AND f.record_id = $2 AND f.pack_id = $3 AND f.status = 'done' \
-             ORDER BY f.id DESC LIMIT 1",
-        )
-        .bind(task.job_id)
-        .bind(task.record_id)
-        .bind(task.pack_id.as_str())
-        .fetch_optional(self.pool())
-        .await?;
-        row.map(|row| {
-            let outcome: Option<String> = row.try_get("outcome")?;
-            Ok((
-                row.try_get("id")?,
-                outcome.unwrap_or_else(|| "not_found".to_owned()),
-            ))
-        })
-        .transpose()
-    }
-
-    /// Returns tasks a dead worker left running to the queue of a job.
-    pub async fn requeue_running_tasks(&self, job_id: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query(
-            "UPDATE job_tasks SET status = 'pending' WHERE job_id = $1 AND status = 'running'",
-        )
-        .bind(job_id)
-        .execute(self.pool())
-        .await?;
-        Ok(done.rows_affected())
+    /// For tasks of one job: the finished fire the job already made for a
+    /// task's record and pack, with its outcome, by task id. A task returned
+    /// to the queue after its process died must not fire again.
+    pub async fn finished_fires_of(
+        &self,
+        job_id: i64,
+        tasks: &[Task],
+    ) -> Result<HashMap<i64, (i64, String)>, StoreError> {
+        let mut out = HashMap::new();
+        let records: Vec<i64> = tasks.iter().map(|t| t.record_id).collect();
+        for chunk in records.chunks(500) {
+            let sql = format!(
+                "SELECT f.id, f.record_id, f.pack_id, (SELECT h.outcome FROM connector_history h \
+                   WHERE h.fire_id = f.id ORDER BY h.id DESC LIMIT 1) AS outcome, \
+                   (SELECT COUNT(*) FROM connector_history h WHERE h.fire_id = f.id \
+                   AND h.outcome = 'found') AS found \
+                 FROM fires f WHERE f.job_id = $1 AND f.status = 'done' AND f.record_id IN ({}) \
+                 ORDER BY f.id",
+                super::placeholders_after(1, chunk.len())
+            );
+            let mut query = sqlx::query(&sql).bind(job_id);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(self.pool()).await? {
+                let record_id: i64 = row.try_get("record_id")?;
+                let pack_id: String = row.try_get("pack_id")?;
+                let found: i64 = row.try_get("found")?;
+                let outcome: Option<String> = row.try_get("outcome")?;
+                let outcome = if found > 0 {
+                    "found".to_owned()
+                } else {
+                    outcome.unwrap_or_else(|| "not_found".to_owned())
+                };
+                if let Some(task) = tasks
+                    .iter()
+                    .find(|t| t.record_id == record_id && t.pack_id == pack_id)
+                {
+                    out.insert(task.id, (row.try_get("id")?, outcome));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Ends a job as `completed` or `cancelled`; a job already ended stays as it is.

@@ -18,14 +18,16 @@ mod manifests;
 pub use accounts::{Owned, Principal, TokenInfo, UserRow};
 pub use audit::StatusChange;
 pub use catalog::CatalogKind;
-pub use history::{AttemptEnd, FireContext};
-pub use items::TriageError;
+pub use history::{AttemptEnd, FireContext, FireEnd, FireStatus, Lease};
+pub use items::{usable_results, TriageError};
 pub use jobs::Task;
+pub use leases::{Leased, ReapedFire, INTERRUPTED};
 pub use manifests::StoredManifest;
 pub use record_sets::{NewRecord, StoredRecord};
 mod history;
 mod items;
 mod jobs;
+mod leases;
 mod record_sets;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
@@ -158,9 +160,42 @@ fn prepare_sqlite_url(url: &str) -> Result<String, StoreError> {
     Ok(format!("sqlite://{path}?{query}"))
 }
 
+/// Runs a database operation again after a transient failure: three tries
+/// in all, 50 ms then 250 ms apart. Only database errors are tried again (a
+/// busy SQLite file, a dropped PostgreSQL connection); a missing row or a
+/// corrupt value is final.
+pub async fn retrying<T, F, Fut>(mut op: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let mut pauses = [
+        std::time::Duration::from_millis(50),
+        std::time::Duration::from_millis(250),
+    ]
+    .into_iter();
+    loop {
+        match op().await {
+            Err(StoreError::Database(e)) => match pauses.next() {
+                Some(pause) => {
+                    tracing::warn!(error = %e, "A database operation failed; trying again.");
+                    tokio::time::sleep(pause).await;
+                }
+                None => return Err(StoreError::Database(e)),
+            },
+            other => return other,
+        }
+    }
+}
+
 /// `$1, $2, ..., $n`: the parameters of an `IN (...)` list.
 fn placeholders(n: usize) -> String {
-    (1..=n)
+    placeholders_after(0, n)
+}
+
+/// `$k+1, ..., $k+n`: an `IN (...)` list after `k` other parameters.
+fn placeholders_after(k: usize, n: usize) -> String {
+    (k + 1..=k + n)
         .map(|i| format!("${i}"))
         .collect::<Vec<_>>()
         .join(", ")
@@ -219,6 +254,12 @@ mod tests {
             prepare_sqlite_url("sqlite://a.db?mode=ro").unwrap(),
             "sqlite://a.db?mode=ro"
         );
+    }
+
+    #[test]
+    fn in_lists_start_after_the_other_parameters() {
+        assert_eq!(placeholders_after(2, 3), "$3, $4, $5");
+        assert_eq!(placeholders(2), "$1, $2");
     }
 
     #[test]

@@ -247,6 +247,29 @@ impl Store {
         record(&row)
     }
 
+    /// Many records by id (those that exist).
+    pub async fn records_by_id(
+        &self,
+        ids: &[i64],
+    ) -> Result<std::collections::HashMap<i64, StoredRecord>, StoreError> {
+        let mut out = std::collections::HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(MAX_IDS) {
+            let sql = format!(
+                "SELECT id, record_set_id, name, fields FROM records WHERE id IN ({})",
+                super::placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(self.pool()).await? {
+                let r = record(&row)?;
+                out.insert(r.id, r);
+            }
+        }
+        Ok(out)
+    }
+
     /// Which of `ids` are records of the set (at most `MAX_IDS` are asked).
     pub async fn records_of_set(&self, set_id: i64, ids: &[i64]) -> Result<Vec<i64>, StoreError> {
         let ids = &ids[..ids.len().min(MAX_IDS)];
@@ -255,10 +278,7 @@ impl Store {
         }
         let sql = format!(
             "SELECT id FROM records WHERE record_set_id = $1 AND id IN ({}) ORDER BY id",
-            (2..=ids.len() + 1)
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            super::placeholders_after(1, ids.len())
         );
         let mut query = sqlx::query_scalar::<_, i64>(&sql).bind(set_id);
         for id in ids {

@@ -111,6 +111,7 @@ impl From<DispatchError> for ApiError {
                 ApiError::BadRequest(format!("pack: no pack {pack:?}"))
             }
             DispatchError::Store(e) => e.into(),
+            stopped @ DispatchError::Stopped => ApiError::Internal(stopped.into()),
         }
     }
 }

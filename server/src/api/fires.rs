@@ -4,9 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use engine::dispatch::FireRequest;
-use model::{
-    Envelope, EnvelopeStatus, FireReport, HistoryEntry, Item, Progress, TriageVerb, TriggeredBy,
-};
+use model::{Envelope, EnvelopeStatus, FireReport, HistoryEntry, Item, Progress, TriageVerb};
 use serde::{Deserialize, Serialize};
 
 use engine::store::{Owned, Principal};
@@ -31,7 +29,9 @@ async fn has_pack(state: &AppState, who: &Principal, pack_id: &str) -> Result<bo
 }
 
 /// `POST /api/records/{id}/fire` `{"pack": "...", "connector": optional}`:
-/// a fire completes in the request; the answer is the uniform envelope.
+/// the answer is the uniform envelope once the fire ends (`cancelled` when a
+/// person cancelled it). The fire is the engine's: a client that disconnects
+/// changes nothing about it.
 pub async fn fire(
     State(state): State<AppState>,
     Path(record_id): Path<i64>,
@@ -46,15 +46,12 @@ pub async fn fire(
     let report = state
         .engine
         .dispatcher
-        .fire(FireRequest {
+        .fire(FireRequest::by_person(
             record_id,
-            pack_id: body.pack,
-            connector: body.connector.filter(|c| !c.trim().is_empty()),
-            triggered_by: TriggeredBy::HumanRefire,
-            actor: who.email,
-            job_id: None,
-            parent: None,
-        })
+            body.pack,
+            body.connector.filter(|c| !c.trim().is_empty()),
+            who.email,
+        ))
         .await?;
     // Nothing could fire because caps are spent: say so with 429, not 200.
     let capped: Vec<&str> = report
@@ -69,8 +66,16 @@ pub async fn fire(
             capped.join(", ")
         )));
     }
+    let cancelled = report
+        .attempts
+        .last()
+        .is_some_and(|a| a.outcome == Some(model::FireOutcome::Cancelled));
     Ok(Json(Envelope {
-        status: EnvelopeStatus::Completed,
+        status: if cancelled {
+            EnvelopeStatus::Cancelled
+        } else {
+            EnvelopeStatus::Completed
+        },
         job_id: None,
         progress: Progress { done: 1, total: 1 },
         results: vec![report],

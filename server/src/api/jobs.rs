@@ -29,11 +29,7 @@ pub struct FanoutBody {
 
 fn envelope(job: Job) -> Envelope<()> {
     Envelope {
-        status: if job.status == JobStatus::Running {
-            EnvelopeStatus::Pending
-        } else {
-            EnvelopeStatus::Completed
-        },
+        status: EnvelopeStatus::of_job(job.status),
         job_id: Some(job.id),
         progress: job.progress,
         results: Vec::new(),

@@ -78,6 +78,8 @@ impl TestServer {
             secrets: Some(
                 engine::secrets::Sealer::from_key_text(TEST_SECRETS_KEY).expect("the test key"),
             ),
+            leases: engine::lease::LeaseConfig::default(),
+            max_inflight: 256,
         }
     }
 
