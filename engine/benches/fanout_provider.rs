@@ -13,16 +13,12 @@
 //! cargo bench -p engine --features test-support --bench fanout_provider -- 10000 50 200   # records latency-ms rate
 //! ```
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+#[path = "../tests/common/provider.rs"]
+mod provider;
+
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::{Query, State};
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Json;
 use engine::connectors::guard::AllowList;
 use engine::import::{parse_csv, ImportLimits};
 use engine::manifest::{Format, Manifest, ManifestConnector};
@@ -31,89 +27,7 @@ use engine::store::testing;
 use engine::store::Store;
 use engine::{Engine, EngineConfig};
 use model::JobStatus;
-use serde_json::json;
-
-/// The fake provider: its latency, its bucket and what it saw.
-struct Provider {
-    latency: Duration,
-    rate: f64,
-    burst: f64,
-    bucket: Mutex<(f64, Instant)>,
-    served: AtomicU64,
-    refused: AtomicU64,
-    /// Requests in flight now, and the most ever.
-    in_flight: AtomicU64,
-    most_in_flight: AtomicU64,
-}
-
-impl Provider {
-    /// Takes a token if the bucket has one.
-    fn take(&self) -> bool {
-        let mut bucket = self.bucket.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        let refill = now.duration_since(bucket.1).as_secs_f64() * self.rate;
-        bucket.0 = (bucket.0 + refill).min(self.burst);
-        bucket.1 = now;
-        if bucket.0 >= 1.0 {
-            bucket.0 -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-async fn search(
-    State(provider): State<Arc<Provider>>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    if !provider.take() {
-        provider.refused.fetch_add(1, Ordering::Relaxed);
-        let mut res = (StatusCode::TOO_MANY_REQUESTS, "slow down").into_response();
-        res.headers_mut()
-            .insert("retry-after", HeaderValue::from_static("1"));
-        return res;
-    }
-    let now = provider.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
-    provider.most_in_flight.fetch_max(now, Ordering::Relaxed);
-    tokio::time::sleep(provider.latency).await;
-    provider.in_flight.fetch_sub(1, Ordering::Relaxed);
-    provider.served.fetch_add(1, Ordering::Relaxed);
-    let query = q.get("q").cloned().unwrap_or_default();
-    let slug: String = query
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    Json(json!({
-        "hits": [{ "link": format!("https://provider.test/{slug}"), "name": query }]
-    }))
-    .into_response()
-}
-
-async fn start_provider(latency: Duration, rate: f64) -> (String, Arc<Provider>) {
-    // A tenth of a second's worth of burst: real providers count over a
-    // window, so requests that arrive a little early are not all refused.
-    let burst = (rate / 10.0).max(2.0);
-    let provider = Arc::new(Provider {
-        latency,
-        rate,
-        burst,
-        bucket: Mutex::new((burst, Instant::now())),
-        served: AtomicU64::new(0),
-        refused: AtomicU64::new(0),
-        in_flight: AtomicU64::new(0),
-        most_in_flight: AtomicU64::new(0),
-    });
-    let app = axum::Router::new()
-        .route("/search", get(search))
-        .with_state(provider.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a local port");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move { axum::serve(listener, app).await.expect("provider") });
-    (url, provider)
-}
+use provider::{Behaviour, FakeProvider};
 
 const PACKS: &str = r#"
 [[pack]]
@@ -129,31 +43,10 @@ display_name = "Bench"
 members = [{ pack = "web" }]
 "#;
 
-fn manifest(base: &str, rate: f64) -> String {
-    format!(
-        r#"
-id = "provider"
-display_name = "Fake provider"
-short_label = "FP"
-capabilities = ["search.web"]
-cost_tier = "free"
-rate_hints = {{ per_second = {rate:.1} }}
-
-[request]
-url = "{base}/search"
-query = {{ q = "{{{{query}}}}" }}
-
-[response]
-items = "$.hits[*]"
-url = "$.link"
-title = "$.name"
-"#
-    )
-}
-
 async fn scenario(records: usize, latency_ms: u64, rate: f64) {
     let db = testing::sqlite();
-    let (base, provider) = start_provider(Duration::from_millis(latency_ms), rate).await;
+    let provider =
+        FakeProvider::start(Behaviour::limited(Duration::from_millis(latency_ms), rate)).await;
     let store = Store::connect(&db.url).await.expect("database");
     let engine = Engine::new(
         store,
@@ -161,7 +54,11 @@ async fn scenario(records: usize, latency_ms: u64, rate: f64) {
         None,
         EngineConfig::default(),
     );
-    let manifest = Manifest::parse(&manifest(&base, rate), Format::Toml).expect("manifest");
+    let manifest = Manifest::parse(
+        &provider.manifest("provider", "/search", Some(rate)),
+        Format::Toml,
+    )
+    .expect("manifest");
     let registration = manifest.registration();
     engine
         .registry
@@ -216,9 +113,9 @@ async fn scenario(records: usize, latency_ms: u64, rate: f64) {
         wall / ideal,
         job.found,
         job.errors,
-        provider.served.load(Ordering::Relaxed),
-        provider.refused.load(Ordering::Relaxed),
-        provider.most_in_flight.load(Ordering::Relaxed),
+        provider.counters.served(),
+        provider.counters.refused(),
+        provider.counters.most_in_flight(),
     );
 }
 

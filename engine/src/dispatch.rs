@@ -136,8 +136,7 @@ pub struct Dispatcher {
     flow: Flow,
     owner: Owner,
     leases: LeaseConfig,
-    /// Fires running in this process, by id, with their cancel tokens.
-    in_flight: Arc<Mutex<HashMap<i64, CancellationToken>>>,
+    in_flight: InFlightTable,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -149,20 +148,18 @@ impl std::fmt::Debug for Dispatcher {
     }
 }
 
+/// The fires running in this process, by id, with their cancel tokens.
+type InFlightTable = Arc<Mutex<HashMap<i64, CancellationToken>>>;
+
 /// A fire's place in the in-flight table (whose leases the heartbeat
 /// renews), taken when its row is written and left however its future ends.
 #[derive(Default)]
 struct InFlight {
-    entry: Option<(Arc<Mutex<HashMap<i64, CancellationToken>>>, i64)>,
+    entry: Option<(InFlightTable, i64)>,
 }
 
 impl InFlight {
-    fn enter(
-        &mut self,
-        table: &Arc<Mutex<HashMap<i64, CancellationToken>>>,
-        fire_id: i64,
-        cancel: CancellationToken,
-    ) {
+    fn enter(&mut self, table: &InFlightTable, fire_id: i64, cancel: CancellationToken) {
         lock(table).insert(fire_id, cancel);
         self.entry = Some((table.clone(), fire_id));
     }
@@ -625,7 +622,7 @@ impl Dispatcher {
                     Some(p) if p.connector() == connector_id.as_str() => Some(p),
                     _ => self.flow.acquire(&handle, priority, &walk.cancel).await,
                 };
-                let Some(mut permit) = permit else {
+                let Some(mut permit) = permit.filter(|_| !walk.cancel.is_cancelled()) else {
                     walk.cancelled = true;
                     break 'chain;
                 };

@@ -9,8 +9,8 @@
 //!
 //! Jobs wait for the window in arrival order, each job loop with one fire
 //! waiting at a time, so jobs share a connector evenly. A person's click
-//! never waits here: it counts in the window but takes its place at once,
-//! and passes the rate throttle ahead of every queued fan-out fire.
+//! never waits here: it counts in the window but takes its place at once
+//! (and the throttle lets it ahead of every fan-out fire, see `throttle`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -70,9 +70,6 @@ struct Window {
     calls: HashMap<u64, Instant>,
     rate: Option<f64>,
     waiting: VecDeque<oneshot::Sender<()>>,
-    /// Fan-out fires pass the rate throttle one at a time through this gate,
-    /// so a person's click waits behind at most one of them.
-    gate: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Window {
@@ -84,7 +81,6 @@ impl Window {
             calls: HashMap::new(),
             rate: None,
             waiting: VecDeque::new(),
-            gate: Arc::default(),
         }
     }
 
@@ -133,13 +129,7 @@ pub struct Flow {
     config: FlowConfig,
 }
 
-/// Whether a fire waits its turn (a job's) or takes its place at once (a
-/// person's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Priority {
-    Person,
-    Background,
-}
+pub use crate::throttle::Priority;
 
 /// A place in one connector's window. Dropping it gives the place back.
 #[derive(Debug)]
@@ -236,7 +226,7 @@ impl Flow {
         };
         let (mut rx, id) = waiting;
         tokio::select! {
-            got = &mut rx => got.ok().map(|()| self.permit(connector, id, priority)),
+            biased;
             () = cancel.cancelled() => {
                 // A place handed over just as the cancel came is given back.
                 rx.close();
@@ -245,6 +235,7 @@ impl Flow {
                 }
                 None
             }
+            got = &mut rx => got.ok().map(|()| self.permit(connector, id, priority)),
         }
     }
 
@@ -294,28 +285,11 @@ impl Permit {
         &self.connector
     }
 
-    /// Waits until the connector's rate hint allows one more call, then marks
-    /// the call as started (its latency counts from here). Background fires
-    /// pass one at a time, so a person's click is never queued behind them.
+    /// Waits until the connector's rate hint allows one more call (a
+    /// person's ahead of background ones), then marks the call as started:
+    /// its latency counts from here.
     pub async fn throttle(&mut self, handle: &ConnectorHandle) {
-        match self.priority {
-            Priority::Person => handle.throttle().await,
-            Priority::Background => {
-                let gate = self
-                    .flow
-                    .state()
-                    .windows
-                    .get(&self.connector)
-                    .map(|w| w.gate.clone());
-                match gate {
-                    Some(gate) => {
-                        let _turn = gate.lock().await;
-                        handle.throttle().await;
-                    }
-                    None => handle.throttle().await,
-                }
-            }
-        }
+        handle.throttle(self.priority).await;
         let mut state = self.flow.state();
         if let Some(w) = state.windows.get_mut(&self.connector) {
             w.calls.insert(self.id, Instant::now());

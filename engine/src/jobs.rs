@@ -315,8 +315,8 @@ impl JobRunner {
                             .acquire(&handle, Priority::Background, cancel)
                             .await
                         {
-                            Some(permit) => Some(permit),
-                            None => break,
+                            Some(permit) if !cancel.is_cancelled() => Some(permit),
+                            _ => break,
                         }
                     }
                     None => None,

@@ -24,6 +24,7 @@ pub mod registry;
 pub mod scripted;
 pub mod secrets;
 pub mod store;
+pub mod throttle;
 pub mod time;
 pub mod urlnorm;
 pub mod views;
@@ -40,7 +41,7 @@ use registry::Registry;
 use store::Store;
 
 /// Start-up settings of the engine.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct EngineConfig {
     pub dispatch: DispatchConfig,
     /// How many fires connectors and the process may have in flight.
@@ -51,18 +52,6 @@ pub struct EngineConfig {
     pub secrets: Option<secrets::Sealer>,
     /// Internal destinations manifest connectors may reach.
     pub fetch_allow: connectors::guard::AllowList,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        Self {
-            dispatch: DispatchConfig::default(),
-            flow: flow::FlowConfig::default(),
-            leases: lease::LeaseConfig::default(),
-            secrets: None,
-            fetch_allow: connectors::guard::AllowList::default(),
-        }
-    }
 }
 
 /// The handle to the whole domain that the server shares with every request:

@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use model::{Capability, ConnectorInfo, ConnectorSource, ConnectorStatus, CostTier, RateHints};
 
 use crate::connector::Connector;
 use crate::events::EventBus;
 use crate::store::{Store, StoreError};
+use crate::throttle::{Priority, Throttle};
 use crate::time::now_ms;
 use model::EventKind;
 
@@ -79,7 +79,7 @@ struct Entry {
     connector: Arc<dyn Connector>,
     /// Set by people or by provider answers; `NeedsEnv` is derived instead.
     status: ConnectorStatus,
-    limiter: Option<Arc<DefaultDirectRateLimiter>>,
+    throttle: Option<Arc<Throttle>>,
 }
 
 /// A registered connector as a caller gets it: the registration, the status in
@@ -90,7 +90,7 @@ pub struct ConnectorHandle {
     pub status: ConnectorStatus,
     pub source: ConnectorSource,
     pub connector: Arc<dyn Connector>,
-    limiter: Option<Arc<DefaultDirectRateLimiter>>,
+    throttle: Option<Arc<Throttle>>,
 }
 
 impl std::fmt::Debug for ConnectorHandle {
@@ -103,11 +103,12 @@ impl std::fmt::Debug for ConnectorHandle {
 }
 
 impl ConnectorHandle {
-    /// Waits until the connector's per-second hint allows one more fire; every
-    /// caller in the process shares the same budget.
-    pub async fn throttle(&self) {
-        if let Some(limiter) = &self.limiter {
-            limiter.until_ready().await;
+    /// Waits until the connector's per-second hint allows one more fire;
+    /// every caller in the process shares the same budget, and a person's
+    /// fire goes ahead of background ones.
+    pub async fn throttle(&self, priority: Priority) {
+        if let Some(throttle) = &self.throttle {
+            throttle.wait(priority).await;
         }
     }
 
@@ -182,7 +183,11 @@ impl Registry {
         source: ConnectorSource,
     ) -> Result<(), RegistryError> {
         validate(&registration)?;
-        let limiter = registration.rate_hints.per_second.and_then(limiter_for);
+        let throttle = registration
+            .rate_hints
+            .per_second
+            .and_then(Throttle::new)
+            .map(Arc::new);
         let id = registration.id.clone();
         {
             let mut entries = self.write();
@@ -198,7 +203,7 @@ impl Registry {
                     suspensions: 0,
                     connector,
                     status,
-                    limiter,
+                    throttle,
                 },
             );
         }
@@ -439,7 +444,7 @@ impl Registry {
             source: entry.source.clone(),
             status: self.effective_status(entry, now),
             connector: entry.connector.clone(),
-            limiter: entry.limiter.clone(),
+            throttle: entry.throttle.clone(),
         }
     }
 
@@ -485,16 +490,6 @@ impl Registry {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Entry>> {
         self.entries.write().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// A smooth throttle: fires are spaced `1 / per_second` apart, no burst, so no
-/// one-second window ever holds more than the hint allows.
-fn limiter_for(per_second: f64) -> Option<Arc<DefaultDirectRateLimiter>> {
-    if !(per_second.is_finite() && per_second > 0.0) {
-        return None;
-    }
-    let quota = Quota::with_period(Duration::from_secs_f64(1.0 / per_second))?;
-    Some(Arc::new(RateLimiter::direct(quota)))
 }
 
 fn validate(r: &Registration) -> Result<(), RegistryError> {
@@ -872,17 +867,17 @@ mod tests {
         registry.register(r, connector()).unwrap();
         let first = registry.by_id("alpha").unwrap();
         let second = registry.by_id("alpha").unwrap();
-        let limiter = |h: &ConnectorHandle| h.limiter.clone().unwrap();
-        assert!(limiter(&first).check().is_ok());
+        let throttle = |h: &ConnectorHandle| h.throttle.clone().unwrap();
+        assert!(throttle(&first).try_now());
         // Fires are spaced half a second apart, whichever handle asks.
-        assert!(limiter(&second).check().is_err());
-        assert!(limiter(&first).check().is_err());
+        assert!(!throttle(&second).try_now());
+        assert!(!throttle(&first).try_now());
 
         let mut slow = reg("slow", CostTier::Free, &[B::SearchWeb.into()]);
         slow.rate_hints.per_second = Some(0.5);
         registry.register(slow, connector()).unwrap();
         let slow = registry.by_id("slow").unwrap();
-        assert!(limiter(&slow).check().is_ok());
-        assert!(limiter(&slow).check().is_err(), "one fire per two seconds");
+        assert!(throttle(&slow).try_now());
+        assert!(!throttle(&slow).try_now(), "one fire per two seconds");
     }
 }

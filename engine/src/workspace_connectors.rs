@@ -195,7 +195,7 @@ impl Engine {
                 let intent = handle.registration.capabilities.first().cloned();
                 match intent {
                     Some(intent) => {
-                        handle.throttle().await;
+                        handle.throttle(crate::throttle::Priority::Person).await;
                         probe(handle.connector.as_ref(), &intent, RECHECK_QUERY, &opts).await
                     }
                     None => Err(FireError::Malformed {

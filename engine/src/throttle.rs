@@ -1,0 +1,163 @@
+//! The rate throttle of one connector: calls spaced by its per-second hint,
+//! shared by every caller in the process, with a person's call ahead of any
+//! background one (a job's). Background calls pass one at a time and step
+//! aside while a person waits, so a click waits for at most one fan-out
+//! call, however long the fan-out's queue.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use tokio::sync::Notify;
+
+/// Whose call waits: a person's goes first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    Person,
+    Background,
+}
+
+/// Spaces a connector's calls by its rate hint.
+#[derive(Debug)]
+pub struct Throttle {
+    limiter: DefaultDirectRateLimiter,
+    clock: DefaultClock,
+    /// Background calls take turns through this.
+    turn: tokio::sync::Mutex<()>,
+    /// People waiting now; background calls wait while there are any.
+    people: AtomicUsize,
+    people_gone: Notify,
+}
+
+/// A person waiting, counted until the wait ends however it ends.
+struct Waiting<'a>(&'a Throttle);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.0.people.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.people_gone.notify_waiters();
+        }
+    }
+}
+
+impl Throttle {
+    /// A throttle allowing `per_second` calls a second, evenly spaced
+    /// (`None` for a hint that is not a positive number).
+    pub fn new(per_second: f64) -> Option<Self> {
+        if !(per_second.is_finite() && per_second > 0.0) {
+            return None;
+        }
+        let quota = Quota::with_period(Duration::from_secs_f64(1.0 / per_second))?;
+        Some(Self {
+            limiter: RateLimiter::direct(quota),
+            clock: DefaultClock::default(),
+            turn: tokio::sync::Mutex::new(()),
+            people: AtomicUsize::new(0),
+            people_gone: Notify::new(),
+        })
+    }
+
+    /// Waits until one more call is allowed.
+    pub async fn wait(&self, priority: Priority) {
+        match priority {
+            Priority::Person => {
+                self.people.fetch_add(1, Ordering::SeqCst);
+                let _waiting = Waiting(self);
+                self.limiter.until_ready().await;
+            }
+            Priority::Background => {
+                let _turn = self.turn.lock().await;
+                loop {
+                    self.people_leave().await;
+                    match self.limiter.check() {
+                        Ok(()) => return,
+                        Err(not_until) => {
+                            tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Returns once no person waits.
+    async fn people_leave(&self) {
+        loop {
+            let gone = self.people_gone.notified();
+            tokio::pin!(gone);
+            gone.as_mut().enable();
+            if self.people.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            gone.await;
+        }
+    }
+
+    /// Takes a call's place now if one is free (tests).
+    pub fn try_now(&self) -> bool {
+        self.limiter.check().is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn a_hint_that_is_not_a_positive_number_throttles_nothing() {
+        assert!(Throttle::new(0.0).is_none());
+        assert!(Throttle::new(-1.0).is_none());
+        assert!(Throttle::new(f64::NAN).is_none());
+        let t = Throttle::new(2.0).unwrap();
+        assert!(t.try_now());
+        assert!(!t.try_now(), "spaced half a second apart, no burst");
+    }
+
+    #[tokio::test]
+    async fn a_person_goes_ahead_of_every_waiting_background_call() {
+        let throttle = Arc::new(Throttle::new(20.0).unwrap());
+        assert!(throttle.try_now());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut waiting = Vec::new();
+        for n in 0..5 {
+            let (t, order) = (throttle.clone(), order.clone());
+            waiting.push(tokio::spawn(async move {
+                t.wait(Priority::Background).await;
+                order.lock().unwrap().push(format!("job {n}"));
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let (t, o) = (throttle.clone(), order.clone());
+        let person = tokio::spawn(async move {
+            t.wait(Priority::Person).await;
+            o.lock().unwrap().push("person".to_owned());
+        });
+        person.await.unwrap();
+        for w in waiting {
+            w.await.unwrap();
+        }
+        let order = order.lock().unwrap().clone();
+        let at = order.iter().position(|o| o == "person").unwrap();
+        assert!(
+            at <= 1,
+            "at most the call already passing goes first: {order:?}"
+        );
+        assert_eq!(order.len(), 6);
+    }
+
+    #[tokio::test]
+    async fn a_person_who_stops_waiting_does_not_hold_the_queue() {
+        let throttle = Arc::new(Throttle::new(5.0).unwrap());
+        assert!(throttle.try_now());
+        let t = throttle.clone();
+        let gave_up = tokio::spawn(async move { t.wait(Priority::Person).await });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        gave_up.abort();
+        let _ = gave_up.await;
+        tokio::time::timeout(Duration::from_secs(2), throttle.wait(Priority::Background))
+            .await
+            .expect("the background call passes once the person is gone");
+    }
+}
