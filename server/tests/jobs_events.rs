@@ -285,6 +285,72 @@ fn a_job_resumes_after_a_crash_without_repeating_finished_fires() {
     });
 }
 
+/// A client that gives up mid-fire (a closed tab, a proxy's timeout)
+/// changes nothing: the fire is the engine's and runs to its end.
+#[tokio::test]
+async fn a_fire_outlives_a_client_that_disconnects() {
+    common::on_every_backend(|db| async move {
+        let slow = ScriptedConnector::new(
+            "alpha",
+            [Step::Delay(
+                Duration::from_millis(500),
+                Box::new(Step::Found(2)),
+            )],
+        );
+        let server = TestServer::start_with(db, setup(slow.clone())).await;
+        let (_, report) = server.import("Gone", "test", &csv(1)).await;
+        let set = report["id"].as_i64().unwrap();
+        let record = server.record_ids(set).await[0];
+        // Another viewer of the set.
+        let stream = server
+            .client
+            .get(server.at(&format!("/api/events?record_set={set}")))
+            .send()
+            .await
+            .unwrap();
+
+        let gave_up = server
+            .client
+            .post(server.at(&format!("/api/records/{record}/fire")))
+            .timeout(Duration::from_millis(150))
+            .json(&json!({"pack": "web"}))
+            .send()
+            .await;
+        assert!(gave_up.unwrap_err().is_timeout());
+        assert_eq!(
+            slow.calls(),
+            1,
+            "the fire was under way when the client left"
+        );
+
+        let events = read_events(stream, |e| {
+            e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+        })
+        .await;
+        assert_eq!(events.last().unwrap().1["chip"]["count"], 2);
+        let (_, items) = server
+            .get_json(&format!("/api/records/{record}/items"))
+            .await;
+        assert_eq!(items.as_array().unwrap().len(), 2, "{items}");
+        let (_, history) = server
+            .get_json(&format!("/api/records/{record}/history"))
+            .await;
+        let history = history.as_array().unwrap();
+        assert_eq!(history.len(), 1);
+        assert_eq!(history[0]["outcome"], "found", "{history:?}");
+        let (status, _) = server
+            .state
+            .engine
+            .store
+            .fire_status(history[0]["fire_id"].as_i64().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(status, "done");
+        server.stop().await;
+    })
+    .await;
+}
+
 /// Reads server-sent events until `until` accepts one; returns them all.
 async fn read_events(res: reqwest::Response, until: impl Fn(&Value) -> bool) -> Vec<(u64, Value)> {
     let mut stream = res.bytes_stream();

@@ -256,6 +256,41 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn database_failures_are_tried_three_times_and_other_errors_once() {
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let flaky = |fail: u32| {
+            let tries = &tries;
+            move || async move {
+                let n = tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if n < fail {
+                    Err(StoreError::Database(sqlx::Error::PoolTimedOut))
+                } else {
+                    Ok(n)
+                }
+            }
+        };
+        assert_eq!(
+            retrying(flaky(2)).await.unwrap(),
+            2,
+            "the third try succeeds"
+        );
+        tries.store(0, std::sync::atomic::Ordering::SeqCst);
+        assert!(matches!(
+            retrying(flaky(3)).await,
+            Err(StoreError::Database(_))
+        ));
+        assert_eq!(tries.load(std::sync::atomic::Ordering::SeqCst), 3);
+        tries.store(0, std::sync::atomic::Ordering::SeqCst);
+        let missing = retrying(|| async {
+            tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err::<(), _>(StoreError::NotFound("fire 9".into()))
+        })
+        .await;
+        assert!(matches!(missing, Err(StoreError::NotFound(_))));
+        assert_eq!(tries.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
     #[test]
     fn in_lists_start_after_the_other_parameters() {
         assert_eq!(placeholders_after(2, 3), "$3, $4, $5");
