@@ -31,6 +31,7 @@ use crate::registry::{ConnectorHandle, Registry};
 use crate::secrets::{self, Sealer};
 use crate::store::{
     retrying, AttemptEnd, FireContext, FireEnd, FireStatus, Lease, Store, StoreError, StoredRecord,
+    WorkspaceSettings,
 };
 use crate::time::now_ms;
 use model::RecordSetSummary;
@@ -323,19 +324,27 @@ impl Dispatcher {
         let Some(ws) = workspace_id else {
             return Ok(base);
         };
-        let (packs, bundles) = self.store.workspace_catalog(ws).await?;
-        Ok(base.with_overlay(packs, bundles).unwrap_or_else(|e| {
-            // Valid when saved; a changed shipped catalogue can clash with it.
-            tracing::warn!(workspace = ws, error = %e, "A workspace's own packs no longer fit the catalogue; showing the shipped one.");
-            base
-        }))
+        let settings = self.store.workspace_settings(ws).await?;
+        Ok(overlaid(base, ws, &settings))
     }
 
     /// What a workspace's fires, chips and menus read, once per request.
     pub async fn scope(&self, workspace_id: Option<i64>) -> Result<Scope, StoreError> {
+        let base = self
+            .catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(ws) = workspace_id else {
+            return Ok(Scope {
+                lens: Lens::default(),
+                catalog: base,
+            });
+        };
+        let settings = self.store.workspace_settings(ws).await?;
         Ok(Scope {
-            lens: Lens::of(&self.store, workspace_id).await?,
-            catalog: self.catalog_in(workspace_id).await?,
+            lens: Lens::from_settings(ws, &settings),
+            catalog: overlaid(base, ws, &settings),
         })
     }
 
@@ -361,12 +370,13 @@ impl Dispatcher {
         record_id: i64,
         pack: &PackConfig,
     ) -> Result<RecordChainInputs, StoreError> {
+        let (record_override, already_found) = self
+            .store
+            .chain_inputs(record_id, &pack.pack_id, &pack.intent)
+            .await?;
         Ok(RecordChainInputs {
-            record_override: self.store.record_override(record_id, &pack.pack_id).await?,
-            already_found: self
-                .store
-                .connectors_that_found(record_id, &pack.intent)
-                .await?,
+            record_override,
+            already_found,
         })
     }
 
@@ -405,8 +415,7 @@ impl Dispatcher {
     }
 
     async fn fire_owned(&self, req: FireRequest) -> Result<FireReport, DispatchError> {
-        let record = self.store.record(req.record_id).await?;
-        let set = self.store.record_set(record.record_set_id).await?;
+        let (record, set) = self.store.record_and_set(req.record_id).await?;
         let scope = self.scope(set.workspace_id).await?;
         let (pack, member) = pack_in(&scope.catalog, &set.bundle_id, &req.pack_id)
             .ok_or_else(|| DispatchError::UnknownPack(req.pack_id.clone()))?;
@@ -539,7 +548,7 @@ impl Dispatcher {
         drop(first);
         walk.report.chip = match chip {
             Some(chip) => chip,
-            None => match self.chip_of(&scope, &record, &set, &pack).await {
+            None => match self.chip_of(&scope, record.id, &pack).await {
                 Ok(chip) => chip,
                 Err(e) => {
                     tracing::error!(record = record.id, error = %e, "Reading a chip after a fire failed.");
@@ -979,17 +988,17 @@ impl Dispatcher {
     pub async fn chip_of(
         &self,
         scope: &Scope,
-        record: &StoredRecord,
-        set: &RecordSetSummary,
+        record_id: i64,
         pack: &PackConfig,
-    ) -> Result<ChipState, DispatchError> {
-        let chips = self
-            .chips(scope, &[record.id], set, std::slice::from_ref(pack))
-            .await?;
-        Ok(chips
-            .get(&record.id)
-            .and_then(|c| c.first())
-            .map_or(ChipState::Idle, |c| c.state.clone()))
+    ) -> Result<ChipState, StoreError> {
+        let (attempts, item_count) = self.store.chip_inputs(record_id, &pack.intent).await?;
+        let needs_env = pack_needs_env(pack, &scope.candidates(&self.registry));
+        Ok(chip_state(ChipInputs {
+            attempts: &attempts,
+            item_count,
+            needs_env: needs_env.as_deref(),
+            now: now_ms(),
+        }))
     }
 
     /// The chips of many records of `set` for the given packs, in pack order,
@@ -1143,6 +1152,18 @@ impl Scope {
             .map(|(p, _)| p.clone())
             .collect()
     }
+}
+
+/// The shipped catalogue with a workspace's own packs and bundles laid over
+/// it (the shipped one if they no longer fit it).
+fn overlaid(base: Catalog, ws: i64, settings: &WorkspaceSettings) -> Catalog {
+    base.clone()
+        .with_overlay(settings.packs.clone(), settings.bundles.clone())
+        .unwrap_or_else(|e| {
+            // Valid when saved; a changed shipped catalogue can clash with it.
+            tracing::warn!(workspace = ws, error = %e, "A workspace's own packs no longer fit the catalogue; showing the shipped one.");
+            base
+        })
 }
 
 /// A pack and its membership in a record set's bundle.

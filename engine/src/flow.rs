@@ -1,11 +1,13 @@
 //! Flow control: how many fires each connector may have in flight.
 //!
 //! Every connector has a window. With a rate hint the window follows Little's
-//! law: the hint times the provider's observed latency, with headroom, so a
-//! fan-out keeps exactly as many requests in flight as the hint can use. A
-//! 429 halves the window and answers grow it back (AIMD, as TCP and Vector's
-//! adaptive concurrency do). A connector without a hint gets a default
-//! window. One per-process ceiling bounds the fan-out fires of every job.
+//! law: the hint times the observed service time of a fire (the provider's
+//! latency and the fire's own writes around the call, not its wait for the
+//! throttle), with headroom, and two more waiting at the throttle so no slot
+//! the hint allows goes unused. A 429 halves the window and answers grow it
+//! back (AIMD, as TCP and Vector's adaptive concurrency do). A connector
+//! without a hint gets a default window. One per-process ceiling bounds the
+//! fan-out fires of every job.
 //!
 //! Jobs wait for the window in arrival order, each job loop with one fire
 //! waiting at a time, so jobs share a connector evenly. A person's click
@@ -29,10 +31,10 @@ pub struct FlowConfig {
     pub max_inflight: usize,
     /// The window of a connector that declares no rate hint.
     pub default_window: usize,
-    /// How much more than Little's law a window allows, for latency that
-    /// varies from one answer to the next.
+    /// How much more than Little's law a window allows, for service times
+    /// that vary from one fire to the next.
     pub headroom: f64,
-    /// The latency assumed before a connector's first answer.
+    /// The service time assumed before a connector's first answer.
     pub initial_latency: Duration,
 }
 
@@ -46,6 +48,10 @@ impl Default for FlowConfig {
         }
     }
 }
+
+/// Fires a window keeps waiting at the throttle beyond Little's law, so the
+/// next slot the rate hint allows always finds one ready.
+const AT_THE_THROTTLE: usize = 2;
 
 /// How a call through a permit ended, for the window to learn from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,12 +70,13 @@ struct Window {
     in_flight: usize,
     /// The AIMD bound: the process ceiling until a 429 halves it.
     aimd: f64,
-    /// Smoothed latency of answers, in seconds.
+    /// Smoothed service time of answered fires, in seconds.
     latency: Option<f64>,
-    /// When each call in flight passed the throttle, by permit.
-    calls: HashMap<u64, Instant>,
+    /// When each place held now was taken, by permit.
+    holds: HashMap<u64, Instant>,
     rate: Option<f64>,
-    waiting: VecDeque<oneshot::Sender<()>>,
+    /// Background fires waiting for a place, oldest first, by permit.
+    waiting: VecDeque<(u64, oneshot::Sender<()>)>,
 }
 
 impl Window {
@@ -78,7 +85,7 @@ impl Window {
             in_flight: 0,
             aimd: ceiling as f64,
             latency: None,
-            calls: HashMap::new(),
+            holds: HashMap::new(),
             rate: None,
             waiting: VecDeque::new(),
         }
@@ -88,11 +95,11 @@ impl Window {
     fn limit(&self, config: &FlowConfig, now: Instant) -> usize {
         let target = match self.rate {
             Some(rate) => {
-                // Before the first answer, the oldest call still out is a
-                // lower bound of the latency.
+                // Before the first answer, the oldest place still held is
+                // a lower bound of the service time.
                 let latency = self.latency.unwrap_or_else(|| {
                     let oldest = self
-                        .calls
+                        .holds
                         .values()
                         .map(|t| now.duration_since(*t))
                         .max()
@@ -101,7 +108,7 @@ impl Window {
                 });
                 let little = (rate * latency * config.headroom).ceil();
                 if little.is_finite() {
-                    (little as usize).saturating_add(1)
+                    (little as usize).saturating_add(AT_THE_THROTTLE)
                 } else {
                     config.max_inflight
                 }
@@ -138,6 +145,10 @@ pub struct Permit {
     connector: String,
     id: u64,
     priority: Priority,
+    /// When the place was taken, and how long the fire then waited for the
+    /// throttle: the rest is its service time.
+    acquired: Instant,
+    throttled: Duration,
     finished: bool,
 }
 
@@ -215,12 +226,13 @@ impl Flow {
             window.rate = rate;
             if priority == Priority::Person {
                 window.in_flight += 1;
+                window.holds.insert(id, Instant::now());
                 return Some(self.permit(connector, id, priority));
             }
             // In line behind whoever waits already; a free place is handed
             // over at once.
             let (tx, rx) = oneshot::channel();
-            window.waiting.push_back(tx);
+            window.waiting.push_back((id, tx));
             Flow::wake(&config, window);
             (rx, id)
         };
@@ -245,6 +257,8 @@ impl Flow {
             connector: connector.to_owned(),
             id,
             priority,
+            acquired: Instant::now(),
+            throttled: Duration::ZERO,
             finished: false,
         }
     }
@@ -253,12 +267,13 @@ impl Flow {
     fn wake(config: &FlowConfig, window: &mut Window) {
         let now = Instant::now();
         while window.in_flight < window.limit(config, now) {
-            let Some(next) = window.waiting.pop_front() else {
+            let Some((id, next)) = window.waiting.pop_front() else {
                 return;
             };
             // A waiter that gave up (cancelled) leaves its turn to the next.
             if next.send(()).is_ok() {
                 window.in_flight += 1;
+                window.holds.insert(id, now);
             }
         }
     }
@@ -272,10 +287,9 @@ impl Flow {
 
     /// Fires waiting for a connector's window now.
     pub fn waiting(&self, connector: &str) -> usize {
-        self.state()
-            .windows
-            .get(connector)
-            .map_or(0, |w| w.waiting.iter().filter(|t| !t.is_closed()).count())
+        self.state().windows.get(connector).map_or(0, |w| {
+            w.waiting.iter().filter(|(_, t)| !t.is_closed()).count()
+        })
     }
 }
 
@@ -286,14 +300,12 @@ impl Permit {
     }
 
     /// Waits until the connector's rate hint allows one more call (a
-    /// person's ahead of background ones), then marks the call as started:
-    /// its latency counts from here.
+    /// person's ahead of background ones). The wait does not count in the
+    /// fire's service time.
     pub async fn throttle(&mut self, handle: &ConnectorHandle) {
+        let started = Instant::now();
         handle.throttle(self.priority).await;
-        let mut state = self.flow.state();
-        if let Some(w) = state.windows.get_mut(&self.connector) {
-            w.calls.insert(self.id, Instant::now());
-        }
+        self.throttled += started.elapsed();
     }
 
     /// Gives the place back with what the call taught about the provider.
@@ -311,17 +323,19 @@ impl Permit {
         let Some(window) = state.windows.get_mut(&self.connector) else {
             return;
         };
-        let started = window.calls.remove(&self.id);
+        window.holds.remove(&self.id);
         let limit = window.limit(&config, Instant::now());
         match signal {
             Signal::Answered => {
-                if let Some(started) = started {
-                    let sample = started.elapsed().as_secs_f64();
-                    window.latency = Some(match window.latency {
-                        Some(avg) => avg * 0.8 + sample * 0.2,
-                        None => sample,
-                    });
-                }
+                let sample = self
+                    .acquired
+                    .elapsed()
+                    .saturating_sub(self.throttled)
+                    .as_secs_f64();
+                window.latency = Some(match window.latency {
+                    Some(avg) => avg * 0.8 + sample * 0.2,
+                    None => sample,
+                });
                 // Additive increase: one more place per window of answers.
                 window.aimd =
                     (window.aimd + 1.0 / window.aimd.max(1.0)).min(config.max_inflight as f64);
@@ -374,13 +388,14 @@ mod tests {
     fn a_window_follows_littles_law_with_headroom() {
         let config = FlowConfig::default();
         let now = Instant::now();
-        // 200/s at 50 ms: 10 in flight, 12.5 with headroom, rounded up, +1.
+        // 200/s at 50 ms: 10 in flight, 12.5 with headroom, rounded up, and
+        // two waiting at the throttle.
         assert_eq!(
             window(Some(200.0), Some(0.05), 256.0).limit(&config, now),
-            14
+            15
         );
         // 20/s at 1.5 s: 30 in flight, 37.5 with headroom.
-        assert_eq!(window(Some(20.0), Some(1.5), 256.0).limit(&config, now), 39);
+        assert_eq!(window(Some(20.0), Some(1.5), 256.0).limit(&config, now), 40);
         // No hint: the default window.
         assert_eq!(window(None, Some(1.5), 256.0).limit(&config, now), 16);
         // The ceiling and the AIMD bound cap it; it never reaches zero.
@@ -393,15 +408,15 @@ mod tests {
     }
 
     #[test]
-    fn before_the_first_answer_the_oldest_call_bounds_the_latency() {
+    fn before_the_first_answer_the_oldest_place_held_bounds_the_service_time() {
         let config = FlowConfig::default();
         let now = Instant::now();
         let mut w = window(Some(20.0), None, 256.0);
-        // Nothing out yet: the initial guess (100 ms): 2.5 -> 3, +1.
-        assert_eq!(w.limit(&config, now), 4);
-        w.calls.insert(1, now - Duration::from_secs(1));
-        // A call out for a second: at least 20 x 1 s x 1.25 = 25, +1.
-        assert_eq!(w.limit(&config, now), 26);
+        // Nothing out yet: the initial guess (100 ms): 2.5 -> 3, +2.
+        assert_eq!(w.limit(&config, now), 5);
+        w.holds.insert(1, now - Duration::from_secs(1));
+        // A place held for a second: at least 20 x 1 s x 1.25 = 25, +2.
+        assert_eq!(w.limit(&config, now), 27);
     }
 
     #[tokio::test]

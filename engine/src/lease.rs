@@ -206,18 +206,10 @@ impl Engine {
 
     /// Tells the viewers of a reaped fire's record set what its chip shows now.
     async fn announce_reaped(&self, fire: &ReapedFire) -> Result<(), StoreError> {
-        let record = self.store.record(fire.record_id).await?;
-        let set = self.store.record_set(record.record_set_id).await?;
+        let (record, set) = self.store.record_and_set(fire.record_id).await?;
         let scope = self.dispatcher.scope(set.workspace_id).await?;
         let chip = match scope.catalog.pack(&fire.pack_id) {
-            Some(pack) => self
-                .dispatcher
-                .chip_of(&scope, &record, &set, pack)
-                .await
-                .map_err(|e| match e {
-                    crate::dispatch::DispatchError::Store(e) => e,
-                    other => StoreError::Corrupt(other.to_string()),
-                })?,
+            Some(pack) => self.dispatcher.chip_of(&scope, record.id, pack).await?,
             None => ChipState::Idle,
         };
         self.events.publish(

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use model::{ConnectorInfo, ConnectorStatus};
 
 use crate::registry::{ConnectorHandle, Registry};
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, WorkspaceSettings};
 
 /// One workspace's view, read once per request or fire.
 #[derive(Clone, Debug, Default)]
@@ -24,16 +24,19 @@ impl Lens {
         let Some(ws) = workspace_id else {
             return Ok(Self::default());
         };
-        Ok(Self {
-            workspace_id,
-            off: store.workspace_disabled_connectors(ws).await?,
-            secrets: store
-                .secrets_of(ws)
-                .await?
-                .into_iter()
-                .map(|s| s.name)
-                .collect(),
-        })
+        Ok(Self::from_settings(
+            ws,
+            &*store.workspace_settings(ws).await?,
+        ))
+    }
+
+    /// The view of workspace `ws` with these settings.
+    pub fn from_settings(ws: i64, settings: &WorkspaceSettings) -> Self {
+        Self {
+            workspace_id: Some(ws),
+            off: settings.off.clone(),
+            secrets: settings.secret_names.clone(),
+        }
     }
 
     /// Whether the workspace sees the connector at all.

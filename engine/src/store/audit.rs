@@ -114,6 +114,7 @@ impl Store {
             .execute(self.pool())
             .await?,
         };
+        self.settings_changed(workspace_id);
         Ok(done.rows_affected() > 0)
     }
 
@@ -133,6 +134,7 @@ impl Store {
         .bind(crate::registry::SYSTEM_ACTOR)
         .execute(self.pool())
         .await?;
+        self.settings_changed(workspace_id);
         Ok(done.rows_affected() > 0)
     }
 

@@ -74,6 +74,7 @@ impl Store {
         .bind(now_ms())
         .execute(self.pool())
         .await?;
+        self.settings_changed(workspace_id);
         Ok(())
     }
 
@@ -92,6 +93,7 @@ impl Store {
         .bind(id)
         .execute(self.pool())
         .await?;
+        self.settings_changed(workspace_id);
         Ok(done.rows_affected() > 0)
     }
 }

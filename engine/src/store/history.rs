@@ -114,11 +114,29 @@ impl Store {
         connector_id: &str,
     ) -> Result<HistoryEntry, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool().begin().await?;
-        let fire_id = match fire {
-            Some(id) => id,
+        let insert_attempt = |fire_id: i64| {
+            sqlx::query_scalar(
+                "INSERT INTO connector_history (fire_id, record_id, pack_id, intent, connector_id, \
+                 triggered_by, actor, fired_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            )
+            .bind(fire_id)
+            .bind(ctx.record_id)
+            .bind(ctx.pack_id.as_str())
+            .bind(ctx.intent.name())
+            .bind(connector_id)
+            .bind(ctx.triggered_by.name())
+            .bind(ctx.actor.as_str())
+            .bind(now)
+        };
+        let (fire_id, id): (i64, i64) = match fire {
+            // One more attempt of an open fire: one statement.
+            Some(fire_id) => (
+                fire_id,
+                insert_attempt(fire_id).fetch_one(self.pool()).await?,
+            ),
             None => {
-                sqlx::query_scalar(
+                let mut tx = self.pool().begin().await?;
+                let fire_id: i64 = sqlx::query_scalar(
                     "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, status, job_id, \
                      started_at, owner, lease_until) \
                      VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9) RETURNING id",
@@ -133,24 +151,12 @@ impl Store {
                 .bind(lease.owner)
                 .bind(lease.until)
                 .fetch_one(&mut *tx)
-                .await?
+                .await?;
+                let id = insert_attempt(fire_id).fetch_one(&mut *tx).await?;
+                tx.commit().await?;
+                (fire_id, id)
             }
         };
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO connector_history (fire_id, record_id, pack_id, intent, connector_id, \
-             triggered_by, actor, fired_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-        )
-        .bind(fire_id)
-        .bind(ctx.record_id)
-        .bind(ctx.pack_id.as_str())
-        .bind(ctx.intent.name())
-        .bind(connector_id)
-        .bind(ctx.triggered_by.name())
-        .bind(ctx.actor.as_str())
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
-        tx.commit().await?;
         Ok(HistoryEntry {
             id,
             fire_id,
@@ -287,6 +293,71 @@ impl Store {
         .fetch_all(self.pool())
         .await?;
         Ok(ids)
+    }
+
+    /// What a fire's chain reads of one record: the connector a person set
+    /// it to start with for the pack, and the connectors that already found
+    /// results for the intent. One read.
+    pub async fn chain_inputs(
+        &self,
+        record_id: i64,
+        pack_id: &str,
+        intent: &Capability,
+    ) -> Result<(Option<String>, Vec<String>), StoreError> {
+        let rows = sqlx::query(
+            "SELECT 'override' AS kind, connector_id FROM record_overrides \
+             WHERE record_id = $1 AND pack_id = $2 \
+             UNION ALL \
+             SELECT DISTINCT 'found' AS kind, connector_id FROM connector_history \
+             WHERE record_id = $1 AND intent = $3 AND outcome = 'found'",
+        )
+        .bind(record_id)
+        .bind(pack_id)
+        .bind(intent.name())
+        .fetch_all(self.pool())
+        .await?;
+        let mut record_override = None;
+        let mut found = Vec::new();
+        for row in &rows {
+            let kind: String = row.try_get("kind")?;
+            let connector: String = row.try_get("connector_id")?;
+            if kind == "override" {
+                record_override = Some(connector);
+            } else {
+                found.push(connector);
+            }
+        }
+        Ok((record_override, found))
+    }
+
+    /// What one chip shows depends on: the record's attempts for the
+    /// intent, oldest first, and how many items it has for it. One read.
+    pub async fn chip_inputs(
+        &self,
+        record_id: i64,
+        intent: &Capability,
+    ) -> Result<(Vec<HistoryEntry>, u32), StoreError> {
+        let rows = sqlx::query(
+            "SELECT c.n AS item_count, h.id, h.fire_id, h.record_id, h.pack_id, h.intent, \
+             h.connector_id, h.triggered_by, h.actor, h.fired_at, h.finished_at, h.outcome, \
+             h.result_count, h.error, h.retry_after \
+             FROM (SELECT COUNT(*) AS n FROM items WHERE record_id = $1 AND intent = $2) c \
+             LEFT JOIN connector_history h ON h.record_id = $1 AND h.intent = $2 \
+             ORDER BY h.fired_at, h.id",
+        )
+        .bind(record_id)
+        .bind(intent.name())
+        .fetch_all(self.pool())
+        .await?;
+        let mut count = 0;
+        let mut attempts = Vec::with_capacity(rows.len());
+        for row in &rows {
+            count = u32::try_from(row.try_get::<i64, _>("item_count")?).unwrap_or(u32::MAX);
+            if row.try_get::<Option<i64>, _>("id")?.is_some() {
+                attempts.push(entry(row)?);
+            }
+        }
+        Ok((attempts, count))
     }
 
     /// For many records: which connectors found results, by (record, intent).

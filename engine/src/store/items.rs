@@ -63,14 +63,45 @@ fn clip(s: &str, max: usize) -> String {
 }
 
 impl Store {
-    /// Items by id with their evidence, in the order of `ids`.
+    /// Items by id with their evidence, in the order of `ids`: one read.
     pub async fn items_by_id(&self, ids: &[i64]) -> Result<Vec<Item>, StoreError> {
-        let mut by_id: HashMap<i64, Item> = self
-            .items_where("id", ids)
-            .await?
-            .into_iter()
-            .map(|i| (i.id, i))
-            .collect();
+        let mut by_id: HashMap<i64, Item> = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let sql = format!(
+                "SELECT i.id, i.record_id, i.intent, i.url, i.title, i.snippet, i.raw, i.state, \
+                 i.version, i.triaged_by, i.triaged_at, i.first_seen_at, e.fire_id AS e_fire, \
+                 e.connector_id AS e_connector, e.triggered_by AS e_triggered_by, \
+                 e.found_at AS e_found_at \
+                 FROM items i LEFT JOIN item_evidence e ON e.item_id = i.id \
+                 WHERE i.id IN ({}) ORDER BY i.id, e.found_at, e.id",
+                super::placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(self.pool()).await? {
+                let id: i64 = row.try_get("id")?;
+                if let std::collections::hash_map::Entry::Vacant(new) = by_id.entry(id) {
+                    new.insert(item(&row)?);
+                }
+                let Some(fire_id) = row.try_get::<Option<i64>, _>("e_fire")? else {
+                    continue;
+                };
+                let triggered_by: String = row.try_get("e_triggered_by")?;
+                let evidence = Evidence {
+                    connector_id: row.try_get("e_connector")?,
+                    fire_id,
+                    found_at: row.try_get("e_found_at")?,
+                    triggered_by: TriggeredBy::from_name(&triggered_by).ok_or_else(|| {
+                        StoreError::Corrupt(format!("evidence of item {id}: triggered_by"))
+                    })?,
+                };
+                if let Some(item) = by_id.get_mut(&id) {
+                    item.evidence.push(evidence);
+                }
+            }
+        }
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
@@ -275,11 +306,14 @@ pub fn usable_results(results: &[ConnectorResult]) -> usize {
     keys.len()
 }
 
+/// Results one statement writes at most.
+const ROWS_PER_STATEMENT: usize = 100;
+
 /// Adds a fire's results to the curated layer inside a transaction: a URL
 /// seen before for this record and intent gains evidence; a new one becomes
 /// a new item. Triage state is never touched. Results whose URL is not
 /// http(s) are dropped. Returns the item ids in result order, without
-/// duplicates.
+/// duplicates. A few statements whatever the number of results.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn insert_results(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
@@ -291,54 +325,95 @@ pub(super) async fn insert_results(
     results: &[ConnectorResult],
     now: i64,
 ) -> Result<Vec<i64>, StoreError> {
-    let mut ids: Vec<i64> = Vec::with_capacity(results.len());
+    // One row per address, in result order.
+    let mut rows: Vec<(String, String, &ConnectorResult)> = Vec::with_capacity(results.len());
     for result in results {
         let Some(url) = parse_web_url(&result.url) else {
             tracing::warn!(connector = %connector_id, "Dropped a result whose URL is not http(s).");
             continue;
         };
         let key = url_key(&url);
-        let inserted: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO items (record_id, intent, url, url_key, title, snippet, raw, first_seen_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-             ON CONFLICT (record_id, intent, url_key) DO NOTHING RETURNING id",
-        )
-        .bind(record_id)
-        .bind(intent.name())
-        .bind(url.as_str())
-        .bind(key.as_str())
-        .bind(clip(&result.title, MAX_TITLE))
-        .bind(clip(&result.snippet, MAX_SNIPPET))
-        .bind(result.raw.to_string())
-        .bind(now)
-        .fetch_optional(&mut **tx)
-        .await?;
-        let id =
-            match inserted {
-                Some(id) => id,
-                None => sqlx::query_scalar(
-                    "SELECT id FROM items WHERE record_id = $1 AND intent = $2 AND url_key = $3",
-                )
-                .bind(record_id)
-                .bind(intent.name())
-                .bind(key.as_str())
-                .fetch_one(&mut **tx)
-                .await?,
-            };
-        sqlx::query(
-            "INSERT INTO item_evidence (item_id, fire_id, connector_id, triggered_by, found_at) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (item_id, fire_id, connector_id) DO NOTHING",
-        )
-        .bind(id)
-        .bind(fire_id)
-        .bind(connector_id)
-        .bind(triggered_by.name())
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
-        if !ids.contains(&id) {
-            ids.push(id);
+        if !rows.iter().any(|(_, k, _)| *k == key) {
+            rows.push((url.to_string(), key, result));
         }
     }
-    Ok(ids)
+    let mut ids: HashMap<String, i64> = HashMap::with_capacity(rows.len());
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        // New addresses become items; known ones are looked up after.
+        let values = (0..chunk.len())
+            .map(|i| {
+                let p = 4 + i * 5;
+                format!(
+                    "($1, $2, ${}, ${}, ${}, ${}, ${}, $3)",
+                    p,
+                    p + 1,
+                    p + 2,
+                    p + 3,
+                    p + 4
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "INSERT INTO items (record_id, intent, url, url_key, title, snippet, raw, first_seen_at) \
+             VALUES {values} ON CONFLICT (record_id, intent, url_key) DO NOTHING RETURNING id, url_key"
+        );
+        let mut query = sqlx::query(&sql)
+            .bind(record_id)
+            .bind(intent.name())
+            .bind(now);
+        for (url, key, result) in chunk {
+            query = query
+                .bind(url.as_str())
+                .bind(key.as_str())
+                .bind(clip(&result.title, MAX_TITLE))
+                .bind(clip(&result.snippet, MAX_SNIPPET))
+                .bind(result.raw.to_string());
+        }
+        for row in query.fetch_all(&mut **tx).await? {
+            ids.insert(row.try_get("url_key")?, row.try_get("id")?);
+        }
+        let known: Vec<&str> = chunk
+            .iter()
+            .map(|(_, key, _)| key.as_str())
+            .filter(|key| !ids.contains_key(*key))
+            .collect();
+        if !known.is_empty() {
+            let sql = format!(
+                "SELECT id, url_key FROM items WHERE record_id = $1 AND intent = $2 AND url_key IN ({})",
+                super::placeholders_after(2, known.len())
+            );
+            let mut query = sqlx::query(&sql).bind(record_id).bind(intent.name());
+            for key in &known {
+                query = query.bind(*key);
+            }
+            for row in query.fetch_all(&mut **tx).await? {
+                ids.insert(row.try_get("url_key")?, row.try_get("id")?);
+            }
+        }
+    }
+    let ordered: Vec<i64> = rows
+        .iter()
+        .filter_map(|(_, key, _)| ids.get(key).copied())
+        .collect();
+    for chunk in ordered.chunks(ROWS_PER_STATEMENT) {
+        let values = (0..chunk.len())
+            .map(|i| format!("(${}, $1, $2, $3, $4)", 5 + i))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "INSERT INTO item_evidence (item_id, fire_id, connector_id, triggered_by, found_at) \
+             VALUES {values} ON CONFLICT (item_id, fire_id, connector_id) DO NOTHING"
+        );
+        let mut query = sqlx::query(&sql)
+            .bind(fire_id)
+            .bind(connector_id)
+            .bind(triggered_by.name())
+            .bind(now);
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        query.execute(&mut **tx).await?;
+    }
+    Ok(ordered)
 }

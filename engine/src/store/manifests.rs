@@ -167,6 +167,7 @@ impl Store {
         .bind(now_ms())
         .execute(self.pool())
         .await?;
+        self.settings_changed(workspace_id);
         Ok(())
     }
 
@@ -178,6 +179,7 @@ impl Store {
                 .bind(name)
                 .execute(self.pool())
                 .await?;
+        self.settings_changed(workspace_id);
         Ok(done.rows_affected() > 0)
     }
 }

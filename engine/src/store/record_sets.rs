@@ -247,6 +247,34 @@ impl Store {
         record(&row)
     }
 
+    /// A record with the summary of its set, in one read.
+    pub async fn record_and_set(
+        &self,
+        id: i64,
+    ) -> Result<(StoredRecord, RecordSetSummary), StoreError> {
+        let row = sqlx::query(
+            "SELECT r.id, r.record_set_id, r.name, r.fields, s.name AS set_name, s.bundle_id, \
+             s.is_demo, s.created_at, s.workspace_id, \
+             (SELECT COUNT(*) FROM records c WHERE c.record_set_id = s.id) AS records \
+             FROM records r JOIN record_sets s ON s.id = r.record_set_id WHERE r.id = $1",
+        )
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("record {id}")))?;
+        let record = record(&row)?;
+        let set = RecordSetSummary {
+            id: record.record_set_id,
+            name: row.try_get("set_name")?,
+            bundle_id: row.try_get("bundle_id")?,
+            records: row.try_get("records")?,
+            is_demo: row.try_get::<i64, _>("is_demo")? != 0,
+            created_at: row.try_get("created_at")?,
+            workspace_id: row.try_get("workspace_id")?,
+        };
+        Ok((record, set))
+    }
+
     /// Many records by id (those that exist).
     pub async fn records_by_id(
         &self,

@@ -1,0 +1,119 @@
+//! The per-workspace settings every fire, chip and menu reads, kept in
+//! memory: the connectors a workspace switched off, the names of its
+//! secrets, its own packs and bundles. This process's own writes to them
+//! replace them at once; another process's are seen within [`FRESH_FOR`].
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{Store, StoreError};
+
+/// How long settings read from the database are used before being read
+/// again (what another process changed shows after at most this).
+pub const FRESH_FOR: Duration = Duration::from_secs(2);
+
+/// One workspace's settings.
+#[derive(Debug, Default, PartialEq)]
+pub struct WorkspaceSettings {
+    /// Connectors switched off, with the reason each shows.
+    pub off: HashMap<String, String>,
+    /// The names of the secrets it set (never their values).
+    pub secret_names: BTreeSet<String>,
+    pub packs: Vec<model::PackConfig>,
+    pub bundles: Vec<model::BundleConfig>,
+}
+
+/// Settings read, by workspace, with a count of this process's changes so
+/// a read that raced a change is not kept.
+#[derive(Debug, Default)]
+pub(super) struct SettingsCache {
+    entries: Mutex<HashMap<i64, Entry>>,
+}
+
+#[derive(Debug, Default)]
+struct Entry {
+    changes: u64,
+    read: Option<(Instant, Arc<WorkspaceSettings>)>,
+}
+
+impl SettingsCache {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Store {
+    /// A workspace's settings, from memory when fresh.
+    pub async fn workspace_settings(
+        &self,
+        workspace_id: i64,
+    ) -> Result<Arc<WorkspaceSettings>, StoreError> {
+        let changes = {
+            let entries = self.settings.entries();
+            match entries.get(&workspace_id) {
+                Some(Entry {
+                    read: Some((at, settings)),
+                    ..
+                }) if at.elapsed() < FRESH_FOR => return Ok(settings.clone()),
+                Some(entry) => entry.changes,
+                None => 0,
+            }
+        };
+        let (packs, bundles) = self.workspace_catalog(workspace_id).await?;
+        let settings = Arc::new(WorkspaceSettings {
+            off: self.workspace_disabled_connectors(workspace_id).await?,
+            secret_names: self
+                .secrets_of(workspace_id)
+                .await?
+                .into_iter()
+                .map(|s| s.name)
+                .collect(),
+            packs,
+            bundles,
+        });
+        let mut entries = self.settings.entries();
+        let entry = entries.entry(workspace_id).or_default();
+        if entry.changes == changes {
+            entry.read = Some((Instant::now(), settings.clone()));
+        }
+        Ok(settings)
+    }
+
+    /// This process changed a workspace's settings: the next read goes to
+    /// the database.
+    pub(super) fn settings_changed(&self, workspace_id: i64) {
+        let mut entries = self.settings.entries();
+        let entry = entries.entry(workspace_id).or_default();
+        entry.changes += 1;
+        entry.read = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_change_made_here_shows_at_once() {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        let (ws, _) = store.ensure_workspace("w").await.unwrap();
+        assert!(store.workspace_settings(ws).await.unwrap().off.is_empty());
+        store
+            .set_workspace_connector(ws, "serpapi", Some("too dear"), "ana")
+            .await
+            .unwrap();
+        let settings = store.workspace_settings(ws).await.unwrap();
+        assert_eq!(settings.off["serpapi"], "too dear");
+        // Unchanged, it is the same read.
+        assert!(Arc::ptr_eq(
+            &settings,
+            &store.workspace_settings(ws).await.unwrap()
+        ));
+        store
+            .set_workspace_connector(ws, "serpapi", None, "ana")
+            .await
+            .unwrap();
+        assert!(store.workspace_settings(ws).await.unwrap().off.is_empty());
+    }
+}
