@@ -130,7 +130,7 @@ async fn main() {
         [records, latency_ms, rate] => scenario(records as usize, latency_ms as u64, rate).await,
         _ => {
             scenario(10_000, 50, 200.0).await;
-            scenario(2_000, 1_500, 20.0).await;
+            scenario(4_000, 1_500, 20.0).await;
         }
     }
 }

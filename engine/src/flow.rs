@@ -49,6 +49,9 @@ impl Default for FlowConfig {
     }
 }
 
+/// How often a waiting fire looks again at a window nothing was released from.
+const RECHECK: Duration = Duration::from_millis(20);
+
 /// Fires a window keeps waiting at the throttle beyond Little's law, so the
 /// next slot the rate hint allows always finds one ready.
 const AT_THE_THROTTLE: usize = 2;
@@ -237,17 +240,27 @@ impl Flow {
             (rx, id)
         };
         let (mut rx, id) = waiting;
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => {
-                // A place handed over just as the cancel came is given back.
-                rx.close();
-                if rx.try_recv().is_ok() {
-                    drop(self.permit(connector, id, priority));
+        loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    // A place handed over just as the cancel came is given back.
+                    rx.close();
+                    if rx.try_recv().is_ok() {
+                        drop(self.permit(connector, id, priority));
+                    }
+                    return None;
                 }
-                None
+                got = &mut rx => return got.ok().map(|()| self.permit(connector, id, priority)),
+                // Before a connector's first answer its window grows with
+                // the age of the places held, with nothing released to say so.
+                () = tokio::time::sleep(RECHECK) => {
+                    let config = self.config;
+                    if let Some(window) = self.state().windows.get_mut(connector) {
+                        Flow::wake(&config, window);
+                    }
+                }
             }
-            got = &mut rx => got.ok().map(|()| self.permit(connector, id, priority)),
         }
     }
 

@@ -18,6 +18,10 @@ use tokio::sync::Notify;
 /// How much of a fast hint's time may be caught up at once.
 const CREDIT: Duration = Duration::from_millis(20);
 
+/// How much before its slot a background call without credit wakes: about
+/// what the timer may be late by.
+const EARLY: Duration = Duration::from_millis(1);
+
 /// Whose call waits: a person's goes first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Priority {
@@ -28,6 +32,10 @@ pub enum Priority {
 /// Spaces a connector's calls by its rate hint.
 #[derive(Debug)]
 pub struct Throttle {
+    /// Whether the hint carries credit (see the module's note); without it a
+    /// background call wakes [`EARLY`] before its slot and yields until it,
+    /// since a call the timer wakes late would lose that time for good.
+    credit: bool,
     limiter: DefaultDirectRateLimiter,
     clock: DefaultClock,
     /// Background calls take turns through this.
@@ -60,6 +68,7 @@ impl Throttle {
         let quota =
             Quota::with_period(Duration::from_secs_f64(1.0 / per_second))?.allow_burst(credit);
         Some(Self {
+            credit: credit.get() > 1,
             limiter: RateLimiter::direct(quota),
             clock: DefaultClock::default(),
             turn: tokio::sync::Mutex::new(()),
@@ -83,11 +92,24 @@ impl Throttle {
                     match self.limiter.check() {
                         Ok(()) => return,
                         Err(not_until) => {
-                            tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await;
+                            let wait = not_until.wait_time_from(self.clock.now());
+                            if self.credit || wait > EARLY {
+                                tokio::time::sleep(wait.saturating_sub(self.early())).await;
+                            } else {
+                                tokio::task::yield_now().await;
+                            }
                         }
                     }
                 }
             }
+        }
+    }
+
+    fn early(&self) -> Duration {
+        if self.credit {
+            Duration::ZERO
+        } else {
+            EARLY
         }
     }
 
