@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use model::{
-    Capability, Chip, ChipState, EventKind, FireOutcome, FireReport, HistoryEntry, Skipped,
+    Capability, Chip, ChipState, EventKind, FireOutcome, FireReport, HistoryEntry, Item, Skipped,
     TriggeredBy,
 };
 use tokio_util::sync::CancellationToken;
@@ -232,6 +232,23 @@ pub struct RecordChainInputs {
     pub already_found: Vec<String>,
 }
 
+impl RecordChainInputs {
+    /// A pack's inputs from what [`Store::record_facts`] read of a record.
+    pub fn of(
+        (overrides, found): &(HashMap<String, String>, Vec<(String, String)>),
+        pack: &PackConfig,
+    ) -> Self {
+        Self {
+            record_override: overrides.get(&pack.pack_id).cloned(),
+            already_found: found
+                .iter()
+                .filter(|(intent, _)| intent == pack.intent.name())
+                .map(|(_, connector)| connector.clone())
+                .collect(),
+        }
+    }
+}
+
 /// A fire under way: what it has done so far.
 struct Walk {
     report: FireReport,
@@ -244,6 +261,8 @@ struct Walk {
     cancelled: bool,
     /// Set once the fire's end (with its task's, if any) is written.
     closed: bool,
+    /// The chip as read right after the end was written.
+    chip: Option<Result<ChipState, StoreError>>,
     in_flight: InFlight,
 }
 
@@ -370,14 +389,8 @@ impl Dispatcher {
         record_id: i64,
         pack: &PackConfig,
     ) -> Result<RecordChainInputs, StoreError> {
-        let (record_override, already_found) = self
-            .store
-            .chain_inputs(record_id, &pack.pack_id, &pack.intent)
-            .await?;
-        Ok(RecordChainInputs {
-            record_override,
-            already_found,
-        })
+        let facts = self.store.record_facts(record_id).await?;
+        Ok(RecordChainInputs::of(&facts, pack))
     }
 
     fn resolve(
@@ -415,11 +428,15 @@ impl Dispatcher {
     }
 
     async fn fire_owned(&self, req: FireRequest) -> Result<FireReport, DispatchError> {
-        let (record, set) = self.store.record_and_set(req.record_id).await?;
+        // Two reads that need only the record id, side by side.
+        let ((record, set), facts) = tokio::try_join!(
+            self.store.record_and_set(req.record_id),
+            self.store.record_facts(req.record_id)
+        )?;
         let scope = self.scope(set.workspace_id).await?;
         let (pack, member) = pack_in(&scope.catalog, &set.bundle_id, &req.pack_id)
             .ok_or_else(|| DispatchError::UnknownPack(req.pack_id.clone()))?;
-        let inputs = self.chain_inputs(record.id, &pack).await?;
+        let inputs = RecordChainInputs::of(&facts, &pack);
         let prepared = self.prepare_with(
             Arc::new(scope),
             Arc::new(set),
@@ -518,6 +535,7 @@ impl Dispatcher {
             cancel,
             cancelled: false,
             closed: false,
+            chip: None,
             in_flight: InFlight::default(),
         };
         let mut chip = None;
@@ -546,18 +564,17 @@ impl Dispatcher {
             }
         }
         drop(first);
-        walk.report.chip = match chip {
-            Some(chip) => chip,
-            None => match self.chip_of(&scope, record.id, &pack).await {
-                Ok(chip) => chip,
-                Err(e) => {
-                    tracing::error!(record = record.id, error = %e, "Reading a chip after a fire failed.");
-                    ChipState::Error {
-                        reason: "the chip could not be read; reload the page".to_owned(),
-                    }
-                }
-            },
+        let read = match (chip, walk.chip.take()) {
+            (Some(broken), _) => Ok(broken),
+            (None, Some(read)) => read,
+            (None, None) => self.chip_of(&scope, record.id, &pack).await,
         };
+        walk.report.chip = read.unwrap_or_else(|e| {
+            tracing::error!(record = record.id, error = %e, "Reading a chip after a fire failed.");
+            ChipState::Error {
+                reason: "the chip could not be read; reload the page".to_owned(),
+            }
+        });
         self.end_task(&mut walk).await;
         if let Some(fire_id) = walk.fire_id {
             self.publish_chip(
@@ -644,20 +661,24 @@ impl Dispatcher {
                         continue 'chain;
                     }
                 }
-                let lease = Lease {
-                    owner: self.owner.as_str(),
-                    until: self.leases.expiry(),
+                let fire_id = match walk.fire_id {
+                    Some(id) => id,
+                    None => {
+                        let lease = Lease {
+                            owner: self.owner.as_str(),
+                            until: self.leases.expiry(),
+                        };
+                        let id = retrying(|| self.store.open_fire(&walk.ctx, lease)).await?;
+                        walk.fire_id = Some(id);
+                        walk.report.fire_id = Some(id);
+                        walk.in_flight
+                            .enter(&self.in_flight, id, walk.cancel.clone());
+                        id
+                    }
                 };
-                let attempt = retrying(|| {
-                    self.store
-                        .open_attempt(&walk.ctx, walk.fire_id, lease, connector_id)
-                })
-                .await?;
-                if walk.fire_id.is_none() {
-                    walk.fire_id = Some(attempt.fire_id);
-                    walk.report.fire_id = Some(attempt.fire_id);
-                    walk.in_flight
-                        .enter(&self.in_flight, attempt.fire_id, walk.cancel.clone());
+                let attempt =
+                    retrying(|| self.store.open_attempt(&walk.ctx, fire_id, connector_id)).await?;
+                if walk.report.attempts.is_empty() {
                     self.publish_chip(
                         set.id,
                         record,
@@ -711,7 +732,23 @@ impl Dispatcher {
                 walk.closed = fire_end.is_some();
                 self.publish_attempt(set.id, &entry);
                 walk.report.attempts.push(entry);
-                self.publish_items(walk, set.id, &item_ids).await;
+                // The fire's items, and once it ended its chip, side by side.
+                let read_items = async {
+                    if item_ids.is_empty() {
+                        Ok(Vec::new())
+                    } else {
+                        self.store.items_by_id(&item_ids).await
+                    }
+                };
+                let items = if walk.closed {
+                    let (items, chip) =
+                        tokio::join!(read_items, self.chip_of(scope, record.id, pack));
+                    walk.chip = Some(chip);
+                    items
+                } else {
+                    read_items.await
+                };
+                self.publish_items(walk, set.id, items);
                 match end.outcome {
                     Some(FireOutcome::Found) => break 'chain,
                     Some(FireOutcome::Cancelled) => {
@@ -753,14 +790,11 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Reads the items an attempt's results became and tells every viewer.
-    /// They are written already: a failed read only leaves them out of the
-    /// report and the live view (a reload shows them).
-    async fn publish_items(&self, walk: &mut Walk, set_id: i64, item_ids: &[i64]) {
-        if item_ids.is_empty() {
-            return;
-        }
-        match self.store.items_by_id(item_ids).await {
+    /// Tells every viewer about the items an attempt's results became. They
+    /// are written already: a failed read only leaves them out of the report
+    /// and the live view (a reload shows them).
+    fn publish_items(&self, walk: &mut Walk, set_id: i64, items: Result<Vec<Item>, StoreError>) {
+        match items {
             Ok(items) => {
                 for item in &items {
                     self.events.publish(

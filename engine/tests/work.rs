@@ -52,6 +52,16 @@ fn context(record_id: i64, job_id: Option<i64>) -> FireContext {
     }
 }
 
+/// Opens a fire with one attempt of `alpha` in flight, as `lease.owner`.
+async fn open(engine: &Engine, ctx: FireContext, lease: Lease<'_>) -> model::HistoryEntry {
+    let fire = engine.store.open_fire(&ctx, lease).await.unwrap();
+    engine
+        .store
+        .open_attempt(&ctx, fire, "alpha")
+        .await
+        .unwrap()
+}
+
 async fn scalar(db: &Engine, sql: &str, id: i64) -> String {
     sqlx::query_scalar::<_, String>(sql)
         .bind(id)
@@ -117,16 +127,12 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
             .await
             .unwrap();
         assert_eq!(tasks.len(), 2);
-        let finished_fire = engine
-            .store
-            .open_attempt(
-                &context(tasks[0].record_id, Some(dead_job.id)),
-                None,
-                dead,
-                "alpha",
-            )
-            .await
-            .unwrap();
+        let finished_fire = open(
+            &engine,
+            context(tasks[0].record_id, Some(dead_job.id)),
+            dead,
+        )
+        .await;
         let found = ConnectorResult {
             url: "https://alpha.test/found-before-the-crash".into(),
             title: "found".into(),
@@ -152,23 +158,15 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
             )
             .await
             .unwrap();
-        let in_flight = engine
-            .store
-            .open_attempt(
-                &context(tasks[1].record_id, Some(dead_job.id)),
-                None,
-                dead,
-                "alpha",
-            )
-            .await
-            .unwrap();
+        let in_flight = open(
+            &engine,
+            context(tasks[1].record_id, Some(dead_job.id)),
+            dead,
+        )
+        .await;
 
         // A live process: a person's fire and a job's task in flight.
-        let live_fire = engine
-            .store
-            .open_attempt(&context(records[3].id, None), None, alive, "alpha")
-            .await
-            .unwrap();
+        let live_fire = open(&engine, context(records[3].id, None), alive).await;
         let live_job = engine
             .store
             .create_job(set, &["web".to_owned()], "bo", alive)

@@ -103,60 +103,50 @@ pub struct Lease<'a> {
 }
 
 impl Store {
-    /// Writes an attempt as in flight, before the connector is called. With
-    /// `fire: None` it opens the fire too, under `lease`, in the same
-    /// transaction. Returns the attempt.
+    /// Opens a fire under `lease`; its attempts follow.
+    pub async fn open_fire(&self, ctx: &FireContext, lease: Lease<'_>) -> Result<i64, StoreError> {
+        let id = sqlx::query_scalar(
+            "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, status, job_id, \
+             started_at, owner, lease_until) \
+             VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9) RETURNING id",
+        )
+        .bind(ctx.record_id)
+        .bind(ctx.pack_id.as_str())
+        .bind(ctx.intent.name())
+        .bind(ctx.triggered_by.name())
+        .bind(ctx.actor.as_str())
+        .bind(ctx.job_id)
+        .bind(now_ms())
+        .bind(lease.owner)
+        .bind(lease.until)
+        .fetch_one(self.pool())
+        .await?;
+        Ok(id)
+    }
+
+    /// Writes an attempt of an open fire as in flight, before the connector
+    /// is called.
     pub async fn open_attempt(
         &self,
         ctx: &FireContext,
-        fire: Option<i64>,
-        lease: Lease<'_>,
+        fire_id: i64,
         connector_id: &str,
     ) -> Result<HistoryEntry, StoreError> {
         let now = now_ms();
-        let insert_attempt = |fire_id: i64| {
-            sqlx::query_scalar(
-                "INSERT INTO connector_history (fire_id, record_id, pack_id, intent, connector_id, \
-                 triggered_by, actor, fired_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-            )
-            .bind(fire_id)
-            .bind(ctx.record_id)
-            .bind(ctx.pack_id.as_str())
-            .bind(ctx.intent.name())
-            .bind(connector_id)
-            .bind(ctx.triggered_by.name())
-            .bind(ctx.actor.as_str())
-            .bind(now)
-        };
-        let (fire_id, id): (i64, i64) = match fire {
-            // One more attempt of an open fire: one statement.
-            Some(fire_id) => (
-                fire_id,
-                insert_attempt(fire_id).fetch_one(self.pool()).await?,
-            ),
-            None => {
-                let mut tx = self.pool().begin().await?;
-                let fire_id: i64 = sqlx::query_scalar(
-                    "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, status, job_id, \
-                     started_at, owner, lease_until) \
-                     VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9) RETURNING id",
-                )
-                .bind(ctx.record_id)
-                .bind(ctx.pack_id.as_str())
-                .bind(ctx.intent.name())
-                .bind(ctx.triggered_by.name())
-                .bind(ctx.actor.as_str())
-                .bind(ctx.job_id)
-                .bind(now)
-                .bind(lease.owner)
-                .bind(lease.until)
-                .fetch_one(&mut *tx)
-                .await?;
-                let id = insert_attempt(fire_id).fetch_one(&mut *tx).await?;
-                tx.commit().await?;
-                (fire_id, id)
-            }
-        };
+        let id = sqlx::query_scalar(
+            "INSERT INTO connector_history (fire_id, record_id, pack_id, intent, connector_id, \
+             triggered_by, actor, fired_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        )
+        .bind(fire_id)
+        .bind(ctx.record_id)
+        .bind(ctx.pack_id.as_str())
+        .bind(ctx.intent.name())
+        .bind(connector_id)
+        .bind(ctx.triggered_by.name())
+        .bind(ctx.actor.as_str())
+        .bind(now)
+        .fetch_one(self.pool())
+        .await?;
         Ok(HistoryEntry {
             id,
             fire_id,
@@ -295,39 +285,36 @@ impl Store {
         Ok(ids)
     }
 
-    /// What a fire's chain reads of one record: the connector a person set
-    /// it to start with for the pack, and the connectors that already found
-    /// results for the intent. One read.
-    pub async fn chain_inputs(
+    /// What a fire's chain reads of one record, in one read: the connector a
+    /// person set it to start with, by pack, and the connectors that already
+    /// found results, as (intent, connector).
+    pub async fn record_facts(
         &self,
         record_id: i64,
-        pack_id: &str,
-        intent: &Capability,
-    ) -> Result<(Option<String>, Vec<String>), StoreError> {
+    ) -> Result<(HashMap<String, String>, Vec<(String, String)>), StoreError> {
         let rows = sqlx::query(
-            "SELECT 'override' AS kind, connector_id FROM record_overrides \
-             WHERE record_id = $1 AND pack_id = $2 \
+            "SELECT 'override' AS kind, pack_id AS key, connector_id FROM record_overrides \
+             WHERE record_id = $1 \
              UNION ALL \
-             SELECT DISTINCT 'found' AS kind, connector_id FROM connector_history \
-             WHERE record_id = $1 AND intent = $3 AND outcome = 'found'",
+             SELECT DISTINCT 'found' AS kind, intent AS key, connector_id FROM connector_history \
+             WHERE record_id = $1 AND outcome = 'found'",
         )
         .bind(record_id)
-        .bind(pack_id)
-        .bind(intent.name())
         .fetch_all(self.pool())
         .await?;
-        let mut record_override = None;
+        let mut overrides = HashMap::new();
         let mut found = Vec::new();
         for row in &rows {
             let kind: String = row.try_get("kind")?;
+            let key: String = row.try_get("key")?;
             let connector: String = row.try_get("connector_id")?;
             if kind == "override" {
-                record_override = Some(connector);
+                overrides.insert(key, connector);
             } else {
-                found.push(connector);
+                found.push((key, connector));
             }
         }
-        Ok((record_override, found))
+        Ok((overrides, found))
     }
 
     /// What one chip shows depends on: the record's attempts for the
