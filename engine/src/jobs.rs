@@ -39,7 +39,11 @@ pub struct JobRunner {
 /// A job running in this process.
 #[derive(Clone)]
 struct Running {
+    /// Cancels the job: its loop and every fire it has in flight.
     cancel: CancellationToken,
+    /// Stops only its loop (the process hands its work over); a child of
+    /// `cancel`. Fires in flight run to their end.
+    stop: CancellationToken,
     /// Its tasks claimed and not yet done, whose leases the heartbeat renews.
     tasks: Arc<Mutex<HashSet<i64>>>,
 }
@@ -165,6 +169,15 @@ impl JobRunner {
         Ok(job)
     }
 
+    /// Stops every job loop here without cancelling any fire: no new task
+    /// is claimed, fires in flight run to their end (the process is handing
+    /// its work over).
+    pub fn stop_claiming(&self) {
+        for running in lock(&self.running).values() {
+            running.stop.cancel();
+        }
+    }
+
     /// Cancels the fires of a job running here (it ended elsewhere).
     pub fn stop_here(&self, job_id: i64) {
         if let Some(running) = lock(&self.running).get(&job_id) {
@@ -195,8 +208,10 @@ impl JobRunner {
     }
 
     fn spawn(&self, job_id: i64, record_set_id: i64) {
+        let cancel = CancellationToken::new();
         let running = Running {
-            cancel: CancellationToken::new(),
+            stop: cancel.child_token(),
+            cancel,
             tasks: Arc::default(),
         };
         lock(&self.running).insert(job_id, running.clone());
@@ -210,6 +225,8 @@ impl JobRunner {
                 last: Mutex::new(None),
             });
             match runner.drive(job_id, &running, &progress).await {
+                // Handed over: the next owner carries on.
+                Ok(()) if running.stop.is_cancelled() && !running.cancel.is_cancelled() => {}
                 Ok(()) if !running.cancel.is_cancelled() => {
                     match retrying(|| runner.store.end_job(job_id, JobStatus::Completed)).await {
                         Ok(job) => {
@@ -254,7 +271,7 @@ impl JobRunner {
         running: &Running,
         progress: &Arc<Progress>,
     ) -> Result<(), StoreError> {
-        let cancel = &running.cancel;
+        let (cancel, stop) = (&running.cancel, &running.stop);
         let job = retrying(|| self.store.job(job_id)).await?;
         let actor = format!("{} (job {job_id})", job.created_by);
         let set = Arc::new(retrying(|| self.store.record_set(job.record_set_id)).await?);
@@ -263,7 +280,7 @@ impl JobRunner {
             while let Some(ended) = fires.try_join_next() {
                 log_fire_end(job_id, ended);
             }
-            let Some(mut places) = self.flow.ceiling(BATCH, cancel).await else {
+            let Some(mut places) = self.flow.ceiling(BATCH, stop).await else {
                 break Ok(());
             };
             let tasks = match retrying(|| {
@@ -283,9 +300,10 @@ impl JobRunner {
                 Ok(batch) => batch,
                 Err(e) => break Err(e),
             };
+            let mut failed = None;
             for task in tasks {
                 let place = places.split(1);
-                if cancel.is_cancelled() {
+                if stop.is_cancelled() {
                     break;
                 }
                 let req = FireRequest {
@@ -298,10 +316,17 @@ impl JobRunner {
                     task_id: Some(task.id),
                     parent: Some(cancel.clone()),
                 };
-                let Some(prepared) = self.plan(&batch, &set, &task, req).await? else {
-                    lock(&running.tasks).remove(&task.id);
-                    progress.tick().await;
-                    continue;
+                let prepared = match self.plan(&batch, &set, &task, req).await {
+                    Ok(Some(prepared)) => prepared,
+                    Ok(None) => {
+                        lock(&running.tasks).remove(&task.id);
+                        progress.tick().await;
+                        continue;
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
                 };
                 // Its turn in the first connector's window comes before the
                 // fire starts, so no chip says "firing" while it only waits.
@@ -310,12 +335,8 @@ impl JobRunner {
                     .and_then(|c| self.dispatcher.handle(c, set.workspace_id))
                 {
                     Some(handle) => {
-                        match self
-                            .flow
-                            .acquire(&handle, Priority::Background, cancel)
-                            .await
-                        {
-                            Some(permit) if !cancel.is_cancelled() => Some(permit),
+                        match self.flow.acquire(&handle, Priority::Background, stop).await {
+                            Some(permit) if !stop.is_cancelled() => Some(permit),
                             _ => break,
                         }
                     }
@@ -333,7 +354,11 @@ impl JobRunner {
                     progress.tick().await;
                 });
             }
+            if let Some(e) = failed {
+                break Err(e);
+            }
         };
+        // Whatever ended the loop, the fires it started run to their end.
         while let Some(ended) = fires.join_next().await {
             log_fire_end(job_id, ended);
         }

@@ -633,3 +633,59 @@ async fn a_database_that_fails_mid_fire_is_retried_then_the_fire_ends_as_an_erro
         }
     }
 }
+
+#[tokio::test]
+async fn a_stopping_process_hands_its_fanout_over_at_once() {
+    for db in testing::all().await {
+        eprintln!("-- on {}", db.kind());
+        let first = engine(&db, &["alpha"], EngineConfig::default()).await;
+        let slow = scripted(
+            &first,
+            "alpha",
+            None,
+            vec![Step::Delay(
+                Duration::from_millis(300),
+                Box::new(Step::Found(1)),
+            )],
+        );
+        let set = record_set(&first, "Handed", 40).await;
+        let job = first
+            .jobs
+            .start(set, &["web".to_owned()], "ana")
+            .await
+            .unwrap();
+        while slow.calls() < 5 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        first.hand_over(Duration::from_secs(5)).await.unwrap();
+        let started = slow.calls();
+        assert!(started < 40, "it stopped claiming: {started} fires");
+        assert_eq!(
+            open_attempts(&first).await,
+            0,
+            "fires in flight ended first"
+        );
+        let handed = first.store.job(job.id).await.unwrap();
+        assert_eq!(
+            handed.status,
+            JobStatus::Running,
+            "not cancelled, not completed"
+        );
+        assert_eq!(handed.progress.done, started as u64);
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert_eq!(
+            slow.calls(),
+            started,
+            "nothing fires here after the hand-over"
+        );
+
+        // The next process takes it over at once, without waiting for a lease.
+        let second = engine(&db, &["alpha"], EngineConfig::default()).await;
+        let carried = scripted(&second, "alpha", None, vec![Step::Found(1)]);
+        assert_eq!(second.reclaim().await.unwrap().jobs, vec![job.id]);
+        let done = finished(&second, job.id, Duration::from_secs(30)).await;
+        assert_eq!((done.status, done.found), (JobStatus::Completed, 40));
+        assert_eq!(carried.calls() + started, 40, "no record fired twice");
+        assert_eq!(fires_of_job(&second, job.id).await, (40, 0));
+    }
+}

@@ -174,4 +174,24 @@ impl Store {
         }
         Ok(())
     }
+
+    /// Gives up every lease `owner` holds on running work: its jobs and
+    /// tasks are free for any process at once, and its fires are left for
+    /// [`Store::reap_expired_fires`]. Returns how many rows were released.
+    pub async fn release_owner(&self, owner: &str) -> Result<u64, StoreError> {
+        let mut released = 0;
+        for sql in [
+            "UPDATE jobs SET owner = NULL, lease_until = NULL WHERE owner = $1 AND status = 'running'",
+            "UPDATE job_tasks SET status = 'pending', owner = NULL, lease_until = NULL \
+             WHERE owner = $1 AND status = 'running'",
+            "UPDATE fires SET lease_until = NULL WHERE owner = $1 AND status = 'running'",
+        ] {
+            released += sqlx::query(sql)
+                .bind(owner)
+                .execute(self.pool())
+                .await?
+                .rows_affected();
+        }
+        Ok(released)
+    }
 }
