@@ -133,20 +133,21 @@ impl Engine {
         self.upkeep.cancel();
     }
 
-    /// Hands this process's work over before it stops: its jobs stop
-    /// claiming tasks, fires in flight get `grace` to end, and whatever still
-    /// runs is released at once (its fires closed as interrupted, its tasks
-    /// and jobs free for another process or the next start) instead of
-    /// waiting for its leases to expire.
+    /// Hands this process's work over before it stops: it takes nothing
+    /// more over, its jobs stop claiming tasks, fires in flight get `grace`
+    /// (at most half a lease, so no lease runs out meanwhile) to end, and
+    /// whatever still runs is released at once (its fires closed as
+    /// interrupted, its tasks and jobs free for another process or the next
+    /// start) instead of waiting for its leases to expire.
     pub async fn hand_over(&self, grace: Duration) -> Result<(), StoreError> {
+        self.stop_heartbeat();
         self.jobs.stop_claiming();
-        let deadline = tokio::time::Instant::now() + grace;
+        let deadline = tokio::time::Instant::now() + grace.min(self.leases.lease / 2);
         while (!self.dispatcher.in_flight().is_empty() || !self.jobs.owned().0.is_empty())
             && tokio::time::Instant::now() < deadline
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        self.stop_heartbeat();
         let released = self.store.release_owner(self.owner.as_str()).await?;
         let interrupted = self.store.reap_expired_fires(now_ms()).await?;
         for fire in &interrupted {

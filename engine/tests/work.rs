@@ -268,24 +268,26 @@ async fn a_fanout_keeps_as_many_requests_in_flight_as_the_rate_hint_allows_and_p
 
 #[tokio::test]
 async fn a_connector_without_a_rate_hint_gets_the_default_window() {
-    let provider = FakeProvider::start(Behaviour::unlimited(Duration::from_millis(100))).await;
-    let db = testing::sqlite();
-    let engine = engine(&db, &["open"], EngineConfig::default()).await;
-    register_manifest(&engine, &provider.manifest("open", "/search", None));
-    let set = record_set(&engine, "Open", 80).await;
-    let job = engine
-        .jobs
-        .start(set, &["web".to_owned()], "ana")
-        .await
-        .unwrap();
-    let job = finished(&engine, job.id, Duration::from_secs(60)).await;
-    assert_eq!(job.found, 80);
-    let most = provider.counters.most_in_flight();
-    let window = engine::flow::FlowConfig::default().default_window as u64;
-    assert!(
-        (5..=window).contains(&most),
-        "{most} in flight, window {window}"
-    );
+    for db in testing::all().await {
+        eprintln!("-- on {}", db.kind());
+        let provider = FakeProvider::start(Behaviour::unlimited(Duration::from_millis(100))).await;
+        let engine = engine(&db, &["open"], EngineConfig::default()).await;
+        register_manifest(&engine, &provider.manifest("open", "/search", None));
+        let set = record_set(&engine, "Open", 80).await;
+        let job = engine
+            .jobs
+            .start(set, &["web".to_owned()], "ana")
+            .await
+            .unwrap();
+        let job = finished(&engine, job.id, Duration::from_secs(60)).await;
+        assert_eq!(job.found, 80);
+        let most = provider.counters.most_in_flight();
+        let window = engine::flow::FlowConfig::default().default_window as u64;
+        assert!(
+            (5..=window).contains(&most),
+            "{most} in flight, window {window}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -322,136 +324,142 @@ async fn a_provider_that_always_answers_429_is_walked_past_and_nothing_fires_twi
 
 #[tokio::test]
 async fn a_hanging_provider_is_cut_at_the_timeout_and_the_chain_goes_on() {
-    let hanging = FakeProvider::start(Behaviour::unlimited(Duration::ZERO)).await;
-    let backup = FakeProvider::start(Behaviour::unlimited(Duration::ZERO)).await;
-    let config = EngineConfig {
-        dispatch: DispatchConfig {
-            attempt_timeout: Duration::from_millis(300),
-            retry_budget: 0,
-            ..DispatchConfig::default()
-        },
-        ..EngineConfig::default()
-    };
-    let db = testing::sqlite();
-    let engine = engine(&db, &["hanging", "backup"], config).await;
-    register_manifest(&engine, &hanging.manifest("hanging", "/hang", None));
-    register_manifest(&engine, &backup.manifest("backup", "/search", None));
-    let set = record_set(&engine, "Hung", 3).await;
-    let job = engine
-        .jobs
-        .start(set, &["web".to_owned()], "ana")
-        .await
-        .unwrap();
-    let job = finished(&engine, job.id, Duration::from_secs(30)).await;
-    assert_eq!(job.found, 3);
-    let records = engine.store.records(set, 0, 10).await.unwrap();
-    for record in records {
-        let history = engine.store.history(record.id).await.unwrap();
-        let cut = history
-            .iter()
-            .find(|h| h.connector_id == "hanging")
+    for db in testing::all().await {
+        eprintln!("-- on {}", db.kind());
+        let hanging = FakeProvider::start(Behaviour::unlimited(Duration::ZERO)).await;
+        let backup = FakeProvider::start(Behaviour::unlimited(Duration::ZERO)).await;
+        let config = EngineConfig {
+            dispatch: DispatchConfig {
+                attempt_timeout: Duration::from_millis(300),
+                retry_budget: 0,
+                ..DispatchConfig::default()
+            },
+            ..EngineConfig::default()
+        };
+        let engine = engine(&db, &["hanging", "backup"], config).await;
+        register_manifest(&engine, &hanging.manifest("hanging", "/hang", None));
+        register_manifest(&engine, &backup.manifest("backup", "/search", None));
+        let set = record_set(&engine, "Hung", 3).await;
+        let job = engine
+            .jobs
+            .start(set, &["web".to_owned()], "ana")
+            .await
             .unwrap();
-        assert_eq!(cut.outcome, Some(FireOutcome::Error));
-        assert!(
-            cut.error.as_deref().unwrap().contains("no answer within"),
-            "{cut:?}"
-        );
-        assert!(history
-            .iter()
-            .any(|h| h.connector_id == "backup" && h.outcome == Some(FireOutcome::Found)));
+        let job = finished(&engine, job.id, Duration::from_secs(30)).await;
+        assert_eq!(job.found, 3);
+        let records = engine.store.records(set, 0, 10).await.unwrap();
+        for record in records {
+            let history = engine.store.history(record.id).await.unwrap();
+            let cut = history
+                .iter()
+                .find(|h| h.connector_id == "hanging")
+                .unwrap();
+            assert_eq!(cut.outcome, Some(FireOutcome::Error));
+            assert!(
+                cut.error.as_deref().unwrap().contains("no answer within"),
+                "{cut:?}"
+            );
+            assert!(history
+                .iter()
+                .any(|h| h.connector_id == "backup" && h.outcome == Some(FireOutcome::Found)));
+        }
+        assert_eq!(open_attempts(&engine).await, 0);
     }
-    assert_eq!(open_attempts(&engine).await, 0);
 }
 
 #[tokio::test]
 async fn jobs_of_two_sets_share_a_connector_evenly() {
-    let db = testing::sqlite();
-    let engine = engine(&db, &["shared"], EngineConfig::default()).await;
-    // 40 a second at 50 ms: a window of a few fires.
-    scripted(
-        &engine,
-        "shared",
-        Some(40.0),
-        vec![Step::Delay(
-            Duration::from_millis(50),
-            Box::new(Step::Found(1)),
-        )],
-    );
-    let big = record_set(&engine, "Big", 80).await;
-    let small = record_set(&engine, "Small", 10).await;
-    let big_job = engine
-        .jobs
-        .start(big, &["web".to_owned()], "ana")
-        .await
-        .unwrap();
-    while engine.store.job(big_job.id).await.unwrap().progress.done < 5 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    for db in testing::all().await {
+        eprintln!("-- on {}", db.kind());
+        let engine = engine(&db, &["shared"], EngineConfig::default()).await;
+        // 40 a second at 50 ms: a window of a few fires.
+        scripted(
+            &engine,
+            "shared",
+            Some(40.0),
+            vec![Step::Delay(
+                Duration::from_millis(50),
+                Box::new(Step::Found(1)),
+            )],
+        );
+        let big = record_set(&engine, "Big", 80).await;
+        let small = record_set(&engine, "Small", 10).await;
+        let big_job = engine
+            .jobs
+            .start(big, &["web".to_owned()], "ana")
+            .await
+            .unwrap();
+        while engine.store.job(big_job.id).await.unwrap().progress.done < 5 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let small_job = engine
+            .jobs
+            .start(small, &["web".to_owned()], "bo")
+            .await
+            .unwrap();
+        let small_job = finished(&engine, small_job.id, Duration::from_secs(30)).await;
+        assert_eq!(small_job.found, 10);
+        let big_now = engine.store.job(big_job.id).await.unwrap();
+        assert!(
+            big_now.progress.done < 45,
+            "the small job did not wait behind the big one: the big one had done {} of 80",
+            big_now.progress.done
+        );
+        finished(&engine, big_job.id, Duration::from_secs(30)).await;
     }
-    let small_job = engine
-        .jobs
-        .start(small, &["web".to_owned()], "bo")
-        .await
-        .unwrap();
-    let small_job = finished(&engine, small_job.id, Duration::from_secs(30)).await;
-    assert_eq!(small_job.found, 10);
-    let big_now = engine.store.job(big_job.id).await.unwrap();
-    assert!(
-        big_now.progress.done < 45,
-        "the small job did not wait behind the big one: the big one had done {} of 80",
-        big_now.progress.done
-    );
-    finished(&engine, big_job.id, Duration::from_secs(30)).await;
 }
 
 #[tokio::test]
 async fn a_persons_click_never_waits_behind_a_fanout_queue() {
-    let db = testing::sqlite();
-    let engine = engine(&db, &["slow"], EngineConfig::default()).await;
-    // Ten a second at a second each: a window of a dozen fires, most of
-    // them waiting for the throttle at any time.
-    let slow = scripted(
-        &engine,
-        "slow",
-        Some(10.0),
-        vec![Step::Delay(
-            Duration::from_secs(1),
-            Box::new(Step::Found(1)),
-        )],
-    );
-    let queued = record_set(&engine, "Queued", 60).await;
-    let clicked = record_set(&engine, "Clicked", 1).await;
-    let person = engine.store.records(clicked, 0, 1).await.unwrap()[0].clone();
-    let job = engine
-        .jobs
-        .start(queued, &["web".to_owned()], "ana")
-        .await
-        .unwrap();
-    while slow.calls() < 15 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    for db in testing::all().await {
+        eprintln!("-- on {}", db.kind());
+        let engine = engine(&db, &["slow"], EngineConfig::default()).await;
+        // Ten a second at a second each: a window of a dozen fires, most of
+        // them waiting for the throttle at any time.
+        let slow = scripted(
+            &engine,
+            "slow",
+            Some(10.0),
+            vec![Step::Delay(
+                Duration::from_secs(1),
+                Box::new(Step::Found(1)),
+            )],
+        );
+        let queued = record_set(&engine, "Queued", 60).await;
+        let clicked = record_set(&engine, "Clicked", 1).await;
+        let person = engine.store.records(clicked, 0, 1).await.unwrap()[0].clone();
+        let job = engine
+            .jobs
+            .start(queued, &["web".to_owned()], "ana")
+            .await
+            .unwrap();
+        while slow.calls() < 15 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let (in_flight, allowed) = engine.dispatcher.flow().window("slow").unwrap();
+        assert!(
+            in_flight >= 5,
+            "the fan-out fills its window: {in_flight} of {allowed}"
+        );
+        let before = slow.calls();
+        let report = engine
+            .dispatcher
+            .fire(FireRequest::by_person(person.id, "web", None, "bo"))
+            .await
+            .unwrap();
+        assert!(matches!(report.chip, ChipState::Found { .. }), "{report:?}");
+        let position = slow
+            .queries()
+            .iter()
+            .position(|q| q == &person.name)
+            .unwrap();
+        assert!(
+            position <= before + 2,
+            "the click went out at most two fires after it was made, not after the queue: \
+             call {position}, clicked after call {before}"
+        );
+        engine.jobs.cancel(job.id).await.unwrap();
     }
-    let (in_flight, allowed) = engine.dispatcher.flow().window("slow").unwrap();
-    assert!(
-        in_flight >= 5,
-        "the fan-out fills its window: {in_flight} of {allowed}"
-    );
-    let before = slow.calls();
-    let report = engine
-        .dispatcher
-        .fire(FireRequest::by_person(person.id, "web", None, "bo"))
-        .await
-        .unwrap();
-    assert!(matches!(report.chip, ChipState::Found { .. }), "{report:?}");
-    let position = slow
-        .queries()
-        .iter()
-        .position(|q| q == &person.name)
-        .unwrap();
-    assert!(
-        position <= before + 2,
-        "the click went out at most two fires after it was made, not after the queue: \
-         call {position}, clicked after call {before}"
-    );
-    engine.jobs.cancel(job.id).await.unwrap();
 }
 
 #[tokio::test]

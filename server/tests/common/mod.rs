@@ -154,6 +154,8 @@ impl TestServer {
 
     /// Stops the server and hands back its database, for a restart on it.
     pub async fn stop_keeping_database(mut self) -> TestDatabase {
+        // Like a stopped process, it takes no more work over.
+        self.state.engine.stop_heartbeat();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
