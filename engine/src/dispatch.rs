@@ -661,23 +661,28 @@ impl Dispatcher {
                         continue 'chain;
                     }
                 }
-                let fire_id = match walk.fire_id {
-                    Some(id) => id,
+                let attempt = match walk.fire_id {
+                    Some(fire_id) => {
+                        retrying(|| self.store.open_attempt(&walk.ctx, fire_id, connector_id))
+                            .await?
+                    }
                     None => {
                         let lease = Lease {
                             owner: self.owner.as_str(),
                             until: self.leases.expiry(),
                         };
-                        let id = retrying(|| self.store.open_fire(&walk.ctx, lease)).await?;
-                        walk.fire_id = Some(id);
-                        walk.report.fire_id = Some(id);
+                        let attempt = retrying(|| {
+                            self.store
+                                .open_fire_with_attempt(&walk.ctx, lease, connector_id)
+                        })
+                        .await?;
+                        walk.fire_id = Some(attempt.fire_id);
+                        walk.report.fire_id = Some(attempt.fire_id);
                         walk.in_flight
-                            .enter(&self.in_flight, id, walk.cancel.clone());
-                        id
+                            .enter(&self.in_flight, attempt.fire_id, walk.cancel.clone());
+                        attempt
                     }
                 };
-                let attempt =
-                    retrying(|| self.store.open_attempt(&walk.ctx, fire_id, connector_id)).await?;
                 if walk.report.attempts.is_empty() {
                     self.publish_chip(
                         set.id,

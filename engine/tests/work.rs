@@ -52,12 +52,35 @@ fn context(record_id: i64, job_id: Option<i64>) -> FireContext {
     }
 }
 
+/// A wait in a test that fails after 30 s instead of hanging.
+struct Deadline {
+    what: &'static str,
+    until: tokio::time::Instant,
+}
+
+impl Deadline {
+    fn new(what: &'static str) -> Self {
+        Self {
+            what,
+            until: tokio::time::Instant::now() + Duration::from_secs(30),
+        }
+    }
+
+    async fn tick(&mut self) {
+        assert!(
+            tokio::time::Instant::now() < self.until,
+            "waited 30 s for {}",
+            self.what
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Opens a fire with one attempt of `alpha` in flight, as `lease.owner`.
 async fn open(engine: &Engine, ctx: FireContext, lease: Lease<'_>) -> model::HistoryEntry {
-    let fire = engine.store.open_fire(&ctx, lease).await.unwrap();
     engine
         .store
-        .open_attempt(&ctx, fire, "alpha")
+        .open_fire_with_attempt(&ctx, lease, "alpha")
         .await
         .unwrap()
 }
@@ -389,8 +412,9 @@ async fn jobs_of_two_sets_share_a_connector_evenly() {
             .start(big, &["web".to_owned()], "ana")
             .await
             .unwrap();
+        let mut waited = Deadline::new("five fires of the big job");
         while engine.store.job(big_job.id).await.unwrap().progress.done < 5 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            waited.tick().await;
         }
         let small_job = engine
             .jobs
@@ -433,8 +457,9 @@ async fn a_persons_click_never_waits_behind_a_fanout_queue() {
             .start(queued, &["web".to_owned()], "ana")
             .await
             .unwrap();
+        let mut waited = Deadline::new("fifteen fan-out calls");
         while slow.calls() < 15 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            waited.tick().await;
         }
         let (in_flight, allowed) = engine.dispatcher.flow().window("slow").unwrap();
         assert!(
@@ -483,8 +508,9 @@ async fn cancelling_a_job_reaches_every_fire_in_flight_or_waiting() {
             .await
             .unwrap();
         let window = engine::flow::FlowConfig::default().default_window;
+        let mut waited = Deadline::new("a full window of calls");
         while slow.calls() < window {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            waited.tick().await;
         }
         assert_eq!(
             engine.dispatcher.flow().waiting("slow"),
@@ -662,8 +688,9 @@ async fn a_stopping_process_hands_its_fanout_over_at_once() {
             .start(set, &["web".to_owned()], "ana")
             .await
             .unwrap();
+        let mut waited = Deadline::new("five calls");
         while slow.calls() < 5 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            waited.tick().await;
         }
         first.hand_over(Duration::from_secs(5)).await.unwrap();
         let started = slow.calls();

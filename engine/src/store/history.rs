@@ -6,7 +6,7 @@ use model::{Capability, FireOutcome, HistoryEntry, TriggeredBy};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{Store, StoreError};
+use super::{Backend, Store, StoreError};
 use crate::connector::ConnectorResult;
 use crate::time::now_ms;
 
@@ -103,25 +103,67 @@ pub struct Lease<'a> {
 }
 
 impl Store {
-    /// Opens a fire under `lease`; its attempts follow.
-    pub async fn open_fire(&self, ctx: &FireContext, lease: Lease<'_>) -> Result<i64, StoreError> {
-        let id = sqlx::query_scalar(
-            "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, status, job_id, \
-             started_at, owner, lease_until) \
-             VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9) RETURNING id",
-        )
-        .bind(ctx.record_id)
-        .bind(ctx.pack_id.as_str())
-        .bind(ctx.intent.name())
-        .bind(ctx.triggered_by.name())
-        .bind(ctx.actor.as_str())
-        .bind(ctx.job_id)
-        .bind(now_ms())
-        .bind(lease.owner)
-        .bind(lease.until)
-        .fetch_one(self.pool())
-        .await?;
-        Ok(id)
+    /// Opens a fire under `lease` with its first attempt in flight, in one
+    /// round trip (on SQLite two statements in one call; on PostgreSQL one
+    /// statement). Should the second part fail, the fire is left open
+    /// without attempts, and its lease closes it.
+    pub async fn open_fire_with_attempt(
+        &self,
+        ctx: &FireContext,
+        lease: Lease<'_>,
+        connector_id: &str,
+    ) -> Result<HistoryEntry, StoreError> {
+        let now = now_ms();
+        let sql = match self.backend() {
+            Backend::Sqlite => {
+                "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, status, job_id, \
+                 started_at, owner, lease_until) \
+                 VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9); \
+                 INSERT INTO connector_history (fire_id, record_id, pack_id, intent, connector_id, \
+                 triggered_by, actor, fired_at) \
+                 VALUES (last_insert_rowid(), $1, $2, $3, $10, $4, $5, $7) RETURNING id, fire_id"
+            }
+            Backend::Postgres => {
+                "WITH f AS (INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, status, \
+                 job_id, started_at, owner, lease_until) \
+                 VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9) RETURNING id) \
+                 INSERT INTO connector_history (fire_id, record_id, pack_id, intent, connector_id, \
+                 triggered_by, actor, fired_at) \
+                 SELECT f.id, $1, $2, $3, $10, $4, $5, $7 FROM f RETURNING id, fire_id"
+            }
+        };
+        let row = sqlx::query(sql)
+            .bind(ctx.record_id)
+            .bind(ctx.pack_id.as_str())
+            .bind(ctx.intent.name())
+            .bind(ctx.triggered_by.name())
+            .bind(ctx.actor.as_str())
+            .bind(ctx.job_id)
+            .bind(now)
+            .bind(lease.owner)
+            .bind(lease.until)
+            .bind(connector_id)
+            // (`fetch_one` would stop after SQLite's first statement.)
+            .fetch_all(self.pool())
+            .await?
+            .pop()
+            .ok_or(StoreError::Database(sqlx::Error::RowNotFound))?;
+        Ok(HistoryEntry {
+            id: row.try_get("id")?,
+            fire_id: row.try_get("fire_id")?,
+            record_id: ctx.record_id,
+            pack_id: ctx.pack_id.clone(),
+            intent: ctx.intent.clone(),
+            connector_id: connector_id.to_owned(),
+            fired_at: now,
+            finished_at: None,
+            triggered_by: ctx.triggered_by,
+            actor: ctx.actor.clone(),
+            outcome: None,
+            result_count: None,
+            error: None,
+            retry_after: None,
+        })
     }
 
     /// Writes an attempt of an open fire as in flight, before the connector
