@@ -261,8 +261,8 @@ struct Walk {
     cancelled: bool,
     /// Set once the fire's end (with its task's, if any) is written.
     closed: bool,
-    /// The chip as read right after the end was written.
-    chip: Option<Result<ChipState, StoreError>>,
+    /// The chip as read with the end's write.
+    chip: Option<ChipState>,
     in_flight: InFlight,
 }
 
@@ -565,8 +565,7 @@ impl Dispatcher {
         }
         drop(first);
         let read = match (chip, walk.chip.take()) {
-            (Some(broken), _) => Ok(broken),
-            (None, Some(read)) => read,
+            (Some(chip), _) | (None, Some(chip)) => Ok(chip),
             (None, None) => self.chip_of(&scope, record.id, &pack).await,
         };
         walk.report.chip = read.unwrap_or_else(|e| {
@@ -728,32 +727,19 @@ impl Dispatcher {
                         .task_id
                         .map(|t| (t, task_outcome(&walk.report.attempts, end.outcome, None))),
                 });
-                let (entry, item_ids) = retrying(|| {
+                let closed = retrying(|| {
                     self.store
                         .close_attempt(&attempt, &end, &results, fire_end.as_ref())
                 })
                 .await?;
                 walk.open = None;
                 walk.closed = fire_end.is_some();
-                self.publish_attempt(set.id, &entry);
-                walk.report.attempts.push(entry);
-                // The fire's items, and once it ended its chip, side by side.
-                let read_items = async {
-                    if item_ids.is_empty() {
-                        Ok(Vec::new())
-                    } else {
-                        self.store.items_by_id(&item_ids).await
-                    }
-                };
-                let items = if walk.closed {
-                    let (items, chip) =
-                        tokio::join!(read_items, self.chip_of(scope, record.id, pack));
-                    walk.chip = Some(chip);
-                    items
-                } else {
-                    read_items.await
-                };
-                self.publish_items(walk, set.id, items);
+                self.publish_attempt(set.id, &closed.attempt);
+                walk.report.attempts.push(closed.attempt);
+                if let Some((attempts, item_count)) = closed.chip {
+                    walk.chip = Some(self.chip_from(scope, pack, &attempts, item_count));
+                }
+                self.publish_items(walk, set.id, closed.items);
                 match end.outcome {
                     Some(FireOutcome::Found) => break 'chain,
                     Some(FireOutcome::Cancelled) => {
@@ -795,27 +781,18 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Tells every viewer about the items an attempt's results became. They
-    /// are written already: a failed read only leaves them out of the report
-    /// and the live view (a reload shows them).
-    fn publish_items(&self, walk: &mut Walk, set_id: i64, items: Result<Vec<Item>, StoreError>) {
-        match items {
-            Ok(items) => {
-                for item in &items {
-                    self.events.publish(
-                        Some(set_id),
-                        EventKind::ItemChanged {
-                            item: item.clone(),
-                            actor: walk.ctx.actor.clone(),
-                        },
-                    );
-                }
-                walk.report.items.extend(items);
-            }
-            Err(e) => {
-                tracing::error!(fire = walk.fire_id, error = %e, "Reading a fire's items failed.");
-            }
+    /// Tells every viewer about the items an attempt's results became.
+    fn publish_items(&self, walk: &mut Walk, set_id: i64, items: Vec<Item>) {
+        for item in &items {
+            self.events.publish(
+                Some(set_id),
+                EventKind::ItemChanged {
+                    item: item.clone(),
+                    actor: walk.ctx.actor.clone(),
+                },
+            );
         }
+        walk.report.items.extend(items);
     }
 
     /// Ends a fire the database failed under: what is still open is closed
@@ -1031,13 +1008,25 @@ impl Dispatcher {
         pack: &PackConfig,
     ) -> Result<ChipState, StoreError> {
         let (attempts, item_count) = self.store.chip_inputs(record_id, &pack.intent).await?;
+        Ok(self.chip_from(scope, pack, &attempts, item_count))
+    }
+
+    /// The chip of a record and pack from its attempts for the pack's
+    /// intent and its item count.
+    fn chip_from(
+        &self,
+        scope: &Scope,
+        pack: &PackConfig,
+        attempts: &[HistoryEntry],
+        item_count: u32,
+    ) -> ChipState {
         let needs_env = pack_needs_env(pack, &scope.candidates(&self.registry));
-        Ok(chip_state(ChipInputs {
-            attempts: &attempts,
+        chip_state(ChipInputs {
+            attempts,
             item_count,
             needs_env: needs_env.as_deref(),
             now: now_ms(),
-        }))
+        })
     }
 
     /// The chips of many records of `set` for the given packs, in pack order,

@@ -6,6 +6,7 @@ use model::{Capability, FireOutcome, HistoryEntry, TriggeredBy};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
+use super::batch::Batch;
 use super::{Backend, Store, StoreError};
 use crate::connector::ConnectorResult;
 use crate::time::now_ms;
@@ -41,6 +42,43 @@ fn entry(row: &AnyRow) -> Result<HistoryEntry, StoreError> {
         error: row.try_get("error")?,
         retry_after: row.try_get("retry_after")?,
     })
+}
+
+/// A chip's inputs: one row per attempt of a record for an intent (one with
+/// empty attempt columns when there is none), each with the record's item
+/// count for the intent, marked `part = 'chip'`. Binds the record and intent.
+const CHIP_INPUTS: &str = "SELECT 'chip' AS part, c.n AS item_count, h.id, h.fire_id, \
+     h.record_id, h.pack_id, h.intent, h.connector_id, h.triggered_by, h.actor, h.fired_at, \
+     h.finished_at, h.outcome, h.result_count, h.error, h.retry_after \
+     FROM (SELECT COUNT(*) AS n FROM items WHERE record_id = $1 AND intent = $2) c \
+     LEFT JOIN connector_history h ON h.record_id = $1 AND h.intent = $2 \
+     ORDER BY h.fired_at, h.id";
+
+/// The attempts and item count from rows of [`CHIP_INPUTS`].
+fn fold_chip_inputs<'r>(
+    rows: impl IntoIterator<Item = &'r AnyRow>,
+) -> Result<(Vec<HistoryEntry>, u32), StoreError> {
+    let mut count = 0;
+    let mut attempts = Vec::new();
+    for row in rows {
+        count = u32::try_from(row.try_get::<i64, _>("item_count")?).unwrap_or(u32::MAX);
+        if row.try_get::<Option<i64>, _>("id")?.is_some() {
+            attempts.push(entry(row)?);
+        }
+    }
+    Ok((attempts, count))
+}
+
+/// What closing an attempt wrote and read back.
+#[derive(Clone, Debug)]
+pub struct Closed {
+    /// The attempt as stored.
+    pub attempt: HistoryEntry,
+    /// The items its results became, in result order, with their evidence.
+    pub items: Vec<model::Item>,
+    /// When the fire ended with it: the chip's inputs after the end
+    /// (the record's attempts for the intent and its item count).
+    pub chip: Option<(Vec<HistoryEntry>, u32)>,
 }
 
 /// Who and why, carried by every row a fire writes.
@@ -217,11 +255,11 @@ impl Store {
         end: &AttemptEnd,
         results: &[ConnectorResult],
         fire_end: Option<&FireEnd>,
-    ) -> Result<(HistoryEntry, Vec<i64>), StoreError> {
+    ) -> Result<Closed, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool().begin().await?;
-        let items = super::items::insert_results(
-            &mut tx,
+        let mut batch = Batch::default();
+        let keys = super::items::push_results(
+            &mut batch,
             attempt.record_id,
             &attempt.intent,
             attempt.fire_id,
@@ -229,41 +267,58 @@ impl Store {
             attempt.triggered_by,
             results,
             now,
-        )
-        .await?;
-        sqlx::query(
+        );
+        batch.push(
             "UPDATE connector_history SET finished_at = $1, outcome = $2, result_count = $3, \
              error = $4, retry_after = $5 WHERE id = $6",
-        )
-        .bind(now)
-        .bind(end.outcome.map(FireOutcome::name))
-        .bind(end.result_count.map(i64::from))
-        .bind(end.error.as_deref())
-        .bind(end.retry_after)
-        .bind(attempt.id)
-        .execute(&mut *tx)
-        .await?;
+            vec![
+                now.into(),
+                end.outcome.map(FireOutcome::name).into(),
+                end.result_count.map(i64::from).into(),
+                end.error.as_deref().into(),
+                end.retry_after.into(),
+                attempt.id.into(),
+            ],
+        );
         if let Some(fire_end) = fire_end {
-            write_fire_end(&mut tx, fire_end, now).await?;
+            push_fire_end(&mut batch, fire_end, now);
+            batch.push(
+                CHIP_INPUTS,
+                vec![attempt.record_id.into(), attempt.intent.name().into()],
+            );
         }
-        tx.commit().await?;
-        let stored = HistoryEntry {
-            finished_at: Some(now),
-            outcome: end.outcome,
-            result_count: end.result_count,
-            error: end.error.clone(),
-            retry_after: end.retry_after,
-            ..attempt.clone()
-        };
-        Ok((stored, items))
+        super::items::select_items(&mut batch, attempt.record_id, &attempt.intent, &keys);
+        let rows = batch.run(self).await?;
+        let part =
+            |row: &AnyRow, name: &str| row.try_get::<String, _>("part").is_ok_and(|p| p == name);
+        let mut items: HashMap<String, model::Item> =
+            super::items::fold_items(rows.iter().filter(|r| part(r, "item")))?
+                .into_iter()
+                .collect();
+        let ordered = keys.iter().filter_map(|k| items.remove(k)).collect();
+        let chip = fire_end
+            .map(|_| fold_chip_inputs(rows.iter().filter(|r| part(r, "chip"))))
+            .transpose()?;
+        Ok(Closed {
+            attempt: HistoryEntry {
+                finished_at: Some(now),
+                outcome: end.outcome,
+                result_count: end.result_count,
+                error: end.error.clone(),
+                retry_after: end.retry_after,
+                ..attempt.clone()
+            },
+            items: ordered,
+            chip,
+        })
     }
 
     /// Ends a fire whose attempts are written (or one that failed midway:
     /// an attempt still open is closed with `open_attempt_error`).
     pub async fn close_fire(&self, end: &FireEnd) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin().await?;
-        write_fire_end(&mut tx, end, now_ms()).await?;
-        tx.commit().await?;
+        let mut batch = Batch::default();
+        push_fire_end(&mut batch, end, now_ms());
+        batch.run(self).await?;
         Ok(())
     }
 
@@ -366,27 +421,12 @@ impl Store {
         record_id: i64,
         intent: &Capability,
     ) -> Result<(Vec<HistoryEntry>, u32), StoreError> {
-        let rows = sqlx::query(
-            "SELECT c.n AS item_count, h.id, h.fire_id, h.record_id, h.pack_id, h.intent, \
-             h.connector_id, h.triggered_by, h.actor, h.fired_at, h.finished_at, h.outcome, \
-             h.result_count, h.error, h.retry_after \
-             FROM (SELECT COUNT(*) AS n FROM items WHERE record_id = $1 AND intent = $2) c \
-             LEFT JOIN connector_history h ON h.record_id = $1 AND h.intent = $2 \
-             ORDER BY h.fired_at, h.id",
-        )
-        .bind(record_id)
-        .bind(intent.name())
-        .fetch_all(self.pool())
-        .await?;
-        let mut count = 0;
-        let mut attempts = Vec::with_capacity(rows.len());
-        for row in &rows {
-            count = u32::try_from(row.try_get::<i64, _>("item_count")?).unwrap_or(u32::MAX);
-            if row.try_get::<Option<i64>, _>("id")?.is_some() {
-                attempts.push(entry(row)?);
-            }
-        }
-        Ok((attempts, count))
+        let rows = sqlx::query(CHIP_INPUTS)
+            .bind(record_id)
+            .bind(intent.name())
+            .fetch_all(self.pool())
+            .await?;
+        fold_chip_inputs(&rows)
     }
 
     /// For many records: which connectors found results, by (record, intent).
@@ -415,53 +455,37 @@ impl Store {
     }
 }
 
-/// Writes a fire's end inside a transaction.
-async fn write_fire_end(
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    end: &FireEnd,
-    now: i64,
-) -> Result<(), StoreError> {
+/// Adds a fire's end to a batch. (A fire a reaper closed as interrupted
+/// meanwhile stays so; what the fire learned is kept all the same.)
+fn push_fire_end(batch: &mut Batch, end: &FireEnd, now: i64) {
     if let Some(error) = &end.open_attempt_error {
         let outcome = match end.status {
             FireStatus::Cancelled => FireOutcome::Cancelled,
             FireStatus::Done | FireStatus::Error => FireOutcome::Error,
         };
-        sqlx::query(
+        batch.push(
             "UPDATE connector_history SET outcome = $1, error = $2, finished_at = $3 \
              WHERE fire_id = $4 AND outcome IS NULL",
-        )
-        .bind(outcome.name())
-        .bind(error.as_str())
-        .bind(now)
-        .bind(end.fire_id)
-        .execute(&mut **tx)
-        .await?;
-    }
-    let closed = sqlx::query(
-        "UPDATE fires SET status = $1, finished_at = $2 WHERE id = $3 AND status = 'running'",
-    )
-    .bind(end.status.name())
-    .bind(now)
-    .bind(end.fire_id)
-    .execute(&mut **tx)
-    .await?;
-    if closed.rows_affected() == 0 {
-        // Its lease expired and a reaper closed it as interrupted: what the
-        // fire learned is kept all the same.
-        tracing::warn!(
-            fire = end.fire_id,
-            "A fire ended after another process had closed it as interrupted."
+            vec![
+                outcome.name().into(),
+                error.as_str().into(),
+                now.into(),
+                end.fire_id.into(),
+            ],
         );
     }
+    batch.push(
+        "UPDATE fires SET status = $1, finished_at = $2 WHERE id = $3 AND status = 'running'",
+        vec![end.status.name().into(), now.into(), end.fire_id.into()],
+    );
     if let Some((task_id, outcome)) = &end.task {
-        sqlx::query(
+        batch.push(
             "UPDATE job_tasks SET status = 'done', outcome = $1, fire_id = $2 WHERE id = $3",
-        )
-        .bind(outcome.as_str())
-        .bind(end.fire_id)
-        .bind(*task_id)
-        .execute(&mut **tx)
-        .await?;
+            vec![
+                outcome.as_str().into(),
+                end.fire_id.into(),
+                (*task_id).into(),
+            ],
+        );
     }
-    Ok(())
 }

@@ -7,6 +7,7 @@ use model::{Capability, Evidence, Item, TriageState, TriageVerb, TriggeredBy};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
+use super::batch::{Arg, Batch};
 use super::{Store, StoreError};
 use crate::connector::ConnectorResult;
 use crate::time::now_ms;
@@ -50,6 +51,44 @@ pub enum TriageError {
     Store(#[from] StoreError),
 }
 
+/// Items joined to their evidence: a row per sighting (one with empty
+/// evidence columns for an item without any), marked `part = 'item'`.
+const ITEM_WITH_EVIDENCE: &str = "SELECT 'item' AS part, i.id, i.record_id, i.intent, i.url, \
+     i.url_key, i.title, i.snippet, i.raw, i.state, i.version, i.triaged_by, i.triaged_at, \
+     i.first_seen_at, e.fire_id AS e_fire, e.connector_id AS e_connector, \
+     e.triggered_by AS e_triggered_by, e.found_at AS e_found_at \
+     FROM items i LEFT JOIN item_evidence e ON e.item_id = i.id";
+
+/// Items with their evidence, and each one's url key, from rows of
+/// [`ITEM_WITH_EVIDENCE`], in the order they first appear.
+pub(super) fn fold_items<'r>(
+    rows: impl IntoIterator<Item = &'r AnyRow>,
+) -> Result<Vec<(String, Item)>, StoreError> {
+    let mut items: Vec<(String, Item)> = Vec::new();
+    for row in rows {
+        let id: i64 = row.try_get("id")?;
+        if items.last().is_none_or(|(_, last)| last.id != id) {
+            items.push((row.try_get("url_key")?, item(row)?));
+        }
+        let Some(fire_id) = row.try_get::<Option<i64>, _>("e_fire")? else {
+            continue;
+        };
+        let triggered_by: String = row.try_get("e_triggered_by")?;
+        let evidence = Evidence {
+            connector_id: row.try_get("e_connector")?,
+            fire_id,
+            found_at: row.try_get("e_found_at")?,
+            triggered_by: TriggeredBy::from_name(&triggered_by).ok_or_else(|| {
+                StoreError::Corrupt(format!("evidence of item {id}: triggered_by"))
+            })?,
+        };
+        if let Some((_, item)) = items.last_mut() {
+            item.evidence.push(evidence);
+        }
+    }
+    Ok(items)
+}
+
 /// Longest title and snippet kept from a provider.
 const MAX_TITLE: usize = 500;
 const MAX_SNIPPET: usize = 2_000;
@@ -65,43 +104,19 @@ fn clip(s: &str, max: usize) -> String {
 impl Store {
     /// Items by id with their evidence, in the order of `ids`: one read.
     pub async fn items_by_id(&self, ids: &[i64]) -> Result<Vec<Item>, StoreError> {
-        let mut by_id: HashMap<i64, Item> = HashMap::with_capacity(ids.len());
+        let mut items = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(500) {
             let sql = format!(
-                "SELECT i.id, i.record_id, i.intent, i.url, i.title, i.snippet, i.raw, i.state, \
-                 i.version, i.triaged_by, i.triaged_at, i.first_seen_at, e.fire_id AS e_fire, \
-                 e.connector_id AS e_connector, e.triggered_by AS e_triggered_by, \
-                 e.found_at AS e_found_at \
-                 FROM items i LEFT JOIN item_evidence e ON e.item_id = i.id \
-                 WHERE i.id IN ({}) ORDER BY i.id, e.found_at, e.id",
+                "{ITEM_WITH_EVIDENCE} WHERE i.id IN ({}) ORDER BY i.id, e.found_at, e.id",
                 super::placeholders(chunk.len())
             );
             let mut query = sqlx::query(&sql);
             for id in chunk {
                 query = query.bind(*id);
             }
-            for row in query.fetch_all(self.pool()).await? {
-                let id: i64 = row.try_get("id")?;
-                if let std::collections::hash_map::Entry::Vacant(new) = by_id.entry(id) {
-                    new.insert(item(&row)?);
-                }
-                let Some(fire_id) = row.try_get::<Option<i64>, _>("e_fire")? else {
-                    continue;
-                };
-                let triggered_by: String = row.try_get("e_triggered_by")?;
-                let evidence = Evidence {
-                    connector_id: row.try_get("e_connector")?,
-                    fire_id,
-                    found_at: row.try_get("e_found_at")?,
-                    triggered_by: TriggeredBy::from_name(&triggered_by).ok_or_else(|| {
-                        StoreError::Corrupt(format!("evidence of item {id}: triggered_by"))
-                    })?,
-                };
-                if let Some(item) = by_id.get_mut(&id) {
-                    item.evidence.push(evidence);
-                }
-            }
+            items.extend(fold_items(&query.fetch_all(self.pool()).await?)?);
         }
+        let mut by_id: HashMap<i64, Item> = items.into_iter().map(|(_, i)| (i.id, i)).collect();
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
@@ -309,14 +324,14 @@ pub fn usable_results(results: &[ConnectorResult]) -> usize {
 /// Results one statement writes at most.
 const ROWS_PER_STATEMENT: usize = 100;
 
-/// Adds a fire's results to the curated layer inside a transaction: a URL
-/// seen before for this record and intent gains evidence; a new one becomes
-/// a new item. Triage state is never touched. Results whose URL is not
-/// http(s) are dropped. Returns the item ids in result order, without
-/// duplicates. A few statements whatever the number of results.
+/// Adds to `batch` what a fire's results write to the curated layer: a URL
+/// seen before for this record and intent gains evidence, a new one becomes
+/// a new item, and triage state is never touched. Results whose URL is not
+/// http(s) are dropped. Returns the url keys of the items, in result order
+/// and without duplicates; [`select_items`] reads their ids after the rest.
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn insert_results(
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+pub(super) fn push_results(
+    batch: &mut Batch,
     record_id: i64,
     intent: &Capability,
     fire_id: i64,
@@ -324,7 +339,7 @@ pub(super) async fn insert_results(
     triggered_by: TriggeredBy,
     results: &[ConnectorResult],
     now: i64,
-) -> Result<Vec<i64>, StoreError> {
+) -> Vec<String> {
     // One row per address, in result order.
     let mut rows: Vec<(String, String, &ConnectorResult)> = Vec::with_capacity(results.len());
     for result in results {
@@ -337,9 +352,7 @@ pub(super) async fn insert_results(
             rows.push((url.to_string(), key, result));
         }
     }
-    let mut ids: HashMap<String, i64> = HashMap::with_capacity(rows.len());
     for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-        // New addresses become items; known ones are looked up after.
         let values = (0..chunk.len())
             .map(|i| {
                 let p = 4 + i * 5;
@@ -354,66 +367,62 @@ pub(super) async fn insert_results(
             })
             .collect::<Vec<_>>()
             .join(", ");
-        let sql = format!(
-            "INSERT INTO items (record_id, intent, url, url_key, title, snippet, raw, first_seen_at) \
-             VALUES {values} ON CONFLICT (record_id, intent, url_key) DO NOTHING RETURNING id, url_key"
-        );
-        let mut query = sqlx::query(&sql)
-            .bind(record_id)
-            .bind(intent.name())
-            .bind(now);
+        let mut args: Vec<Arg> = vec![record_id.into(), intent.name().into(), now.into()];
         for (url, key, result) in chunk {
-            query = query
-                .bind(url.as_str())
-                .bind(key.as_str())
-                .bind(clip(&result.title, MAX_TITLE))
-                .bind(clip(&result.snippet, MAX_SNIPPET))
-                .bind(result.raw.to_string());
+            args.push(url.as_str().into());
+            args.push(key.as_str().into());
+            args.push(clip(&result.title, MAX_TITLE).into());
+            args.push(clip(&result.snippet, MAX_SNIPPET).into());
+            args.push(result.raw.to_string().into());
         }
-        for row in query.fetch_all(&mut **tx).await? {
-            ids.insert(row.try_get("url_key")?, row.try_get("id")?);
-        }
-        let known: Vec<&str> = chunk
-            .iter()
-            .map(|(_, key, _)| key.as_str())
-            .filter(|key| !ids.contains_key(*key))
-            .collect();
-        if !known.is_empty() {
-            let sql = format!(
-                "SELECT id, url_key FROM items WHERE record_id = $1 AND intent = $2 AND url_key IN ({})",
-                super::placeholders_after(2, known.len())
-            );
-            let mut query = sqlx::query(&sql).bind(record_id).bind(intent.name());
-            for key in &known {
-                query = query.bind(*key);
-            }
-            for row in query.fetch_all(&mut **tx).await? {
-                ids.insert(row.try_get("url_key")?, row.try_get("id")?);
-            }
-        }
-    }
-    let ordered: Vec<i64> = rows
-        .iter()
-        .filter_map(|(_, key, _)| ids.get(key).copied())
-        .collect();
-    for chunk in ordered.chunks(ROWS_PER_STATEMENT) {
-        let values = (0..chunk.len())
-            .map(|i| format!("(${}, $1, $2, $3, $4)", 5 + i))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!(
-            "INSERT INTO item_evidence (item_id, fire_id, connector_id, triggered_by, found_at) \
-             VALUES {values} ON CONFLICT (item_id, fire_id, connector_id) DO NOTHING"
+        batch.push(
+            format!(
+                "INSERT INTO items (record_id, intent, url, url_key, title, snippet, raw, first_seen_at) \
+                 VALUES {values} ON CONFLICT (record_id, intent, url_key) DO NOTHING"
+            ),
+            args,
         );
-        let mut query = sqlx::query(&sql)
-            .bind(fire_id)
-            .bind(connector_id)
-            .bind(triggered_by.name())
-            .bind(now);
-        for id in chunk {
-            query = query.bind(*id);
-        }
-        query.execute(&mut **tx).await?;
+        // Every address of the chunk, new or known, gains this sighting.
+        let mut args: Vec<Arg> = vec![
+            fire_id.into(),
+            connector_id.into(),
+            triggered_by.name().into(),
+            now.into(),
+            record_id.into(),
+            intent.name().into(),
+        ];
+        args.extend(chunk.iter().map(|(_, key, _)| Arg::from(key.as_str())));
+        batch.push(
+            format!(
+                "INSERT INTO item_evidence (item_id, fire_id, connector_id, triggered_by, found_at) \
+                 SELECT id, $1, $2, $3, $4 FROM items WHERE record_id = $5 AND intent = $6 \
+                 AND url_key IN ({}) ON CONFLICT (item_id, fire_id, connector_id) DO NOTHING",
+                super::placeholders_after(6, chunk.len())
+            ),
+            args,
+        );
     }
-    Ok(ordered)
+    rows.into_iter().map(|(_, key, _)| key).collect()
+}
+
+/// Adds to `batch` a read of a record's items for an intent with these url
+/// keys, with their evidence: rows for [`fold_items`], marked `part = 'item'`.
+pub(super) fn select_items(
+    batch: &mut Batch,
+    record_id: i64,
+    intent: &Capability,
+    keys: &[String],
+) {
+    for chunk in keys.chunks(500) {
+        let mut args: Vec<Arg> = vec![record_id.into(), intent.name().into()];
+        args.extend(chunk.iter().map(|k| Arg::from(k.as_str())));
+        batch.push(
+            format!(
+                "{ITEM_WITH_EVIDENCE} WHERE i.record_id = $1 AND i.intent = $2 AND i.url_key IN ({}) \
+                 ORDER BY i.id, e.found_at, e.id",
+                super::placeholders_after(2, chunk.len())
+            ),
+            args,
+        );
+    }
 }

@@ -13,12 +13,13 @@ use sqlx::AnyPool;
 
 mod accounts;
 mod audit;
+mod batch;
 mod catalog;
 mod manifests;
 pub use accounts::{Owned, Principal, TokenInfo, UserRow};
 pub use audit::StatusChange;
 pub use catalog::CatalogKind;
-pub use history::{AttemptEnd, FireContext, FireEnd, FireStatus, Lease};
+pub use history::{AttemptEnd, Closed, FireContext, FireEnd, FireStatus, Lease};
 pub use items::{usable_results, TriageError};
 pub use jobs::Task;
 pub use leases::{Leased, ReapedFire, INTERRUPTED};
