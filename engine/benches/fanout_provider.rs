@@ -13,83 +13,25 @@
 //! cargo bench -p engine --features test-support --bench fanout_provider -- 10000 50 200   # records latency-ms rate
 //! ```
 
-#[path = "../tests/common/provider.rs"]
-mod provider;
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::connectors::guard::AllowList;
-use engine::import::{parse_csv, ImportLimits};
-use engine::manifest::{Format, Manifest, ManifestConnector};
-use engine::packs::Catalog;
+use common::provider::{Behaviour, FakeProvider};
 use engine::store::testing;
-use engine::store::Store;
-use engine::{Engine, EngineConfig};
-use model::JobStatus;
-use provider::{Behaviour, FakeProvider};
-
-const PACKS: &str = r#"
-[[pack]]
-pack_id = "web"
-display_name = "Web"
-short_label = "w"
-intent = "search.web"
-preferred_connectors = ["provider"]
-
-[[bundle]]
-bundle_id = "bench"
-display_name = "Bench"
-members = [{ pack = "web" }]
-"#;
+use engine::EngineConfig;
 
 async fn scenario(records: usize, latency_ms: u64, rate: f64) {
     let db = testing::sqlite();
     let provider =
         FakeProvider::start(Behaviour::limited(Duration::from_millis(latency_ms), rate)).await;
-    let store = Store::connect(&db.url).await.expect("database");
-    let engine = Engine::new(
-        store,
-        Catalog::from_toml(PACKS).expect("packs"),
-        None,
-        EngineConfig::default(),
-    );
-    let manifest = Manifest::parse(
+    let engine = common::engine(&db, &["provider"], EngineConfig::default()).await;
+    common::register_manifest(
+        &engine,
         &provider.manifest("provider", "/search", Some(rate)),
-        Format::Toml,
-    )
-    .expect("manifest");
-    let registration = manifest.registration();
-    engine
-        .registry
-        .register(
-            registration,
-            Arc::new(ManifestConnector::new(
-                Arc::new(manifest),
-                AllowList::parse("127.0.0.1"),
-                Arc::new(|_| None),
-            )),
-        )
-        .expect("register");
-    let mut csv = String::from("name\n");
-    for i in 0..records {
-        csv.push_str(&format!("Company {i}\n"));
-    }
-    let limits = ImportLimits {
-        max_records: records.max(1),
-        ..ImportLimits::default()
-    };
-    let parsed = parse_csv(csv.as_bytes(), limits).expect("csv");
-    let (workspace, _) = engine
-        .store
-        .ensure_workspace("bench")
-        .await
-        .expect("workspace");
-    let set = engine
-        .store
-        .create_record_set(workspace, "Bench", "bench", false, &parsed.records)
-        .await
-        .expect("set");
+    );
+    let set = common::record_set(&engine, "Company", records).await;
 
     let started = Instant::now();
     let job = engine
@@ -97,13 +39,7 @@ async fn scenario(records: usize, latency_ms: u64, rate: f64) {
         .start(set, &["web".to_owned()], "bench")
         .await
         .expect("job");
-    let job = loop {
-        let job = engine.store.job(job.id).await.expect("job");
-        if job.status != JobStatus::Running {
-            break job;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let job = common::finished(&engine, job.id, Duration::from_secs(86_400)).await;
     let wall = started.elapsed().as_secs_f64();
     let ideal = records as f64 / rate;
     println!(

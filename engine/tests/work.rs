@@ -52,6 +52,28 @@ fn context(record_id: i64, job_id: Option<i64>) -> FireContext {
     }
 }
 
+/// Starts a fan-out of pack `web` over a record set.
+async fn fan_out(engine: &Engine, set: i64) -> model::Job {
+    engine
+        .jobs
+        .start(set, &["web".to_owned()], "ana")
+        .await
+        .unwrap()
+}
+
+/// One result, after `wait`.
+fn found_after(wait: Duration) -> Vec<Step> {
+    vec![Step::Delay(wait, Box::new(Step::Found(1)))]
+}
+
+/// Waits (at most 30 s) until a connector was called `n` times.
+async fn calls_reach(connector: &ScriptedConnector, n: usize, what: &'static str) {
+    let mut waited = Deadline::new(what);
+    while connector.calls() < n {
+        waited.tick().await;
+    }
+}
+
 /// A wait in a test that fails after 30 s instead of hanging.
 struct Deadline {
     what: &'static str,
@@ -272,11 +294,7 @@ async fn a_fanout_keeps_as_many_requests_in_flight_as_the_rate_hint_allows_and_p
         let engine = engine(&db, &["paced"], EngineConfig::default()).await;
         register_manifest(&engine, &provider.manifest("paced", "/search", Some(50.0)));
         let set = record_set(&engine, "Paced", 100).await;
-        let job = engine
-            .jobs
-            .start(set, &["web".to_owned()], "ana")
-            .await
-            .unwrap();
+        let job = fan_out(&engine, set).await;
         let job = finished(&engine, job.id, Duration::from_secs(60)).await;
         assert_eq!(job.found, 100, "{job:?}");
         assert_eq!(provider.counters.refused(), 0, "no 429 provoked");
@@ -297,11 +315,7 @@ async fn a_connector_without_a_rate_hint_gets_the_default_window() {
         let engine = engine(&db, &["open"], EngineConfig::default()).await;
         register_manifest(&engine, &provider.manifest("open", "/search", None));
         let set = record_set(&engine, "Open", 80).await;
-        let job = engine
-            .jobs
-            .start(set, &["web".to_owned()], "ana")
-            .await
-            .unwrap();
+        let job = fan_out(&engine, set).await;
         let job = finished(&engine, job.id, Duration::from_secs(60)).await;
         assert_eq!(job.found, 80);
         let most = provider.counters.most_in_flight();
@@ -323,11 +337,7 @@ async fn a_provider_that_always_answers_429_is_walked_past_and_nothing_fires_twi
         register_manifest(&engine, &refusing.manifest("refusing", "/limited", None));
         register_manifest(&engine, &backup.manifest("backup", "/search", None));
         let set = record_set(&engine, "Refused", 30).await;
-        let job = engine
-            .jobs
-            .start(set, &["web".to_owned()], "ana")
-            .await
-            .unwrap();
+        let job = fan_out(&engine, set).await;
         let job = finished(&engine, job.id, Duration::from_secs(30)).await;
         assert_eq!(job.found, 30, "{job:?}");
         assert_eq!(backup.counters.served(), 30, "each record once");
@@ -363,11 +373,7 @@ async fn a_hanging_provider_is_cut_at_the_timeout_and_the_chain_goes_on() {
         register_manifest(&engine, &hanging.manifest("hanging", "/hang", None));
         register_manifest(&engine, &backup.manifest("backup", "/search", None));
         let set = record_set(&engine, "Hung", 3).await;
-        let job = engine
-            .jobs
-            .start(set, &["web".to_owned()], "ana")
-            .await
-            .unwrap();
+        let job = fan_out(&engine, set).await;
         let job = finished(&engine, job.id, Duration::from_secs(30)).await;
         assert_eq!(job.found, 3);
         let records = engine.store.records(set, 0, 10).await.unwrap();
@@ -400,27 +406,16 @@ async fn jobs_of_two_sets_share_a_connector_evenly() {
             &engine,
             "shared",
             Some(40.0),
-            vec![Step::Delay(
-                Duration::from_millis(50),
-                Box::new(Step::Found(1)),
-            )],
+            found_after(Duration::from_millis(50)),
         );
         let big = record_set(&engine, "Big", 80).await;
         let small = record_set(&engine, "Small", 10).await;
-        let big_job = engine
-            .jobs
-            .start(big, &["web".to_owned()], "ana")
-            .await
-            .unwrap();
+        let big_job = fan_out(&engine, big).await;
         let mut waited = Deadline::new("five fires of the big job");
         while engine.store.job(big_job.id).await.unwrap().progress.done < 5 {
             waited.tick().await;
         }
-        let small_job = engine
-            .jobs
-            .start(small, &["web".to_owned()], "bo")
-            .await
-            .unwrap();
+        let small_job = fan_out(&engine, small).await;
         let small_job = finished(&engine, small_job.id, Duration::from_secs(30)).await;
         assert_eq!(small_job.found, 10);
         let big_now = engine.store.job(big_job.id).await.unwrap();
@@ -444,23 +439,13 @@ async fn a_persons_click_never_waits_behind_a_fanout_queue() {
             &engine,
             "slow",
             Some(10.0),
-            vec![Step::Delay(
-                Duration::from_secs(1),
-                Box::new(Step::Found(1)),
-            )],
+            found_after(Duration::from_secs(1)),
         );
         let queued = record_set(&engine, "Queued", 60).await;
         let clicked = record_set(&engine, "Clicked", 1).await;
         let person = engine.store.records(clicked, 0, 1).await.unwrap()[0].clone();
-        let job = engine
-            .jobs
-            .start(queued, &["web".to_owned()], "ana")
-            .await
-            .unwrap();
-        let mut waited = Deadline::new("fifteen fan-out calls");
-        while slow.calls() < 15 {
-            waited.tick().await;
-        }
+        let job = fan_out(&engine, queued).await;
+        calls_reach(&slow, 15, "fifteen fan-out calls").await;
         let (in_flight, allowed) = engine.dispatcher.flow().window("slow").unwrap();
         assert!(
             in_flight >= 5,
@@ -492,26 +477,11 @@ async fn cancelling_a_job_reaches_every_fire_in_flight_or_waiting() {
     for db in testing::all().await {
         eprintln!("-- on {}", db.kind());
         let engine = engine(&db, &["slow"], EngineConfig::default()).await;
-        let slow = scripted(
-            &engine,
-            "slow",
-            None,
-            vec![Step::Delay(
-                Duration::from_secs(30),
-                Box::new(Step::Found(1)),
-            )],
-        );
+        let slow = scripted(&engine, "slow", None, found_after(Duration::from_secs(30)));
         let set = record_set(&engine, "Cancelled", 40).await;
-        let job = engine
-            .jobs
-            .start(set, &["web".to_owned()], "ana")
-            .await
-            .unwrap();
+        let job = fan_out(&engine, set).await;
         let window = engine::flow::FlowConfig::default().default_window;
-        let mut waited = Deadline::new("a full window of calls");
-        while slow.calls() < window {
-            waited.tick().await;
-        }
+        calls_reach(&slow, window, "a full window of calls").await;
         assert_eq!(
             engine.dispatcher.flow().waiting("slow"),
             1,
@@ -677,21 +647,11 @@ async fn a_stopping_process_hands_its_fanout_over_at_once() {
             &first,
             "alpha",
             None,
-            vec![Step::Delay(
-                Duration::from_millis(300),
-                Box::new(Step::Found(1)),
-            )],
+            found_after(Duration::from_millis(300)),
         );
         let set = record_set(&first, "Handed", 40).await;
-        let job = first
-            .jobs
-            .start(set, &["web".to_owned()], "ana")
-            .await
-            .unwrap();
-        let mut waited = Deadline::new("five calls");
-        while slow.calls() < 5 {
-            waited.tick().await;
-        }
+        let job = fan_out(&first, set).await;
+        calls_reach(&slow, 5, "five calls").await;
         first.hand_over(Duration::from_secs(5)).await.unwrap();
         let started = slow.calls();
         assert!(started < 40, "it stopped claiming: {started} fires");

@@ -186,22 +186,13 @@ impl Store {
             .await?
             .pop()
             .ok_or(StoreError::Database(sqlx::Error::RowNotFound))?;
-        Ok(HistoryEntry {
-            id: row.try_get("id")?,
-            fire_id: row.try_get("fire_id")?,
-            record_id: ctx.record_id,
-            pack_id: ctx.pack_id.clone(),
-            intent: ctx.intent.clone(),
-            connector_id: connector_id.to_owned(),
-            fired_at: now,
-            finished_at: None,
-            triggered_by: ctx.triggered_by,
-            actor: ctx.actor.clone(),
-            outcome: None,
-            result_count: None,
-            error: None,
-            retry_after: None,
-        })
+        Ok(in_flight(
+            ctx,
+            row.try_get("id")?,
+            row.try_get("fire_id")?,
+            connector_id,
+            now,
+        ))
     }
 
     /// Writes an attempt of an open fire as in flight, before the connector
@@ -227,22 +218,7 @@ impl Store {
         .bind(now)
         .fetch_one(self.pool())
         .await?;
-        Ok(HistoryEntry {
-            id,
-            fire_id,
-            record_id: ctx.record_id,
-            pack_id: ctx.pack_id.clone(),
-            intent: ctx.intent.clone(),
-            connector_id: connector_id.to_owned(),
-            fired_at: now,
-            finished_at: None,
-            triggered_by: ctx.triggered_by,
-            actor: ctx.actor.clone(),
-            outcome: None,
-            result_count: None,
-            error: None,
-            retry_after: None,
-        })
+        Ok(in_flight(ctx, id, fire_id, connector_id, now))
     }
 
     /// Writes how an attempt ended, the results it brought into the curated
@@ -452,6 +428,32 @@ impl Store {
             }
         }
         Ok(out)
+    }
+}
+
+/// An attempt just written, in flight.
+fn in_flight(
+    ctx: &FireContext,
+    id: i64,
+    fire_id: i64,
+    connector_id: &str,
+    fired_at: i64,
+) -> HistoryEntry {
+    HistoryEntry {
+        id,
+        fire_id,
+        record_id: ctx.record_id,
+        pack_id: ctx.pack_id.clone(),
+        intent: ctx.intent.clone(),
+        connector_id: connector_id.to_owned(),
+        fired_at,
+        finished_at: None,
+        triggered_by: ctx.triggered_by,
+        actor: ctx.actor.clone(),
+        outcome: None,
+        result_count: None,
+        error: None,
+        retry_after: None,
     }
 }
 
