@@ -21,6 +21,9 @@ use crate::store::{retrying, Lease, Store, StoreError, Task};
 
 /// Tasks one job claims at a time (fewer when the ceiling has fewer places).
 const BATCH: usize = 64;
+/// How often a job whose last tasks another process holds looks again.
+const LOOK_AGAIN: Duration = Duration::from_secs(1);
+
 /// How often a running job tells viewers its progress, at most.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
@@ -293,7 +296,23 @@ impl JobRunner {
                 Err(e) => break Err(e),
             };
             if tasks.is_empty() {
-                break Ok(());
+                // Nothing left to claim. The job is done when every task is:
+                // this process's fires end first, and a task another
+                // process holds (one that died, say, until its lease runs
+                // out) comes back to the queue or ends there.
+                drop(places);
+                while let Some(ended) = fires.join_next().await {
+                    log_fire_end(job_id, ended);
+                }
+                match retrying(|| self.store.unfinished_tasks(job_id)).await {
+                    Ok(0) => break Ok(()),
+                    Ok(_) => {}
+                    Err(e) => break Err(e),
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(self.leases.heartbeat.min(LOOK_AGAIN)) => continue,
+                    () = stop.cancelled() => break Ok(()),
+                }
             }
             lock(&running.tasks).extend(tasks.iter().map(|t| t.id));
             let batch = match self.read_batch(job_id, &set, &tasks).await {

@@ -684,3 +684,58 @@ async fn a_stopping_process_hands_its_fanout_over_at_once() {
         assert_eq!(fires_of_job(&second, job.id).await, (40, 0));
     }
 }
+
+#[tokio::test]
+async fn a_taken_over_job_ends_only_when_the_tasks_another_process_held_are_done() {
+    for db in testing::all().await {
+        eprintln!("-- on {}", db.kind());
+        let config = EngineConfig {
+            leases: engine::lease::LeaseConfig::new(
+                Duration::from_millis(800),
+                Duration::from_millis(100),
+            )
+            .unwrap(),
+            ..EngineConfig::default()
+        };
+        let engine = engine(&db, &["alpha"], config).await;
+        let alpha = scripted(&engine, "alpha", None, vec![Step::Found(1)]);
+        let set = record_set(&engine, "Held", 3).await;
+        let now = now_ms();
+        let dead = Lease {
+            owner: "crashed-host/1/0",
+            until: now - 1,
+        };
+        let job = engine
+            .store
+            .create_job(set, &["web".to_owned()], "ana", dead)
+            .await
+            .unwrap();
+        // The dead process's task: its own lease ran out, but the fire it
+        // opened last carries a fresher one.
+        let held = engine.store.claim_tasks(job.id, 1, dead).await.unwrap();
+        let fresher = Lease {
+            owner: dead.owner,
+            until: now + 600,
+        };
+        open(&engine, context(held[0].record_id, Some(job.id)), fresher).await;
+
+        let reclaimed = engine.recover().await.unwrap();
+        assert_eq!(reclaimed.jobs, vec![job.id]);
+        assert_eq!(reclaimed.tasks, 0, "its fire still runs under a live lease");
+        calls_reach(&alpha, 2, "the two free tasks").await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            engine.store.job(job.id).await.unwrap().status,
+            JobStatus::Running,
+            "not done while a task is held"
+        );
+
+        // Once that lease runs out, the fire is closed, the task comes back
+        // and fires here, and only then is the job done.
+        let done = finished(&engine, job.id, Duration::from_secs(30)).await;
+        assert_eq!((done.status, done.progress.done), (JobStatus::Completed, 3));
+        assert_eq!(alpha.calls(), 3);
+        assert_eq!(open_attempts(&engine).await, 0);
+        engine.stop_heartbeat();
+    }
+}

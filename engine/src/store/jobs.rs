@@ -170,6 +170,17 @@ impl Store {
         Ok(tasks)
     }
 
+    /// How many tasks of a job are not done yet (pending, or running in
+    /// any process).
+    pub async fn unfinished_tasks(&self, job_id: i64) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT COUNT(*) FROM job_tasks WHERE job_id = $1 AND status <> 'done'",
+        )
+        .bind(job_id)
+        .fetch_one(self.pool())
+        .await?)
+    }
+
     /// Marks a task done with the outcome of its fire.
     pub async fn finish_task(
         &self,

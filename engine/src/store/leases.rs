@@ -104,11 +104,15 @@ impl Store {
     }
 
     /// Returns every running task whose lease expired before `now` to its
-    /// job's queue. Returns how many.
+    /// job's queue, once no fire of it is still running (a fire under a
+    /// fresher lease is closed first, so the task never fires twice at
+    /// once). Returns how many.
     pub async fn requeue_expired_tasks(&self, now: i64) -> Result<u64, StoreError> {
         let done = sqlx::query(&format!(
             "UPDATE job_tasks SET status = 'pending', owner = NULL, lease_until = NULL \
-             WHERE status = 'running' AND {EXPIRED}"
+             WHERE status = 'running' AND {EXPIRED} AND NOT EXISTS (SELECT 1 FROM fires f \
+             WHERE f.job_id = job_tasks.job_id AND f.record_id = job_tasks.record_id \
+             AND f.pack_id = job_tasks.pack_id AND f.status = 'running')"
         ))
         .bind(now)
         .execute(self.pool())
