@@ -91,9 +91,8 @@ impl Progress {
                 .publish(Some(self.record_set_id), EventKind::JobChanged { job }),
             Err(e) => {
                 tracing::warn!(job = self.job_id, error = %e, "Reading a job's progress failed.");
-                0
             }
-        };
+        }
     }
 }
 

@@ -155,6 +155,11 @@ impl Engine {
                 tracing::warn!(fire = fire.fire_id, error = %e, "Telling viewers about an interrupted fire failed.");
             }
         }
+        if let Err(e) = self.presence.leave_all().await {
+            tracing::warn!(error = %e, "Removing this process's viewers failed; they go when their time runs out.");
+        }
+        // What this process published reaches the other processes.
+        self.events.flush().await;
         if released > 0 {
             tracing::info!(
                 released,
@@ -179,6 +184,12 @@ impl Engine {
             }
             if let Err(e) = self.reclaim().await {
                 tracing::warn!(error = %e, "Looking for expired leases failed; trying again at the next heartbeat.");
+            }
+            if let Err(e) = self.presence.renew().await {
+                tracing::warn!(error = %e, "Renewing this process's viewers failed; trying again at the next heartbeat.");
+            }
+            if let Err(e) = self.events.prune().await {
+                tracing::warn!(error = %e, "Pruning old events failed; trying again at the next heartbeat.");
             }
         }
     }

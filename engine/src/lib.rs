@@ -84,7 +84,7 @@ impl Engine {
         registry_env: Option<registry::EnvLookup>,
         config: EngineConfig,
     ) -> Self {
-        let events = EventBus::new();
+        let events = EventBus::for_store(&store);
         let registry = match registry_env {
             Some(env) => Registry::with_env(store.clone(), events.clone(), env),
             None => Registry::new(store.clone(), events.clone()),
@@ -107,11 +107,13 @@ impl Engine {
             owner.clone(),
             config.leases,
         );
+        let presence =
+            presence::Presence::for_store(&store, events.clone(), owner.clone(), config.leases);
         Self {
             owner,
+            presence,
             leases: config.leases,
             upkeep: tokio_util::sync::CancellationToken::new(),
-            presence: presence::Presence::new(events.clone()),
             drop_folder: Arc::default(),
             fetch_allow: config.fetch_allow,
             store,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::provider::{Behaviour, FakeProvider};
-use common::{engine, finished, record_set, register_manifest};
+use common::{engine, finished, record_set, register_manifest, Deadline};
 use engine::connector::ConnectorResult;
 use engine::dispatch::{DispatchConfig, FireRequest};
 use engine::scripted::{ScriptedConnector, Step};
@@ -71,30 +71,6 @@ async fn calls_reach(connector: &ScriptedConnector, n: usize, what: &'static str
     let mut waited = Deadline::new(what);
     while connector.calls() < n {
         waited.tick().await;
-    }
-}
-
-/// A wait in a test that fails after 30 s instead of hanging.
-struct Deadline {
-    what: &'static str,
-    until: tokio::time::Instant,
-}
-
-impl Deadline {
-    fn new(what: &'static str) -> Self {
-        Self {
-            what,
-            until: tokio::time::Instant::now() + Duration::from_secs(30),
-        }
-    }
-
-    async fn tick(&mut self) {
-        assert!(
-            tokio::time::Instant::now() < self.until,
-            "waited 30 s for {}",
-            self.what
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

@@ -390,73 +390,77 @@ async fn read_events(res: reqwest::Response, until: impl Fn(&Value) -> bool) -> 
 
 #[tokio::test]
 async fn viewers_of_a_record_set_see_its_chips_change_live_and_resume_after_a_drop() {
-    let alpha = ScriptedConnector::new("alpha", [Step::Found(2)]);
-    let server = TestServer::start_with(testing::sqlite(), setup(alpha)).await;
-    let (_, a) = server.import("A", "test", &csv(1)).await;
-    let (_, b) = server.import("B", "test", &csv(1)).await;
-    let (set_a, set_b) = (a["id"].as_i64().unwrap(), b["id"].as_i64().unwrap());
-    let record_a = server.record_ids(set_a).await[0];
-    let record_b = server.record_ids(set_b).await[0];
+    common::on_every_backend(|db| async move {
+        let alpha = ScriptedConnector::new("alpha", [Step::Found(2)]);
+        let server = TestServer::start_with(db, setup(alpha)).await;
+        let (_, a) = server.import("A", "test", &csv(1)).await;
+        let (_, b) = server.import("B", "test", &csv(1)).await;
+        let (set_a, set_b) = (a["id"].as_i64().unwrap(), b["id"].as_i64().unwrap());
+        let record_a = server.record_ids(set_a).await[0];
+        let record_b = server.record_ids(set_b).await[0];
 
-    let stream = server
-        .client
-        .get(server.at(&format!("/api/events?record_set={set_a}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stream.status(), 200);
-    assert!(stream.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/event-stream"));
-    // A fire on the other set must not reach this viewer; one on this set must.
-    server.fire(record_b, "web", None).await;
-    server.fire(record_a, "web", None).await;
-    let events = read_events(stream, |e| {
-        e["type"] == "chip_changed" && e["chip"]["state"] == "found"
-    })
-    .await;
-    assert!(
-        events
+        let stream = server
+            .client
+            .get(server.at(&format!("/api/events?record_set={set_a}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        assert!(stream.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream"));
+        // A fire on the other set must not reach this viewer; one on this set must.
+        server.fire(record_b, "web", None).await;
+        server.fire(record_a, "web", None).await;
+        let events = read_events(stream, |e| {
+            e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+        })
+        .await;
+        assert!(
+            events
+                .iter()
+                .all(|(_, e)| e["record_set_id"].is_null() || e["record_set_id"] == set_a),
+            "{events:?}"
+        );
+        let kinds: Vec<&str> = events
             .iter()
-            .all(|(_, e)| e["record_set_id"].is_null() || e["record_set_id"] == set_a),
-        "{events:?}"
-    );
-    let kinds: Vec<&str> = events
-        .iter()
-        .map(|(_, e)| e["type"].as_str().unwrap())
-        .collect();
-    // The viewer's own arrival comes first, then firing.
-    assert_eq!(kinds[..2], ["presence", "chip_changed"], "{kinds:?}");
-    assert_eq!(
-        events[0].1["viewers"],
-        serde_json::json!([common::TEST_EMAIL])
-    );
-    assert!(
-        kinds.contains(&"attempt") && kinds.contains(&"item_changed"),
-        "{kinds:?}"
-    );
-    let last = events.last().unwrap();
-    assert_eq!(last.1["record_id"], record_a);
-    assert_eq!(last.1["chip"]["count"], 2);
+            .map(|(_, e)| e["type"].as_str().unwrap())
+            .collect();
+        // The viewer's own arrival comes first, then firing.
+        assert_eq!(kinds[..2], ["presence", "chip_changed"], "{kinds:?}");
+        assert_eq!(
+            events[0].1["viewers"],
+            serde_json::json!([common::TEST_EMAIL])
+        );
+        assert!(
+            kinds.contains(&"attempt") && kinds.contains(&"item_changed"),
+            "{kinds:?}"
+        );
+        let last = events.last().unwrap();
+        assert_eq!(last.1["record_id"], record_a);
+        assert_eq!(last.1["chip"]["count"], 2);
 
-    // A browser that dropped after the first event gets the rest on reconnect.
-    let first_id = events[0].0;
-    let resumed = server
-        .client
-        .get(server.at(&format!("/api/events?record_set={set_a}")))
-        .header("Last-Event-ID", first_id.to_string())
-        .send()
-        .await
-        .unwrap();
-    let replayed = read_events(resumed, |e| {
-        e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+        // A browser that dropped after the first event gets the rest on reconnect.
+        let first_id = events[0].0;
+        let resumed = server
+            .client
+            .get(server.at(&format!("/api/events?record_set={set_a}")))
+            .header("Last-Event-ID", first_id.to_string())
+            .send()
+            .await
+            .unwrap();
+        let replayed = read_events(resumed, |e| {
+            e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+        })
+        .await;
+        let ids: Vec<u64> = replayed.iter().map(|(id, _)| *id).collect();
+        let expected: Vec<u64> = events[1..].iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, expected);
+
+        let (code, _) = server.get_json("/api/events?record_set=999999").await;
+        assert_eq!(code, 404);
+        server.stop().await;
     })
     .await;
-    let ids: Vec<u64> = replayed.iter().map(|(id, _)| *id).collect();
-    let expected: Vec<u64> = events[1..].iter().map(|(id, _)| *id).collect();
-    assert_eq!(ids, expected);
-
-    let (code, _) = server.get_json("/api/events?record_set=999999").await;
-    assert_eq!(code, 404);
 }

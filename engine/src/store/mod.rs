@@ -15,10 +15,12 @@ mod accounts;
 mod audit;
 mod batch;
 mod catalog;
+mod events;
 mod manifests;
 pub use accounts::{Owned, Principal, TokenInfo, UserRow};
 pub use audit::StatusChange;
 pub use catalog::CatalogKind;
+pub use events::{EventSpan, NewEvent, EVENTS_CHANNEL};
 pub use history::{AttemptEnd, Closed, FireContext, FireEnd, FireStatus, Lease};
 pub use items::{usable_results, TriageError};
 pub use jobs::Task;
@@ -34,6 +36,7 @@ mod record_sets;
 mod settings;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
+mod viewers;
 
 /// What went wrong talking to the database.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +86,8 @@ impl FromStr for Backend {
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    /// For connections outside the pool (listening for events).
+    url: SecretUrl,
     settings: std::sync::Arc<settings::SettingsCache>,
 }
 
@@ -140,6 +145,7 @@ impl Store {
         Ok(Self {
             pool,
             backend,
+            url: SecretUrl(url.into()),
             settings: std::sync::Arc::default(),
         })
     }
@@ -156,6 +162,24 @@ impl Store {
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
+    }
+}
+
+/// A database URL that may hold a password: its `Debug` shows it redacted.
+#[derive(Clone)]
+struct SecretUrl(std::sync::Arc<str>);
+
+impl std::fmt::Debug for SecretUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&redact_url(&self.0))
+    }
+}
+
+impl std::ops::Deref for SecretUrl {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
     }
 }
 

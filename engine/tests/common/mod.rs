@@ -105,3 +105,27 @@ pub async fn finished(engine: &Engine, job_id: i64, limit: Duration) -> Job {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A wait in a test that fails after 30 s instead of hanging.
+pub struct Deadline {
+    what: &'static str,
+    until: tokio::time::Instant,
+}
+
+impl Deadline {
+    pub fn new(what: &'static str) -> Self {
+        Self {
+            what,
+            until: tokio::time::Instant::now() + Duration::from_secs(30),
+        }
+    }
+
+    pub async fn tick(&mut self) {
+        assert!(
+            tokio::time::Instant::now() < self.until,
+            "waited 30 s for {}",
+            self.what
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -70,7 +70,7 @@ pub async fn stream(
     let (replay, replayed_to): (Vec<SseEvent>, u64) = match last_id {
         // Nothing to replay: every event from the subscription on is new.
         None => (Vec::new(), 0),
-        Some(last) => match replay_bus.since(last) {
+        Some(last) => match replay_bus.since(last).await {
             Some(missed) => {
                 let to = missed.last().map_or(last, |e| e.id);
                 (
@@ -90,9 +90,10 @@ pub async fn stream(
         },
     };
     // Joining after subscribing: this viewer's own stream carries the news.
-    let viewing = params
-        .record_set
-        .map(|id| state.engine.presence.join(id, &who.email));
+    let viewing = match params.record_set {
+        Some(id) => Some(state.engine.presence.join(id, &who.email).await),
+        None => None,
+    };
     let live = BroadcastStream::new(live).filter_map(move |received| {
         // The stream holds the presence guard: closing it leaves.
         let _viewing = &viewing;

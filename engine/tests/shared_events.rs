@@ -1,0 +1,159 @@
+//! Two engines on one PostgreSQL database behave as two processes of one
+//! deployment: every event reaches both in the same id order, a stream
+//! resumes on either with the other's ids, and both see every viewer.
+//! (SQLite is one process: its bus is tested in `engine::events`.)
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{engine, Deadline};
+use engine::store::testing;
+use engine::EngineConfig;
+use model::{Event, EventKind};
+use tokio::sync::broadcast;
+
+/// The next `n` events a subscriber receives, within 5 s.
+async fn receive(rx: &mut broadcast::Receiver<Arc<Event>>, n: usize) -> Vec<Arc<Event>> {
+    let mut got = Vec::new();
+    while got.len() < n {
+        let event = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("{} of {n} events within 5 s: {got:?}", got.len()))
+            .expect("the bus stays open");
+        got.push(event);
+    }
+    got
+}
+
+fn marked(n: i64) -> EventKind {
+    EventKind::ConnectorRemoved {
+        id: format!("marker-{n}"),
+    }
+}
+
+#[tokio::test]
+async fn every_process_delivers_every_event_in_one_id_order_and_resumes_the_others_streams() {
+    let Some(db) = testing::postgres().await else {
+        return;
+    };
+    let a = engine(&db, &[], EngineConfig::default()).await;
+    let b = engine(&db, &[], EngineConfig::default()).await;
+    assert!(a.events.is_shared() && b.events.is_shared());
+    // The buses listen before they write: wait until both are ready by
+    // publishing one event each and hearing both everywhere.
+    let mut on_a = a.events.subscribe();
+    let mut on_b = b.events.subscribe();
+    a.events.publish(Some(1), marked(0));
+    b.events.publish(Some(1), marked(0));
+    receive(&mut on_a, 2).await;
+    receive(&mut on_b, 2).await;
+
+    // Both publish at once, interleaved.
+    for n in 1..=100 {
+        a.events.publish(Some(1), marked(n));
+        b.events.publish_in(Some(7), marked(-n));
+    }
+    let heard_on_a = receive(&mut on_a, 200).await;
+    let heard_on_b = receive(&mut on_b, 200).await;
+    let ids = |events: &[Arc<Event>]| events.iter().map(|e| e.id).collect::<Vec<_>>();
+    assert_eq!(ids(&heard_on_a), ids(&heard_on_b), "one order everywhere");
+    assert!(
+        ids(&heard_on_a).windows(2).all(|w| w[1] == w[0] + 1),
+        "ids grow by one with no gap: {:?}",
+        ids(&heard_on_a)
+    );
+    assert_eq!(heard_on_a, heard_on_b, "the same events, fields and all");
+    // Each process's own events keep their order.
+    let from_a: Vec<EventKind> = heard_on_b
+        .iter()
+        .filter(|e| e.record_set_id == Some(1))
+        .map(|e| e.kind.clone())
+        .collect();
+    assert_eq!(from_a, (1..=100).map(marked).collect::<Vec<_>>());
+    assert!(heard_on_b
+        .iter()
+        .filter(|e| e.workspace_id == Some(7))
+        .all(|e| e.record_set_id.is_none()));
+
+    // A stream that saw event k on A resumes on B (and on a process that
+    // has just started, which keeps nothing in memory).
+    let k = heard_on_a[49].id;
+    let c = engine(&db, &[], EngineConfig::default()).await;
+    for bus in [&b.events, &c.events] {
+        let missed = bus.since(k).await.expect("every later event is kept");
+        assert_eq!(ids(&missed), ids(&heard_on_a[50..]));
+    }
+    let last = heard_on_a.last().unwrap().id;
+    assert_eq!(c.events.since(last).await.map(|e| e.len()), Some(0));
+    assert!(
+        c.events.since(last + 1_000).await.is_none(),
+        "an id never given out asks for a resync"
+    );
+    assert_eq!(c.events.prune().await.unwrap(), 0, "nothing is old yet");
+}
+
+#[tokio::test]
+async fn every_process_sees_every_viewer_and_a_dead_process_s_viewers_go() {
+    let Some(db) = testing::postgres().await else {
+        return;
+    };
+    let short = EngineConfig {
+        leases: engine::lease::LeaseConfig::new(
+            Duration::from_millis(600),
+            Duration::from_millis(200),
+        )
+        .unwrap(),
+        ..EngineConfig::default()
+    };
+    let a = engine(&db, &[], short.clone()).await;
+    let b = engine(&db, &[], short).await;
+    let mut on_b = b.events.subscribe();
+    let ada = a.presence.join(3, "ada@example.org").await;
+    let bob = b.presence.join(3, "bob@example.org").await;
+    let _bob_elsewhere = b.presence.join(4, "bob@example.org").await;
+    let both = vec!["ada@example.org".to_owned(), "bob@example.org".to_owned()];
+    assert_eq!(a.presence.viewers(3).await.unwrap(), both);
+    assert_eq!(b.presence.viewers(3).await.unwrap(), both);
+    // Bob's own arrival, as B published it, names Ada on A too (B may have
+    // started listening after Ada's arrival: its own two events it hears).
+    let heard = receive(&mut on_b, 2).await;
+    assert!(
+        heard.iter().any(|e| e.record_set_id == Some(3)
+            && e.kind
+                == EventKind::Presence {
+                    viewers: both.clone()
+                }),
+        "{heard:?}"
+    );
+
+    drop(bob);
+    let mut left = Deadline::new("Bob to leave set 3");
+    while a.presence.viewers(3).await.unwrap() != ["ada@example.org"] {
+        left.tick().await;
+    }
+
+    // A stops renewing (it died): once its rows' time is past, B's
+    // heartbeat drops them and tells set 3's viewers.
+    let _ada_kept_open = ada;
+    b.recover().await.unwrap();
+    let mut gone = Deadline::new("Ada's rows to expire");
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(5), on_b.recv())
+            .await
+            .expect("a presence event within 5 s")
+            .unwrap();
+        if event.record_set_id == Some(3) && event.kind == (EventKind::Presence { viewers: vec![] })
+        {
+            break;
+        }
+        gone.tick().await;
+    }
+    assert_eq!(
+        b.presence.viewers(4).await.unwrap(),
+        ["bob@example.org"],
+        "a live process keeps its viewers"
+    );
+    b.stop_heartbeat();
+}
