@@ -183,17 +183,26 @@ impl Registry {
         source: ConnectorSource,
     ) -> Result<(), RegistryError> {
         validate(&registration)?;
-        let throttle = registration
-            .rate_hints
-            .per_second
-            .and_then(Throttle::new)
-            .map(Arc::new);
         let id = registration.id.clone();
         {
             let mut entries = self.write();
-            let status = entries
-                .get(&id)
-                .map_or(ConnectorStatus::Available, |old| old.status.clone());
+            let old = entries.get(&id);
+            let status = old.map_or(ConnectorStatus::Available, |old| old.status.clone());
+            // The same rate keeps its budget: an edit elsewhere in the
+            // connector must not hand it a fresh burst.
+            let throttle = match old {
+                Some(old)
+                    if old.registration.rate_hints.per_second
+                        == registration.rate_hints.per_second =>
+                {
+                    old.throttle.clone()
+                }
+                _ => registration
+                    .rate_hints
+                    .per_second
+                    .and_then(Throttle::new)
+                    .map(Arc::new),
+            };
             entries.insert(
                 id.clone(),
                 Entry {
@@ -872,6 +881,12 @@ mod tests {
         // Fires are spaced half a second apart, whichever handle asks.
         assert!(!throttle(&second).try_now());
         assert!(!throttle(&first).try_now());
+        // Registered again at the same rate (an edited manifest): the
+        // budget spent stays spent.
+        let mut again = reg("alpha", CostTier::Free, &[B::SearchWeb.into()]);
+        again.rate_hints.per_second = Some(2.0);
+        registry.register(again, connector()).unwrap();
+        assert!(!throttle(&registry.by_id("alpha").unwrap()).try_now());
 
         let mut slow = reg("slow", CostTier::Free, &[B::SearchWeb.into()]);
         slow.rate_hints.per_second = Some(0.5);

@@ -96,10 +96,14 @@ fn env() -> EnvLookup {
 }
 
 async fn registry() -> Registry {
+    registry_on(EventBus::new()).await
+}
+
+async fn registry_on(events: EventBus) -> Registry {
     let store = engine::store::Store::connect("sqlite::memory:")
         .await
         .unwrap();
-    Registry::with_env(store, EventBus::new(), env())
+    Registry::with_env(store, events, env())
 }
 
 /// Waits (generously: this is not a timing test) until `done` holds.
@@ -204,6 +208,66 @@ async fn the_drop_folder_registers_updates_reports_and_unregisters_while_running
     std::fs::remove_file(&file).unwrap();
     eventually("unregistration", || registry.by_id("fake-search").is_none()).await;
     assert!(folder.files().is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// How many times each connector was registered or changed since `rx` began.
+fn registrations(rx: &mut tokio::sync::broadcast::Receiver<Arc<model::Event>>) -> usize {
+    let mut n = 0;
+    while let Ok(event) = rx.try_recv() {
+        if matches!(event.kind, model::EventKind::ConnectorChanged { .. }) {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[tokio::test]
+async fn a_registration_changes_only_when_its_file_s_content_does() {
+    let base = provider(Seen::default()).await;
+    let events = EventBus::new();
+    let registry = registry_on(events.clone()).await;
+    let dir = tempdir();
+    let file = dir.join("fake.toml");
+    std::fs::write(&file, manifest(&base, "Fake search")).unwrap();
+    // Two processes watching one folder: each reads the file when it loads it.
+    let here = DropFolder::new(&dir, registry.clone(), AllowList::parse("127.0.0.1"), env());
+    let _watching = here.watch().unwrap();
+    here.load_all();
+    let elsewhere = DropFolder::new(
+        &dir,
+        registry_on(EventBus::new()).await,
+        AllowList::parse("127.0.0.1"),
+        env(),
+    );
+    let _watching_too = elsewhere.watch().unwrap();
+    elsewhere.load_all();
+    let mut rx = events.subscribe();
+
+    // Reads (by anyone) and a save without a change are not changes. The
+    // watcher waits 150 ms for quiet: a second is several of its rounds.
+    for _ in 0..10 {
+        std::fs::read_to_string(&file).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    std::fs::write(&file, manifest(&base, "Fake search")).unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        registrations(&mut rx),
+        0,
+        "nothing changed, nothing registers"
+    );
+
+    // A real change registers once, and is not repeated by its own reload.
+    std::fs::write(&file, manifest(&base, "Fake search v2")).unwrap();
+    eventually("the update", || {
+        registry
+            .by_id("fake-search")
+            .is_some_and(|h| h.registration.display_name == "Fake search v2")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(registrations(&mut rx), 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

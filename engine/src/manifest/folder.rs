@@ -2,13 +2,18 @@
 //! and adding, changing or removing a file registers, updates or unregisters
 //! its connector while the server runs. A file that does not check keeps its
 //! error for the inventory, and the version that last checked keeps serving.
+//!
+//! A registration changes only when its file's content does: reading a file
+//! (this process or another one watching the same folder) is not a change,
+//! and a file saved again unchanged is not either.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use notify_debouncer_mini::{new_debouncer, DebounceEventResult, Debouncer};
+use notify::event::{AccessKind, AccessMode, EventKind};
+use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
 use serde::Serialize;
 
 use model::ConnectorSource;
@@ -34,6 +39,8 @@ pub struct DropFolder {
     allow: AllowList,
     env: EnvLookup,
     files: Arc<Mutex<BTreeMap<PathBuf, FileState>>>,
+    /// The content each serving file was registered from.
+    serving: Arc<Mutex<BTreeMap<PathBuf, String>>>,
 }
 
 impl std::fmt::Debug for DropFolder {
@@ -45,7 +52,19 @@ impl std::fmt::Debug for DropFolder {
 }
 
 /// Keeps the folder watched while it lives.
-pub struct Watching(#[allow(dead_code)] Debouncer<notify::RecommendedWatcher>);
+pub struct Watching(#[allow(dead_code)] Debouncer<notify::RecommendedWatcher, RecommendedCache>);
+
+/// Whether an event may mean the file's content changed. Opening, reading
+/// and closing a file without writing are not changes; they are what every
+/// reload does, so reacting to them would reload forever (and every process
+/// watching the folder would set the others off).
+fn may_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
 
 fn is_manifest(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "toml")
@@ -53,6 +72,10 @@ fn is_manifest(path: &Path) -> bool {
             .file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.starts_with('.'))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl DropFolder {
@@ -68,6 +91,7 @@ impl DropFolder {
             allow,
             env,
             files: Arc::default(),
+            serving: Arc::default(),
         }
     }
 
@@ -84,7 +108,7 @@ impl DropFolder {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, FileState>> {
-        self.files.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.files)
     }
 
     /// Registers every manifest in the folder (a missing folder is empty).
@@ -110,21 +134,28 @@ impl DropFolder {
         let folder = self.clone();
         let mut debouncer = new_debouncer(
             Duration::from_millis(150),
+            None,
             move |result: DebounceEventResult| match result {
                 Ok(events) => {
-                    let mut paths: Vec<PathBuf> = events.into_iter().map(|e| e.path).collect();
+                    let mut paths: Vec<PathBuf> = events
+                        .into_iter()
+                        .filter(|e| may_change(&e.kind))
+                        .flat_map(|e| e.event.paths)
+                        .collect();
                     paths.sort();
                     paths.dedup();
                     for path in paths.iter().filter(|p| is_manifest(p)) {
                         folder.reload(path);
                     }
                 }
-                Err(e) => tracing::warn!(error = %e, "Watching the connectors folder failed."),
+                Err(errors) => {
+                    for e in errors {
+                        tracing::warn!(error = %e, "Watching the connectors folder failed.");
+                    }
+                }
             },
         )?;
-        debouncer
-            .watcher()
-            .watch(&self.dir, notify::RecursiveMode::NonRecursive)?;
+        debouncer.watch(&self.dir, notify::RecursiveMode::NonRecursive)?;
         Ok(Watching(debouncer))
     }
 
@@ -141,6 +172,9 @@ impl DropFolder {
                 return;
             }
         };
+        if self.serves(path, &text) {
+            return;
+        }
         let manifest = match Manifest::parse(&text, Format::Toml) {
             Ok(m) => m,
             Err(e) => {
@@ -176,6 +210,7 @@ impl DropFolder {
             let _ = self.registry.unregister(&old);
         }
         tracing::info!(file = %path.display(), connector = %id, "Manifest connector registered.");
+        lock(&self.serving).insert(path.to_owned(), text);
         self.lock().insert(
             path.to_owned(),
             FileState {
@@ -183,6 +218,14 @@ impl DropFolder {
                 error: None,
             },
         );
+    }
+
+    /// Whether `text` is what the file's connector serves already, with no
+    /// error since (an error may have been another file holding the id,
+    /// which the same text may get past now).
+    fn serves(&self, path: &Path, text: &str) -> bool {
+        lock(&self.serving).get(path).is_some_and(|t| t == text)
+            && self.lock().get(path).is_some_and(|s| s.error.is_none())
     }
 
     /// Who else already has `id`: another file, or a built-in connector.
@@ -207,6 +250,7 @@ impl DropFolder {
     }
 
     fn removed(&self, path: &Path) {
+        lock(&self.serving).remove(path);
         let Some(state) = self.lock().remove(path) else {
             return;
         };
