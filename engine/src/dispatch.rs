@@ -30,8 +30,8 @@ use crate::packs::{render_query, BundleMember, Catalog, PackConfig};
 use crate::registry::{ConnectorHandle, Registry};
 use crate::secrets::{self, Sealer};
 use crate::store::{
-    retrying, AttemptEnd, FireContext, FireEnd, FireStatus, Lease, Store, StoreError, StoredRecord,
-    WorkspaceSettings,
+    retrying, AttemptEnd, Backend, FireContext, FireEnd, FireStatus, Lease, Store, StoreError,
+    StoredRecord, WorkspaceSettings,
 };
 use crate::time::now_ms;
 use model::RecordSetSummary;
@@ -642,6 +642,10 @@ impl Dispatcher {
                 secrets: secrets.only(&handle.registration.requires_env),
                 ..opts.clone()
             };
+            // Whose key the calls use: the workspace's own, or the server's.
+            let keyed_by = (!opts.secrets.is_empty())
+                .then_some(set.workspace_id)
+                .flatten();
             loop {
                 let permit = match first.take() {
                     Some(p) if p.connector() == connector_id.as_str() => Some(p),
@@ -651,6 +655,17 @@ impl Dispatcher {
                     walk.cancelled = true;
                     break 'chain;
                 };
+                // The wait for the rate comes before the attempt opens, so
+                // an open attempt is a call on its way: a process killed
+                // while this waits leaves nothing that looks fired.
+                let paced = tokio::select! {
+                    () = self.pace(&handle, &mut permit, keyed_by) => true,
+                    () = walk.cancel.cancelled() => false,
+                };
+                if !paced {
+                    walk.cancelled = true;
+                    break 'chain;
+                }
                 if let Some(cap) = handle.registration.rate_hints.daily_cap {
                     if !retrying(|| self.store.take_daily_fire(connector_id, cap)).await? {
                         walk.report.skipped.push(skip(
@@ -695,19 +710,9 @@ impl Dispatcher {
                 self.publish_attempt(set.id, &attempt);
 
                 let called = self
-                    .call(
-                        &handle,
-                        &mut permit,
-                        &pack.intent,
-                        query,
-                        &opts,
-                        &walk.cancel,
-                    )
+                    .call(&handle, &pack.intent, query, &opts, &walk.cancel)
                     .await;
                 permit.finish(called.signal());
-                let keyed_by = (!opts.secrets.is_empty())
-                    .then_some(set.workspace_id)
-                    .flatten();
                 let (end, results, retry) = self
                     .classify(&handle, keyed_by, called, &mut budget)
                     .await?;
@@ -853,12 +858,34 @@ impl Dispatcher {
         }
     }
 
-    /// Calls a connector under its throttle and the attempt timeout, giving up
-    /// at once when the fire is cancelled.
+    /// Waits until the connector's rate hint allows one more call: this
+    /// process's throttle (a person's call ahead of background ones), then,
+    /// on PostgreSQL, a slot of the whole deployment's rate for the key the
+    /// call uses (see [`crate::store::Store::reserve_call`]).
+    async fn pace(&self, handle: &ConnectorHandle, permit: &mut Permit, keyed_by: Option<i64>) {
+        permit.throttle(handle).await;
+        let Some(rate) = handle
+            .registration
+            .rate_hints
+            .per_second
+            .filter(|r| r.is_finite() && *r > 0.0 && self.store.backend() == Backend::Postgres)
+        else {
+            return;
+        };
+        let bucket = rate_bucket(&handle.registration.id, keyed_by);
+        match retrying(|| self.store.reserve_call(&bucket, rate)).await {
+            Ok(wait) => permit.hold(tokio::time::sleep(wait)).await,
+            Err(e) => {
+                tracing::warn!(connector = %handle.registration.id, error = %e, "Cannot take a slot of the deployment's rate; this process's throttle alone paces the call.");
+            }
+        }
+    }
+
+    /// Calls a connector under the attempt timeout, giving up at once when
+    /// the fire is cancelled.
     async fn call(
         &self,
         handle: &ConnectorHandle,
-        permit: &mut Permit,
         intent: &Capability,
         query: &str,
         opts: &FireOpts,
@@ -866,7 +893,6 @@ impl Dispatcher {
     ) -> Called {
         let timeout = self.config.attempt_timeout;
         let work = async {
-            permit.throttle(handle).await;
             match tokio::time::timeout(timeout, handle.connector.fire(intent, query, opts)).await {
                 Ok(Ok(results)) => Called::Results(results),
                 Ok(Err(e)) => Called::Failed(e),
@@ -1262,6 +1288,15 @@ fn pack_needs_env(pack: &PackConfig, candidates: &[Candidate]) -> Option<Vec<Str
 /// being written now). A fire that tried nothing (every connector already
 /// found results, say, after a crash between an attempt and the end of its
 /// fire) stands for what its chip shows.
+/// The rate slot a call takes: the connector's for the server's key, or
+/// the connector's for one workspace's own key (a provider limits each key).
+fn rate_bucket(connector_id: &str, keyed_by: Option<i64>) -> String {
+    match keyed_by {
+        Some(workspace) => format!("{connector_id} workspace:{workspace}"),
+        None => connector_id.to_owned(),
+    }
+}
+
 fn task_outcome(
     attempts: &[HistoryEntry],
     pending: Option<FireOutcome>,

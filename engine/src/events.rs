@@ -154,6 +154,14 @@ impl EventBus {
         let _ = self.inner.tx.send(event);
     }
 
+    /// Returns once this process hears every process's events (at once on
+    /// SQLite): events published before were written but not heard here.
+    pub async fn listening(&self) {
+        if let Some(outbox) = &self.inner.shared {
+            outbox.listening().await;
+        }
+    }
+
     /// Waits until every event published so far has left this process
     /// (PostgreSQL; at once on SQLite). For a process about to stop.
     pub async fn flush(&self) {

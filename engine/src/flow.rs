@@ -321,6 +321,14 @@ impl Permit {
         self.throttled += started.elapsed();
     }
 
+    /// Waits for `wait` (a slot of a rate shared with other processes); the
+    /// wait does not count in the fire's service time either.
+    pub async fn hold(&mut self, wait: impl std::future::Future<Output = ()>) {
+        let started = Instant::now();
+        wait.await;
+        self.throttled += started.elapsed();
+    }
+
     /// Gives the place back with what the call taught about the provider.
     pub fn finish(mut self, signal: Signal) {
         self.release(signal);

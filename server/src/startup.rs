@@ -149,6 +149,8 @@ pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<Option<
         }
     }
     register_saved_manifests(state).await?;
+    // Serve only once this process hears the other processes' events.
+    engine.events.listening().await;
     engine
         .recover()
         .await

@@ -9,7 +9,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{EventBus, Inner, Unsent, KEPT};
@@ -45,6 +45,7 @@ enum Outgoing {
 pub(super) struct Outbox {
     queue: mpsc::UnboundedSender<Outgoing>,
     store: Store,
+    listening: watch::Receiver<bool>,
     _stop_listening: DropGuard,
 }
 
@@ -52,11 +53,10 @@ pub(super) struct Outbox {
 pub(super) struct Tasks {
     queue: mpsc::UnboundedReceiver<Outgoing>,
     stop: CancellationToken,
+    /// Set by the listener once it listens and knows where it starts: the
+    /// writer waits for it, so this process hears every event it publishes.
+    listening: watch::Sender<bool>,
 }
-
-/// Said by the listener once it listens and knows where it starts: the
-/// writer waits for it, so this process hears every event it publishes.
-type Listening = oneshot::Receiver<()>;
 
 impl std::fmt::Debug for Outgoing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -71,13 +71,19 @@ impl Outbox {
     pub(super) fn new(store: Store) -> (Self, Tasks) {
         let (queue, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
+        let (listening, heard) = watch::channel(false);
         (
             Self {
                 queue,
                 store,
+                listening: heard,
                 _stop_listening: stop.clone().drop_guard(),
             },
-            Tasks { queue: rx, stop },
+            Tasks {
+                queue: rx,
+                stop,
+                listening,
+            },
         )
     }
 
@@ -88,6 +94,11 @@ impl Outbox {
             workspace_id: event.workspace_id,
             kind: event.kind,
         })));
+    }
+
+    /// Returns once this process hears the deployment's events.
+    pub(super) async fn listening(&self) {
+        let _ = self.listening.clone().wait_for(|l| *l).await;
     }
 
     /// Waits until every event published so far is written (or given up).
@@ -139,12 +150,12 @@ impl Outbox {
 /// Starts the writer and the listener of `bus`.
 pub(super) fn start(store: Store, bus: &EventBus, tasks: Tasks) {
     let weak = Arc::downgrade(&bus.inner);
-    let (listening, heard) = oneshot::channel();
+    let heard = tasks.listening.subscribe();
     tokio::spawn(write(store.clone(), tasks.queue, heard, weak.clone()));
     tokio::spawn(async move {
         tokio::select! {
             () = tasks.stop.cancelled() => {}
-            () = listen(store, weak, listening) => {}
+            () = listen(store, weak, tasks.listening) => {}
         }
     });
 }
@@ -153,10 +164,10 @@ pub(super) fn start(store: Store, bus: &EventBus, tasks: Tasks) {
 async fn write(
     store: Store,
     mut queue: mpsc::UnboundedReceiver<Outgoing>,
-    listening: Listening,
+    mut listening: watch::Receiver<bool>,
     bus: Weak<Inner>,
 ) {
-    if listening.await.is_err() {
+    if listening.wait_for(|l| *l).await.is_err() {
         // The bus was dropped before it listened.
         return;
     }
@@ -215,7 +226,7 @@ async fn write_batch(store: &Store, batch: &[NewEvent], bus: &Weak<Inner>) {
 
 /// Hears every batch and delivers the new events in id order, from the
 /// last event there was when it started listening.
-async fn listen(store: Store, bus: Weak<Inner>, listening: oneshot::Sender<()>) {
+async fn listen(store: Store, bus: Weak<Inner>, listening: watch::Sender<bool>) {
     let mut pause = Duration::from_millis(100);
     let mut listener = loop {
         match store.listen_events().await {
@@ -240,7 +251,7 @@ async fn listen(store: Store, bus: Weak<Inner>, listening: oneshot::Sender<()>) 
     if let Some(inner) = bus.upgrade() {
         EventBus { inner }.kept().next_id = delivered.saturating_add(1);
     }
-    let _ = listening.send(());
+    listening.send_replace(true);
     loop {
         let announced = match listener.try_recv().await {
             Ok(Some(notification)) => notification.payload().parse::<u64>().ok(),

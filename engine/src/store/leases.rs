@@ -103,16 +103,29 @@ impl Store {
         Ok(reaped)
     }
 
-    /// Returns every running task whose lease expired before `now` to its
-    /// job's queue, once no fire of it is still running (a fire under a
-    /// fresher lease is closed first, so the task never fires twice at
-    /// once). Returns how many.
+    /// Settles every running task whose lease expired before `now`, once no
+    /// fire of it is still running (a fire under a fresher lease is closed
+    /// first, so a task never fires twice at once): a task whose fire was
+    /// interrupted ends as `interrupted` (its call may have reached the
+    /// provider and been paid for: only a person fires it again); any other
+    /// goes back to its job's queue. Returns how many went back.
     pub async fn requeue_expired_tasks(&self, now: i64) -> Result<u64, StoreError> {
+        const ITS_FIRE: &str = "f.job_id = job_tasks.job_id AND f.record_id = job_tasks.record_id \
+             AND f.pack_id = job_tasks.pack_id";
+        sqlx::query(&format!(
+            "UPDATE job_tasks SET status = 'done', outcome = 'interrupted', owner = NULL, lease_until = NULL, \
+             fire_id = (SELECT max(f.id) FROM fires f WHERE {ITS_FIRE} AND f.status = 'interrupted') \
+             WHERE status = 'running' AND {EXPIRED} \
+             AND EXISTS (SELECT 1 FROM fires f WHERE {ITS_FIRE} AND f.status = 'interrupted') \
+             AND NOT EXISTS (SELECT 1 FROM fires f WHERE {ITS_FIRE} AND f.status = 'running')"
+        ))
+        .bind(now)
+        .execute(self.pool())
+        .await?;
         let done = sqlx::query(&format!(
             "UPDATE job_tasks SET status = 'pending', owner = NULL, lease_until = NULL \
-             WHERE status = 'running' AND {EXPIRED} AND NOT EXISTS (SELECT 1 FROM fires f \
-             WHERE f.job_id = job_tasks.job_id AND f.record_id = job_tasks.record_id \
-             AND f.pack_id = job_tasks.pack_id AND f.status = 'running')"
+             WHERE status = 'running' AND {EXPIRED} \
+             AND NOT EXISTS (SELECT 1 FROM fires f WHERE {ITS_FIRE} AND f.status = 'running')"
         ))
         .bind(now)
         .execute(self.pool())

@@ -32,6 +32,7 @@ mod history;
 mod items;
 mod jobs;
 mod leases;
+mod rates;
 mod record_sets;
 mod settings;
 #[cfg(any(test, feature = "test-support"))]

@@ -90,6 +90,15 @@ pub async fn record_set(engine: &Engine, name: &str, n: usize) -> i64 {
         .expect("record set")
 }
 
+/// Starts a fan-out of pack `web` over a record set.
+pub async fn fan_out(engine: &Engine, set: i64) -> Job {
+    engine
+        .jobs
+        .start(set, &["web".to_owned()], "ana")
+        .await
+        .expect("a fan-out")
+}
+
 /// Waits until a job is no longer running (at most `limit`).
 pub async fn finished(engine: &Engine, job_id: i64, limit: Duration) -> Job {
     let deadline = tokio::time::Instant::now() + limit;

@@ -60,6 +60,8 @@ pub struct Counters {
     pub most_in_flight: AtomicU64,
     /// The queries served, in the order their answers started.
     pub queries: Mutex<Vec<String>>,
+    /// When each request to `/search` arrived, refused ones included.
+    arrivals: Mutex<Vec<Instant>>,
 }
 
 impl Counters {
@@ -92,6 +94,34 @@ impl Counters {
         self.most_in_flight.load(Ordering::SeqCst)
     }
 
+    /// The most requests that arrived within any one second.
+    pub fn most_in_any_second(&self) -> usize {
+        let mut arrivals = self
+            .arrivals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        arrivals.sort();
+        let mut most = 0;
+        let mut first = 0;
+        for (last, at) in arrivals.iter().enumerate() {
+            while at.duration_since(arrivals[first]) >= Duration::from_secs(1) {
+                first += 1;
+            }
+            most = most.max(last + 1 - first);
+        }
+        most
+    }
+
+    /// How many times each query was served.
+    pub fn calls_per_query(&self) -> HashMap<String, usize> {
+        let mut calls = HashMap::new();
+        for q in self.queries() {
+            *calls.entry(q).or_insert(0) += 1;
+        }
+        calls
+    }
+
     pub fn queries(&self) -> Vec<String> {
         self.queries
             .lock()
@@ -117,6 +147,10 @@ async fn search(
     State(c): State<Arc<Counters>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
+    c.arrivals
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Instant::now());
     if !c.take() {
         c.refused.fetch_add(1, Ordering::SeqCst);
         return too_many();
@@ -151,6 +185,7 @@ impl FakeProvider {
             in_flight: AtomicU64::new(0),
             most_in_flight: AtomicU64::new(0),
             queries: Mutex::new(Vec::new()),
+            arrivals: Mutex::new(Vec::new()),
         });
         let app = axum::Router::new()
             .route("/search", get(search))

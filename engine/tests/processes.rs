@@ -1,14 +1,16 @@
-//! Two engines on one PostgreSQL database behave as two processes of one
-//! deployment: every event reaches both in the same id order, a stream
-//! resumes on either with the other's ids, and both see every viewer.
-//! (SQLite is one process: its bus is tested in `engine::events`.)
+//! Engines on one PostgreSQL database behave as processes of one
+//! deployment: every event reaches all in the same id order, a stream
+//! resumes on any with another's ids, all see every viewer, and a rate hint
+//! holds for all of them together. (SQLite is one process: its bus is
+//! tested in `engine::events`.)
 
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{engine, Deadline};
+use common::provider::{Behaviour, FakeProvider};
+use common::{engine, fan_out, finished, record_set, register_manifest, Deadline};
 use engine::store::testing;
 use engine::EngineConfig;
 use model::{Event, EventKind};
@@ -41,8 +43,8 @@ async fn every_process_delivers_every_event_in_one_id_order_and_resumes_the_othe
     let a = engine(&db, &[], EngineConfig::default()).await;
     let b = engine(&db, &[], EngineConfig::default()).await;
     assert!(a.events.is_shared() && b.events.is_shared());
-    // The buses listen before they write: wait until both are ready by
-    // publishing one event each and hearing both everywhere.
+    a.events.listening().await;
+    b.events.listening().await;
     let mut on_a = a.events.subscribe();
     let mut on_b = b.events.subscribe();
     a.events.publish(Some(1), marked(0));
@@ -110,15 +112,16 @@ async fn every_process_sees_every_viewer_and_a_dead_process_s_viewers_go() {
     let a = engine(&db, &[], short.clone()).await;
     let b = engine(&db, &[], short).await;
     let mut on_b = b.events.subscribe();
+    a.events.listening().await;
+    b.events.listening().await;
     let ada = a.presence.join(3, "ada@example.org").await;
     let bob = b.presence.join(3, "bob@example.org").await;
     let _bob_elsewhere = b.presence.join(4, "bob@example.org").await;
     let both = vec!["ada@example.org".to_owned(), "bob@example.org".to_owned()];
     assert_eq!(a.presence.viewers(3).await.unwrap(), both);
     assert_eq!(b.presence.viewers(3).await.unwrap(), both);
-    // Bob's own arrival, as B published it, names Ada on A too (B may have
-    // started listening after Ada's arrival: its own two events it hears).
-    let heard = receive(&mut on_b, 2).await;
+    // Bob's own arrival, as B published it, names Ada on A too.
+    let heard = receive(&mut on_b, 3).await;
     assert!(
         heard.iter().any(|e| e.record_set_id == Some(3)
             && e.kind
@@ -156,4 +159,39 @@ async fn every_process_sees_every_viewer_and_a_dead_process_s_viewers_go() {
         "a live process keeps its viewers"
     );
     b.stop_heartbeat();
+}
+
+#[tokio::test]
+async fn a_rate_hint_holds_for_every_process_together() {
+    let Some(db) = testing::postgres().await else {
+        return;
+    };
+    // 20 a second for the whole deployment; the provider refuses beyond.
+    let provider = FakeProvider::start(Behaviour::limited(Duration::from_millis(50), 20.0)).await;
+    let mut processes = Vec::new();
+    for p in 0..3 {
+        let engine = engine(&db, &["paced"], EngineConfig::default()).await;
+        register_manifest(&engine, &provider.manifest("paced", "/search", Some(20.0)));
+        let set = record_set(&engine, &format!("Process {p}"), 30).await;
+        processes.push((engine, set));
+    }
+    let mut jobs = Vec::new();
+    for (engine, set) in &processes {
+        jobs.push(fan_out(engine, *set).await.id);
+    }
+    for ((engine, _), job) in processes.iter().zip(jobs) {
+        let job = finished(engine, job, Duration::from_secs(60)).await;
+        assert_eq!(job.found, 30, "{job:?}");
+    }
+    assert_eq!(provider.counters.refused(), 0, "no 429 provoked");
+    let most = provider.counters.most_in_any_second();
+    assert!(most <= 21, "at most the hint and 5 % in any second: {most}");
+    assert!(
+        provider
+            .counters
+            .calls_per_query()
+            .values()
+            .all(|n| *n == 1),
+        "every record fired once"
+    );
 }
