@@ -1,0 +1,505 @@
+//! Three real `switchyard serve` processes on one PostgreSQL database and a
+//! local provider with latency and a rate limit behave as one deployment:
+//! a viewer on one process sees a fire made through another within a
+//! second, resumes its stream on a third without losing or repeating an
+//! event, a fan-out spread over all three keeps the connector's rate hint
+//! at the provider without a 429, and when the process running a fan-out is
+//! killed (SIGKILL), the others finish its job without firing any record
+//! twice, and its viewers on other processes see the progress go on.
+
+#[path = "../../engine/tests/common/provider.rs"]
+mod provider;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use provider::{Behaviour, FakeProvider};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+const PASSWORD: &str = "scale-out test password";
+const HINT: f64 = 50.0;
+
+/// One `switchyard serve` process.
+struct Process {
+    child: Child,
+    url: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Process {
+    /// SIGKILL: no hand-over, no flush; its leases simply stop being renewed.
+    fn kill_9(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("the killed process");
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn switchyard(database_url: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    cmd.current_dir(root())
+        .env("DATABASE_URL", database_url)
+        .env("SWITCHYARD_FETCH_ALLOW", "127.0.0.1")
+        .env("RUST_LOG", "info")
+        .env_remove("SWITCHYARD_PUBLIC_URL");
+    cmd
+}
+
+fn serve(database_url: &str, dir: &Path, name: &str) -> Process {
+    let mut child = switchyard(database_url)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(["--lease-seconds", "2", "--heartbeat-seconds", "0.5"])
+        .arg("--connectors")
+        .arg(dir.join("connectors"))
+        .arg("--packs")
+        .arg(dir.join("packs.toml"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("switchyard starts");
+    let log = Arc::new(Mutex::new(String::new()));
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    for stream in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
+        let log = log.clone();
+        let tx = tx.clone();
+        let name = name.to_owned();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("serving on ").nth(1) {
+                    let _ = tx.send(rest.trim_end_matches('/').to_owned());
+                }
+                let mut log = log.lock().unwrap();
+                log.push_str(&format!("[{name}] {line}\n"));
+            }
+        });
+    }
+    let url = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("process {name} did not start: {}", log.lock().unwrap()));
+    Process { child, url, log }
+}
+
+/// An admin and an API token on the shared database, made by the CLI.
+fn token(database_url: &str) -> String {
+    let mut add = switchyard(database_url)
+        .args(["user", "add", "--email", "ops@example.org"])
+        .args(["--workspace", "scale", "--role", "admin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    add.stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{PASSWORD}\n").as_bytes())
+        .unwrap();
+    assert!(add.wait().unwrap().success());
+    let created = switchyard(database_url)
+        .args(["token", "create", "--email", "ops@example.org"])
+        .args(["--workspace", "scale"])
+        .output()
+        .unwrap();
+    assert!(created.status.success());
+    String::from_utf8_lossy(&created.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+struct Api {
+    http: reqwest::Client,
+}
+
+impl Api {
+    async fn send(&self, req: reqwest::RequestBuilder) -> (u16, Value) {
+        let res = req.send().await.expect("the process answers");
+        let status = res.status().as_u16();
+        let text = res.text().await.unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    async fn import(&self, on: &Process, name: &str, records: std::ops::Range<usize>) -> i64 {
+        let mut csv = String::from("name\n");
+        for i in records {
+            csv.push_str(&format!("Record {i}\n"));
+        }
+        let (status, body) = self
+            .send(
+                self.http
+                    .post(format!("{}/api/record-sets", on.url))
+                    .query(&[("name", name), ("bundle", "scale")])
+                    .header("content-type", "text/csv")
+                    .body(csv),
+            )
+            .await;
+        assert!(status == 200 || status == 201, "{status} {body}");
+        body["id"].as_i64().unwrap()
+    }
+
+    async fn records(&self, on: &Process, set: i64) -> Vec<i64> {
+        let (_, page) = self
+            .send(self.http.get(format!(
+                "{}/api/record-sets/{set}/records?limit=500",
+                on.url
+            )))
+            .await;
+        page["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect()
+    }
+
+    async fn fan_out(&self, on: &Process, set: i64) -> i64 {
+        let (status, body) = self
+            .send(
+                self.http
+                    .post(format!("{}/api/record-sets/{set}/fanout", on.url))
+                    .json(&json!({ "packs": ["web"] })),
+            )
+            .await;
+        assert!(status == 200 || status == 202, "{status} {body}");
+        body["job_id"].as_i64().unwrap()
+    }
+
+    async fn job(&self, on: &Process, job: i64) -> Value {
+        let (status, body) = self
+            .send(self.http.get(format!("{}/api/jobs/{job}", on.url)))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+}
+
+/// An open event stream: its events with when each arrived.
+struct Stream {
+    events: mpsc::UnboundedReceiver<(Instant, u64, Value)>,
+    seen: Vec<(Instant, u64, Value)>,
+    _reader: tokio::task::JoinHandle<()>,
+}
+
+impl Stream {
+    async fn open(api: &Api, on: &Process, set: i64, last_id: Option<u64>) -> Self {
+        let mut req = api
+            .http
+            .get(format!("{}/api/events?record_set={set}", on.url));
+        if let Some(id) = last_id {
+            req = req.header("Last-Event-ID", id.to_string());
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        let (tx, events) = mpsc::unbounded_channel();
+        let reader = tokio::spawn(async move {
+            let mut bytes = res.bytes_stream();
+            let mut buffer = String::new();
+            while let Some(Ok(chunk)) = bytes.next().await {
+                buffer.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = buffer.find("\n\n") {
+                    let block: String = buffer.drain(..end + 2).collect();
+                    let mut id = 0;
+                    let mut data = String::new();
+                    for line in block.lines() {
+                        if let Some(v) = line.strip_prefix("id:") {
+                            id = v.trim().parse().unwrap_or(0);
+                        } else if let Some(v) = line.strip_prefix("data:") {
+                            data.push_str(v.trim());
+                        }
+                    }
+                    if let Ok(event) = serde_json::from_str::<Value>(&data) {
+                        if tx.send((Instant::now(), id, event)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Self {
+            events,
+            seen: Vec::new(),
+            _reader: reader,
+        }
+    }
+
+    /// Reads events until one matches `until` (within `limit`); returns it.
+    async fn until(
+        &mut self,
+        limit: Duration,
+        until: impl Fn(&Value) -> bool,
+    ) -> (Instant, u64, Value) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let event = tokio::time::timeout_at(deadline, self.events.recv())
+                .await
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "no matching event within {limit:?}; got {:?}",
+                        self.seen
+                            .iter()
+                            .map(|(_, id, e)| (id, e["type"].clone()))
+                            .collect::<Vec<_>>()
+                    )
+                })
+                .expect("the stream stays open");
+            self.seen.push(event.clone());
+            if until(&event.2) {
+                return event;
+            }
+        }
+    }
+}
+
+fn write_setup(dir: &Path, provider: &FakeProvider) {
+    std::fs::create_dir_all(dir.join("connectors")).unwrap();
+    std::fs::write(
+        dir.join("connectors/fake.toml"),
+        provider.manifest("fake", "/search", Some(HINT)),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("packs.toml"),
+        r#"
+[[pack]]
+pack_id = "web"
+display_name = "Web"
+short_label = "w"
+intent = "search.web"
+preferred_connectors = ["fake"]
+
+[[bundle]]
+bundle_id = "scale"
+display_name = "Scale"
+members = [{ pack = "web" }]
+"#,
+    )
+    .unwrap();
+}
+
+async fn scalar(url: &str, sql: &str) -> i64 {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
+    sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_on_one_postgresql_behave_as_one() {
+    let Some(db) = engine::store::testing::postgres().await else {
+        return;
+    };
+    let provider = FakeProvider::start(Behaviour::limited(Duration::from_millis(50), HINT)).await;
+    let dir = std::env::temp_dir().join(format!("switchyard-scale-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    write_setup(&dir, &provider);
+    let token = token(&db.url);
+    let mut a = serve(&db.url, &dir, "A");
+    let b = serve(&db.url, &dir, "B");
+    let c = serve(&db.url, &dir, "C");
+    let api = Api {
+        http: reqwest::Client::builder()
+            .default_headers(
+                [(
+                    reqwest::header::AUTHORIZATION,
+                    format!("Bearer {token}").parse().unwrap(),
+                )]
+                .into_iter()
+                .collect(),
+            )
+            .build()
+            .unwrap(),
+    };
+    let all_logs = [a.log.clone(), b.log.clone(), c.log.clone()];
+    let logs = || {
+        all_logs
+            .iter()
+            .map(|log| log.lock().unwrap().clone())
+            .collect::<String>()
+    };
+
+    // (a) A viewer on C sees a fire made through A within a second.
+    let one = api.import(&a, "One", 1000..1001).await;
+    let record = api.records(&a, one).await[0];
+    let mut on_c = Stream::open(&api, &c, one, None).await;
+    on_c.until(Duration::from_secs(5), |e| e["type"] == "presence")
+        .await;
+    let sent = Instant::now();
+    let (status, fired) = api
+        .send(
+            api.http
+                .post(format!("{}/api/records/{record}/fire", a.url))
+                .json(&json!({ "pack": "web" })),
+        )
+        .await;
+    assert_eq!(status, 200, "{fired}");
+    let answered = Instant::now();
+    let (found_at, _, found) = on_c
+        .until(Duration::from_secs(5), |e| {
+            e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+        })
+        .await;
+    assert_eq!(found["record_id"], record);
+    let firing = on_c
+        .seen
+        .iter()
+        .position(|(_, _, e)| e["type"] == "chip_changed" && e["chip"]["state"] == "firing")
+        .expect("C saw the chip fire");
+    let firing_heard = on_c.seen[firing].0.saturating_duration_since(sent);
+    let found_heard = found_at.saturating_duration_since(answered);
+    eprintln!("C heard the chip fire {firing_heard:?} after the click on A, and find {found_heard:?} after A answered");
+    assert!(firing_heard < Duration::from_secs(1), "{firing_heard:?}");
+    assert!(found_heard < Duration::from_secs(1), "{found_heard:?}");
+
+    // (b) The viewer drops after the firing chip and resumes on B: the same
+    // events after it, none lost, none repeated.
+    let resume_from = on_c.seen[firing].1;
+    let expected: Vec<(u64, Value)> = on_c.seen[firing + 1..]
+        .iter()
+        .map(|(_, id, e)| (*id, e.clone()))
+        .collect();
+    drop(on_c);
+    let mut on_b = Stream::open(&api, &b, one, Some(resume_from)).await;
+    on_b.until(Duration::from_secs(5), |e| {
+        e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+    })
+    .await;
+    let replayed: Vec<(u64, Value)> = on_b
+        .seen
+        .iter()
+        .map(|(_, id, e)| (*id, e.clone()))
+        .filter(|(_, e)| e["type"] != "presence")
+        .collect();
+    let expected: Vec<(u64, Value)> = expected
+        .into_iter()
+        .filter(|(_, e)| e["type"] != "presence")
+        .collect();
+    assert_eq!(replayed, expected, "the same events, in the same order");
+    drop(on_b);
+
+    // (c) Three fan-outs of 100 records, one through each process, under
+    // one 50/s hint.
+    let mut sets = Vec::new();
+    for (p, name) in [(&a, "Through A"), (&b, "Through B"), (&c, "Through C")] {
+        let n = sets.len() * 100;
+        sets.push(api.import(p, name, n..n + 100).await);
+    }
+    let mut watching_a_set_on_c = Stream::open(&api, &c, sets[0], None).await;
+    let mut jobs = Vec::new();
+    for (p, set) in [&a, &b, &c].into_iter().zip(&sets) {
+        jobs.push(api.fan_out(p, *set).await);
+    }
+
+    // (d) Kill A mid-way through its fan-out.
+    loop {
+        let job = api.job(&b, jobs[0]).await;
+        if job["progress"]["done"].as_u64().unwrap() >= 20 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    a.kill_9();
+    let killed_at = Instant::now();
+    for job in &jobs {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let body = api.job(&b, *job).await;
+            if body["status"] != "pending" {
+                assert_eq!(body["status"], "completed", "{body}\n{}", logs());
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "job {job} never ended: {body}\n{}",
+                logs()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    // C's viewer of A's set saw the job go on after the kill, to its end.
+    let (_, _, last) = watching_a_set_on_c
+        .until(Duration::from_secs(10), |e| {
+            e["type"] == "job_changed" && e["job"]["status"] == "completed"
+        })
+        .await;
+    assert_eq!(last["job"]["progress"]["done"], 100);
+    assert!(
+        watching_a_set_on_c
+            .seen
+            .iter()
+            .any(|(at, _, e)| *at > killed_at && e["type"] == "job_changed"),
+        "progress events after the kill"
+    );
+
+    // No record fired twice; a record not fired at all is one whose fire
+    // the kill interrupted (marked so, for a person to fire again).
+    let calls = provider.counters.calls_per_query();
+    let twice: Vec<_> = calls.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "fired twice: {twice:?}");
+    let interrupted = scalar(
+        &db.url,
+        "SELECT COUNT(*) FROM job_tasks WHERE outcome = 'interrupted'",
+    )
+    .await;
+    let fired: HashSet<&String> = calls.keys().collect();
+    let unfired = (0..300)
+        .filter(|i| !fired.contains(&format!("Record {i}")))
+        .count() as i64;
+    assert!(
+        unfired <= interrupted,
+        "{unfired} records never fired, {interrupted} interrupted"
+    );
+    assert!(interrupted <= 10, "only what was in flight: {interrupted}");
+    assert_eq!(
+        scalar(
+            &db.url,
+            "SELECT COUNT(*) FROM fires WHERE status = 'running'"
+        )
+        .await,
+        0,
+        "no fire stays open"
+    );
+    assert_eq!(
+        scalar(
+            &db.url,
+            "SELECT COUNT(*) FROM connector_history WHERE outcome IS NULL"
+        )
+        .await,
+        0,
+        "no attempt stays open"
+    );
+
+    // The provider never saw more than the hint (and 5 %) in any second, and
+    // refused nothing.
+    assert_eq!(provider.counters.refused(), 0, "no 429\n{}", logs());
+    let most = provider.counters.most_in_any_second();
+    eprintln!(
+        "most requests in one second: {most}; interrupted by the kill: {interrupted} ({unfired} never reached the provider); taken over {:?} after the kill",
+        killed_at.elapsed()
+    );
+    assert!(
+        (most as f64) <= HINT * 1.05,
+        "{most} requests in one second under a {HINT}/s hint"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
