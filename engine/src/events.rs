@@ -143,6 +143,21 @@ impl EventBus {
         }
     }
 
+    /// Moves past events up to `last_id` without reading them when nobody
+    /// here subscribes, and says whether it did; the kept events no longer
+    /// run up to now, so they go. Decided under the kept lock: a stream
+    /// subscribes before it asks what it missed, so either it is counted
+    /// here or it finds the skip done.
+    fn skip_unheard(&self, last_id: u64) -> bool {
+        let mut kept = self.kept();
+        if self.inner.tx.receiver_count() > 0 {
+            return false;
+        }
+        kept.recent.clear();
+        kept.next_id = last_id.saturating_add(1);
+        true
+    }
+
     fn deliver_locked(&self, kept: &mut Kept, event: Event) {
         kept.next_id = event.id.saturating_add(1);
         let event = Arc::new(event);

@@ -268,6 +268,14 @@ async fn listen(store: Store, bus: Weak<Inner>, listening: watch::Sender<bool>) 
         }
         let Some(inner) = bus.upgrade() else { return };
         let bus = EventBus { inner };
+        if let Some(last) = announced {
+            if bus.skip_unheard(last) {
+                // Nobody here streams events now: what a stream that opens
+                // later asks for comes from the database.
+                delivered = last;
+                continue;
+            }
+        }
         loop {
             match store.events_after(delivered, READ).await {
                 Ok(events) => {
