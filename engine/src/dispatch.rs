@@ -613,6 +613,8 @@ impl Dispatcher {
             priority,
         } = target;
         let lens = &scope.lens;
+        // What other processes learned about the connectors (PostgreSQL).
+        self.registry.refresh_health().await;
         let secrets = match set.workspace_id {
             Some(ws) if lens.has_secrets() => retrying(|| self.workspace_secrets(ws)).await?,
             _ => Secrets::default(),
@@ -929,7 +931,7 @@ impl Dispatcher {
                 false,
             ),
             Called::Results(results) => {
-                self.registry.record_answer(id);
+                self.registry.record_answer(id).await;
                 let usable = crate::store::usable_results(&results);
                 let end = AttemptEnd {
                     outcome: Some(if usable == 0 {

@@ -4,8 +4,8 @@
 //! trail; and throttle every caller of a connector together.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use model::{Capability, ConnectorInfo, ConnectorSource, ConnectorStatus, CostTier, RateHints};
 
@@ -137,7 +137,13 @@ pub struct Registry {
     env: EnvLookup,
     store: Store,
     events: EventBus,
+    /// When this process last read the health other processes stored.
+    health_read: Arc<Mutex<Option<Instant>>>,
 }
+
+/// How stale another process's change of a connector's health may be here
+/// (PostgreSQL): at most one read of the health table a second.
+pub const HEALTH_FRESH_FOR: Duration = Duration::from_secs(1);
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -161,6 +167,65 @@ impl Registry {
             env,
             store,
             events,
+            health_read: Arc::default(),
+        }
+    }
+
+    /// Adopts the health stored in the database (a person's switch, a
+    /// provider's rate limit or refusal, a suspension): at start, so it
+    /// survives a restart, and then from the other processes (see
+    /// [`Registry::refresh_health`]). Adopting announces nothing: the
+    /// process that made the change announced it to every viewer.
+    pub async fn load_health(&self) -> Result<(), StoreError> {
+        let stored = self.store.connector_health().await?;
+        *lock(&self.health_read) = Some(Instant::now());
+        let mut entries = self.write();
+        for health in stored {
+            if let Some(entry) = entries.get_mut(&health.connector_id) {
+                if entry.status != health.status || entry.suspensions != health.suspensions {
+                    entry.status = health.status;
+                    entry.suspensions = health.suspensions;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// On PostgreSQL, adopts what other processes stored if this process
+    /// last looked more than [`HEALTH_FRESH_FOR`] ago; at once otherwise.
+    /// Called on every fire's way: a 429 one process met, a suspension or a
+    /// person's switch hold in every process within a second.
+    pub async fn refresh_health(&self) {
+        if self.store.backend() != crate::store::Backend::Postgres {
+            return;
+        }
+        {
+            let mut read = lock(&self.health_read);
+            if read.is_some_and(|at| at.elapsed() < HEALTH_FRESH_FOR) {
+                return;
+            }
+            // One refresher at a time: the others go on with what is here.
+            *read = Some(Instant::now());
+        }
+        if let Err(e) = self.load_health().await {
+            tracing::warn!(error = %e, "Cannot read connector health; going on with this process's.");
+        }
+    }
+
+    /// Stores a connector's health for the other processes and the next start.
+    async fn save_health(&self, id: &str) {
+        let Some((status, suspensions)) = self
+            .read()
+            .get(id)
+            .map(|e| (e.status.clone(), e.suspensions))
+        else {
+            return;
+        };
+        if let Err(e) =
+            crate::store::retrying(|| self.store.save_connector_health(id, &status, suspensions))
+                .await
+        {
+            tracing::error!(connector = %id, error = %e, "Storing a connector's health failed; other processes do not see it.");
         }
     }
 
@@ -327,10 +392,16 @@ impl Registry {
     }
 
     /// The connector answered (found or not): its error streak and back-off end.
-    pub fn record_answer(&self, id: &str) {
-        if let Some(entry) = self.write().get_mut(id) {
-            entry.failures = 0;
-            entry.suspensions = 0;
+    pub async fn record_answer(&self, id: &str) {
+        let was_suspended = match self.write().get_mut(id) {
+            Some(entry) => {
+                entry.failures = 0;
+                std::mem::take(&mut entry.suspensions) > 0
+            }
+            None => false,
+        };
+        if was_suspended {
+            self.save_health(id).await;
         }
     }
 
@@ -375,6 +446,7 @@ impl Registry {
             status
         };
         tracing::warn!(connector = %id, "Connector suspended after repeated errors.");
+        self.save_health(id).await;
         if let Err(e) = self.record_status(id, SYSTEM_ACTOR, &suspended).await {
             tracing::error!(connector = %id, error = %e, "Recording a status change failed.");
         }
@@ -413,6 +485,7 @@ impl Registry {
             entry.status = status.clone();
         }
         tracing::info!(connector = %id, status = status.kind(), actor, "Connector status changed.");
+        self.save_health(id).await;
         if let Err(e) = self.record_status(id, actor, &status).await {
             tracing::error!(connector = %id, error = %e, "Recording a status change failed.");
         }
@@ -544,6 +617,10 @@ fn validate(r: &Registration) -> Result<(), RegistryError> {
     Ok(())
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -611,7 +688,7 @@ mod tests {
         let third = until(&registry).unwrap();
         assert!((145_000..=150_000).contains(&third), "{third}");
         // An answer ends the streak: it takes three errors again.
-        registry.record_answer("alpha");
+        registry.record_answer("alpha").await;
         registry.enable("alpha", "ana").await.unwrap();
         registry.record_failure("alpha", "x").await;
         registry.record_failure("alpha", "x").await;

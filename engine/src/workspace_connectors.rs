@@ -30,6 +30,7 @@ impl Engine {
     /// Every connector the workspace sees, as it sees it.
     pub async fn connectors_in(&self, workspace_id: i64) -> Result<Vec<ConnectorInfo>, StoreError> {
         let lens = Lens::of(&self.store, Some(workspace_id)).await?;
+        self.registry.refresh_health().await;
         Ok(lens
             .handles(&self.registry)
             .iter()
@@ -211,7 +212,7 @@ impl Engine {
             (None, n) => format!("answered, found {n}"),
         };
         if report.error.is_none() {
-            self.registry.record_answer(id);
+            self.registry.record_answer(id).await;
             if matches!(
                 handle.status,
                 ConnectorStatus::AuthFailed { .. }

@@ -10,9 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::provider::{Behaviour, FakeProvider};
-use common::{engine, fan_out, finished, record_set, register_manifest, Deadline};
+use common::{engine, fan_out, finished, record_set, register_manifest, scripted, Deadline};
+use engine::dispatch::FireRequest;
+use engine::scripted::Step;
 use engine::store::testing;
 use engine::EngineConfig;
+use model::ConnectorStatus;
 use model::{Event, EventKind};
 use tokio::sync::broadcast;
 
@@ -194,4 +197,75 @@ async fn a_rate_hint_holds_for_every_process_together() {
             .all(|n| *n == 1),
         "every record fired once"
     );
+}
+
+#[tokio::test]
+async fn a_connector_s_health_holds_for_every_process_and_survives_a_restart() {
+    for db in testing::all().await {
+        eprintln!("-- on {}", db.kind());
+        let a = engine(&db, &["alpha", "beta"], EngineConfig::default()).await;
+        scripted(&a, "alpha", None, vec![Step::Found(1)]);
+        scripted(&a, "beta", None, vec![Step::Found(1)]);
+        let set = record_set(&a, "Health", 2).await;
+        let records = a.store.records(set, 0, 10).await.unwrap();
+
+        // Process A meets a rate limit for a minute, and a person switches
+        // beta off there.
+        a.registry
+            .mark_rate_limited("alpha", Duration::from_secs(60), "HTTP 429")
+            .await;
+        a.registry.disable("beta", "ana", "too dear").await.unwrap();
+
+        if db.kind() == "postgres" {
+            // Process B, running already, adopts both within a second, and
+            // its fires walk past them.
+            let b = engine(&db, &["alpha", "beta"], EngineConfig::default()).await;
+            let alpha_on_b = scripted(&b, "alpha", None, vec![Step::Found(1)]);
+            scripted(&b, "beta", None, vec![Step::Found(1)]);
+            let mut adopted = Deadline::new("B to adopt A's connector health");
+            loop {
+                b.registry.refresh_health().await;
+                let kind = |id| b.registry.by_id(id).unwrap().status.kind();
+                if kind("alpha") == "rate-limited" && kind("beta") == "disabled" {
+                    break;
+                }
+                adopted.tick().await;
+            }
+            let report = b
+                .dispatcher
+                .fire(FireRequest::by_person(records[0].id, "web", None, "bo"))
+                .await
+                .unwrap();
+            assert_eq!(alpha_on_b.calls(), 0, "{report:?}");
+            assert_eq!(report.skipped.len(), 2, "{report:?}");
+            // B switches beta back on; A follows.
+            b.registry.enable("beta", "bo").await.unwrap();
+            let mut followed = Deadline::new("A to follow B's switch");
+            loop {
+                a.registry.refresh_health().await;
+                if a.registry.by_id("beta").unwrap().status == ConnectorStatus::Available {
+                    break;
+                }
+                followed.tick().await;
+            }
+            a.registry.disable("beta", "ana", "too dear").await.unwrap();
+        }
+
+        // A restart (a new engine on the same database) keeps both.
+        drop(a);
+        let again = engine(&db, &["alpha", "beta"], EngineConfig::default()).await;
+        scripted(&again, "alpha", None, vec![Step::Found(1)]);
+        scripted(&again, "beta", None, vec![Step::Found(1)]);
+        again.registry.load_health().await.unwrap();
+        assert!(matches!(
+            again.registry.by_id("alpha").unwrap().status,
+            ConnectorStatus::RateLimited { .. }
+        ));
+        assert_eq!(
+            again.registry.by_id("beta").unwrap().status,
+            ConnectorStatus::Disabled {
+                reason: "too dear".into()
+            }
+        );
+    }
 }

@@ -7,11 +7,10 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::provider::{Behaviour, FakeProvider};
-use common::{engine, fan_out, finished, record_set, register_manifest, Deadline};
+use common::{engine, fan_out, finished, record_set, register_manifest, scripted, Deadline};
 use engine::connector::ConnectorResult;
 use engine::dispatch::{DispatchConfig, FireRequest};
 use engine::scripted::{ScriptedConnector, Step};
@@ -19,23 +18,7 @@ use engine::store::testing;
 use engine::store::{AttemptEnd, Backend, FireContext, FireEnd, FireStatus, Lease, INTERRUPTED};
 use engine::time::now_ms;
 use engine::{Engine, EngineConfig};
-use model::{BuiltinCapability as B, ChipState, CostTier, FireOutcome, JobStatus, TriggeredBy};
-
-fn scripted(
-    engine: &Engine,
-    id: &str,
-    per_second: Option<f64>,
-    steps: Vec<Step>,
-) -> Arc<ScriptedConnector> {
-    let connector = ScriptedConnector::new(id, steps);
-    let mut reg = ScriptedConnector::registration(id, CostTier::Free, &[B::SearchWeb.into()]);
-    reg.rate_hints.per_second = per_second;
-    engine
-        .registry
-        .register(reg, connector.clone())
-        .expect("registered");
-    connector
-}
+use model::{BuiltinCapability as B, ChipState, FireOutcome, JobStatus, TriggeredBy};
 
 fn context(record_id: i64, job_id: Option<i64>) -> FireContext {
     FireContext {

@@ -149,6 +149,13 @@ pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<Option<
         }
     }
     register_saved_manifests(state).await?;
+    // Switches, rate limits, refusals and suspensions from before this start
+    // (or from the other processes) hold.
+    engine
+        .registry
+        .load_health()
+        .await
+        .context("reading connector health")?;
     // Serve only once this process hears the other processes' events.
     engine.events.listening().await;
     engine

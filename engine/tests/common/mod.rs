@@ -50,6 +50,29 @@ pub async fn engine(db: &TestDatabase, chain: &[&str], config: EngineConfig) -> 
     Engine::new(store, packs(chain), None, config)
 }
 
+/// Registers a scripted connector `id` serving search.web, free, with a
+/// `per_second` rate hint when given.
+pub fn scripted(
+    engine: &Engine,
+    id: &str,
+    per_second: Option<f64>,
+    steps: Vec<engine::scripted::Step>,
+) -> Arc<engine::scripted::ScriptedConnector> {
+    use engine::scripted::ScriptedConnector;
+    let connector = ScriptedConnector::new(id, steps);
+    let mut reg = ScriptedConnector::registration(
+        id,
+        model::CostTier::Free,
+        &[model::BuiltinCapability::SearchWeb.into()],
+    );
+    reg.rate_hints.per_second = per_second;
+    engine
+        .registry
+        .register(reg, connector.clone())
+        .expect("registered");
+    connector
+}
+
 /// Registers a manifest connector that may reach 127.0.0.1.
 pub fn register_manifest(engine: &Engine, text: &str) {
     let manifest = Manifest::parse(text, Format::Toml).expect("a valid manifest");
