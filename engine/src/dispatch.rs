@@ -34,7 +34,7 @@ use crate::store::{
     StoredRecord, WorkspaceSettings,
 };
 use crate::time::now_ms;
-use model::RecordSetSummary;
+use model::{ConnectorStatus, RecordSetSummary};
 
 /// Policy of every fire, with its defaults.
 #[derive(Clone, Copy, Debug)]
@@ -644,10 +644,7 @@ impl Dispatcher {
                 secrets: secrets.only(&handle.registration.requires_env),
                 ..opts.clone()
             };
-            // Whose key the calls use: the workspace's own, or the server's.
-            let keyed_by = (!opts.secrets.is_empty())
-                .then_some(set.workspace_id)
-                .flatten();
+            let keyed_by = lens.key_owner(&handle);
             loop {
                 let permit = match first.take() {
                     Some(p) if p.connector() == connector_id.as_str() => Some(p),
@@ -669,7 +666,8 @@ impl Dispatcher {
                     break 'chain;
                 }
                 if let Some(cap) = handle.registration.rate_hints.daily_cap {
-                    if !retrying(|| self.store.take_daily_fire(connector_id, cap)).await? {
+                    let counted = crate::lens::usage_key(connector_id, keyed_by);
+                    if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
                         walk.report.skipped.push(skip(
                             connector_id,
                             &format!("daily cap of {cap} fires reached"),
@@ -874,7 +872,7 @@ impl Dispatcher {
         else {
             return;
         };
-        let bucket = rate_bucket(&handle.registration.id, keyed_by);
+        let bucket = crate::lens::usage_key(&handle.registration.id, keyed_by);
         match retrying(|| self.store.reserve_call(&bucket, rate)).await {
             Ok(wait) => permit.hold(tokio::time::sleep(wait)).await,
             Err(e) => {
@@ -931,7 +929,10 @@ impl Dispatcher {
                 false,
             ),
             Called::Results(results) => {
-                self.registry.record_answer(id).await;
+                match keyed_by {
+                    Some(ws) => self.registry.record_workspace_answer(id, ws),
+                    None => self.registry.record_answer(id).await,
+                }
                 let usable = crate::store::usable_results(&results);
                 let end = AttemptEnd {
                     outcome: Some(if usable == 0 {
@@ -955,9 +956,19 @@ impl Dispatcher {
                 match e {
                     FireError::RateLimited { retry_after, .. } => {
                         let wait = retry_after.unwrap_or(self.config.default_retry_after);
-                        self.registry.mark_rate_limited(id, wait, &reason).await;
                         let until =
                             now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
+                        match keyed_by {
+                            // The workspace's own key is limited: only it waits.
+                            Some(ws) => {
+                                let status = ConnectorStatus::RateLimited {
+                                    until,
+                                    reason: format!("{reason} (this workspace's key)"),
+                                };
+                                retrying(|| self.set_for_workspace(handle, ws, &status)).await?;
+                            }
+                            None => self.registry.mark_rate_limited(id, wait, &reason).await,
+                        }
                         let mut end = failed(FireOutcome::RateLimited, reason);
                         end.retry_after = Some(until);
                         (end, Vec::new(), false)
@@ -968,14 +979,20 @@ impl Dispatcher {
                             // workspace's problem, not everyone's, so only
                             // it loses the connector until the key is set again.
                             Some(ws) => {
-                                retrying(|| self.refused_workspace_key(ws, id, &reason)).await?;
+                                let status = ConnectorStatus::AuthFailed {
+                                    at: now_ms(),
+                                    reason: format!(
+                                        "{reason} (with this workspace's key; set it again to retry)"
+                                    ),
+                                };
+                                retrying(|| self.set_for_workspace(handle, ws, &status)).await?;
                             }
                             None => self.registry.mark_auth_failed(id, &reason).await,
                         }
                         (failed(FireOutcome::Error, reason), Vec::new(), false)
                     }
                     FireError::Timeout { .. } | FireError::Upstream { .. } => {
-                        self.registry.record_failure(id, &reason).await;
+                        self.failed(handle, keyed_by, &reason).await?;
                         let retry = *budget > 0;
                         if retry {
                             *budget -= 1;
@@ -983,7 +1000,7 @@ impl Dispatcher {
                         (failed(FireOutcome::Error, reason), Vec::new(), retry)
                     }
                     FireError::Malformed { .. } => {
-                        self.registry.record_failure(id, &reason).await;
+                        self.failed(handle, keyed_by, &reason).await?;
                         (failed(FireOutcome::Error, reason), Vec::new(), false)
                     }
                 }
@@ -991,24 +1008,69 @@ impl Dispatcher {
         })
     }
 
-    /// Switches a connector off in the one workspace whose key it refused.
-    async fn refused_workspace_key(
+    /// Counts an error of the connector against the key it was made with:
+    /// a streak with the server's key suspends it for everyone, one with a
+    /// workspace's own key in that workspace only.
+    async fn failed(
         &self,
-        workspace_id: i64,
-        id: &str,
+        handle: &ConnectorHandle,
+        keyed_by: Option<i64>,
         reason: &str,
     ) -> Result<(), StoreError> {
-        let why = format!("{reason} (with this workspace's key; set it again to retry)");
+        let id = &handle.registration.id;
+        match keyed_by {
+            None => self.registry.record_failure(id, reason).await,
+            Some(ws) => {
+                if let Some(suspended) = self.registry.record_workspace_failure(id, ws, reason) {
+                    let suspended = match suspended {
+                        ConnectorStatus::Suspended { until, reason } => {
+                            ConnectorStatus::Suspended {
+                                until,
+                                reason: format!("{reason} (this workspace's key)"),
+                            }
+                        }
+                        other => other,
+                    };
+                    retrying(|| self.set_for_workspace(handle, ws, &suspended)).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives a connector a status in the one workspace whose own key met
+    /// it (a refusal, a rate limit, a suspension), records it in that
+    /// workspace's audit trail and tells its viewers.
+    async fn set_for_workspace(
+        &self,
+        handle: &ConnectorHandle,
+        workspace_id: i64,
+        status: &ConnectorStatus,
+    ) -> Result<(), StoreError> {
+        let id = &handle.registration.id;
         let actor = crate::registry::SYSTEM_ACTOR;
         if self
             .store
-            .set_workspace_connector(workspace_id, id, Some(&why), actor)
+            .set_workspace_connector(workspace_id, id, Some(status), actor)
             .await?
         {
             self.store
-                .record_connector_status(Some(workspace_id), id, "auth_failed", Some(&why), actor)
+                .record_connector_status(
+                    Some(workspace_id),
+                    id,
+                    status.kind(),
+                    status.reason().as_deref(),
+                    actor,
+                )
                 .await?;
         }
+        let mut connector = handle.info();
+        connector.status = status.clone();
+        connector.status_reason = status.reason();
+        self.events.publish_in(
+            Some(workspace_id),
+            EventKind::ConnectorChanged { connector },
+        );
         Ok(())
     }
 
@@ -1290,15 +1352,6 @@ fn pack_needs_env(pack: &PackConfig, candidates: &[Candidate]) -> Option<Vec<Str
 /// being written now). A fire that tried nothing (every connector already
 /// found results, say, after a crash between an attempt and the end of its
 /// fire) stands for what its chip shows.
-/// The rate slot a call takes: the connector's for the server's key, or
-/// the connector's for one workspace's own key (a provider limits each key).
-fn rate_bucket(connector_id: &str, keyed_by: Option<i64>) -> String {
-    match keyed_by {
-        Some(workspace) => format!("{connector_id} workspace:{workspace}"),
-        None => connector_id.to_owned(),
-    }
-}
-
 fn task_outcome(
     attempts: &[HistoryEntry],
     pending: Option<FireOutcome>,

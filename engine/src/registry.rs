@@ -139,10 +139,16 @@ pub struct Registry {
     events: EventBus,
     /// When this process last read the health other processes stored.
     health_read: Arc<Mutex<Option<Instant>>>,
+    /// Errors in a row and suspensions, per connector and workspace, of
+    /// calls with a workspace's own key.
+    workspace_streaks: Arc<Mutex<HashMap<(String, i64), Streak>>>,
 }
 
-/// How stale another process's change of a connector's health may be here
-/// (PostgreSQL): at most one read of the health table a second.
+/// Errors in a row, and suspensions in a row.
+type Streak = (u32, u32);
+
+/// How stale another process's (or the operator's) change of a connector's
+/// health may be here: at most one read of the health table a second.
 pub const HEALTH_FRESH_FOR: Duration = Duration::from_secs(1);
 
 impl std::fmt::Debug for Registry {
@@ -168,6 +174,7 @@ impl Registry {
             store,
             events,
             health_read: Arc::default(),
+            workspace_streaks: Arc::default(),
         }
     }
 
@@ -191,14 +198,11 @@ impl Registry {
         Ok(())
     }
 
-    /// On PostgreSQL, adopts what other processes stored if this process
-    /// last looked more than [`HEALTH_FRESH_FOR`] ago; at once otherwise.
-    /// Called on every fire's way: a 429 one process met, a suspension or a
-    /// person's switch hold in every process within a second.
+    /// Adopts what other processes (or the operator's command) stored if
+    /// this process last looked more than [`HEALTH_FRESH_FOR`] ago; at once
+    /// otherwise. Called on every fire's way: a 429 one process met, a
+    /// suspension or a switch hold in every process within a second.
     pub async fn refresh_health(&self) {
-        if self.store.backend() != crate::store::Backend::Postgres {
-            return;
-        }
         {
             let mut read = lock(&self.health_read);
             if read.is_some_and(|at| at.elapsed() < HEALTH_FRESH_FOR) {
@@ -405,10 +409,10 @@ impl Registry {
         }
     }
 
-    /// The connector failed (timeout, provider error, unreadable answer).
-    /// After `policy.after` errors in a row, or one error right after a
-    /// suspension ends, it is suspended: `base`, then twice as long each
-    /// time, up to `max`.
+    /// The connector failed (timeout, provider error, unreadable answer)
+    /// with the server's key. After `policy.after` errors in a row, or one
+    /// error right after a suspension ends, it is suspended for everyone:
+    /// `base`, then twice as long each time, up to `max`.
     pub async fn record_failure(&self, id: &str, error: &str) {
         let policy = *self.suspend.read().unwrap_or_else(|e| e.into_inner());
         let suspended = {
@@ -419,28 +423,10 @@ impl Registry {
             if !entry.registration.suspends_on_errors {
                 return;
             }
-            entry.failures += 1;
-            let threshold = if entry.suspensions > 0 {
-                1
-            } else {
-                policy.after
-            };
-            if entry.failures < threshold {
+            let Some(status) =
+                next_suspension(&policy, &mut entry.failures, &mut entry.suspensions, error)
+            else {
                 return;
-            }
-            let streak = entry.failures;
-            entry.failures = 0;
-            entry.suspensions += 1;
-            let factor = 2u32.saturating_pow(entry.suspensions - 1);
-            let wait = policy.base.saturating_mul(factor).min(policy.max);
-            let until = now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
-            let status = ConnectorStatus::Suspended {
-                until,
-                reason: format!(
-                    "{streak} error{} in a row (last: {error}); back in {} s",
-                    if streak == 1 { "" } else { "s" },
-                    wait.as_secs()
-                ),
             };
             entry.status = status.clone();
             status
@@ -451,6 +437,35 @@ impl Registry {
             tracing::error!(connector = %id, error = %e, "Recording a status change failed.");
         }
         self.announce(id);
+    }
+
+    /// The connector failed with workspace `workspace_id`'s own key: the
+    /// same streak and back-off as [`Registry::record_failure`], counted for
+    /// that key alone (in this process). Returns the suspension to give the
+    /// connector in that workspace when the streak calls for one.
+    pub fn record_workspace_failure(
+        &self,
+        id: &str,
+        workspace_id: i64,
+        error: &str,
+    ) -> Option<ConnectorStatus> {
+        let suspends = self
+            .read()
+            .get(id)
+            .is_some_and(|e| e.registration.suspends_on_errors);
+        if !suspends {
+            return None;
+        }
+        let policy = *self.suspend.read().unwrap_or_else(|e| e.into_inner());
+        let mut streaks = lock(&self.workspace_streaks);
+        let (failures, suspensions) = streaks.entry((id.to_owned(), workspace_id)).or_default();
+        next_suspension(&policy, failures, suspensions, error)
+    }
+
+    /// The connector answered with workspace `workspace_id`'s own key: that
+    /// key's error streak and back-off end.
+    pub fn record_workspace_answer(&self, id: &str, workspace_id: i64) {
+        lock(&self.workspace_streaks).remove(&(id.to_owned(), workspace_id));
     }
 
     /// Sets how repeated errors suspend connectors, for every clone.
@@ -615,6 +630,35 @@ fn validate(r: &Registration) -> Result<(), RegistryError> {
         )));
     }
     Ok(())
+}
+
+/// Counts one more error in a row; returns the suspension it calls for:
+/// after `policy.after` errors in a row, or one error right after a
+/// suspension ended, for `base`, then twice as long each time, up to `max`.
+fn next_suspension(
+    policy: &SuspendPolicy,
+    failures: &mut u32,
+    suspensions: &mut u32,
+    error: &str,
+) -> Option<ConnectorStatus> {
+    *failures += 1;
+    let threshold = if *suspensions > 0 { 1 } else { policy.after };
+    if *failures < threshold {
+        return None;
+    }
+    let streak = std::mem::take(failures);
+    *suspensions += 1;
+    let factor = 2u32.saturating_pow(*suspensions - 1);
+    let wait = policy.base.saturating_mul(factor).min(policy.max);
+    let until = now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
+    Some(ConnectorStatus::Suspended {
+        until,
+        reason: format!(
+            "{streak} error{} in a row (last: {error}); back in {} s",
+            if streak == 1 { "" } else { "s" },
+            wait.as_secs()
+        ),
+    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -47,14 +47,26 @@ impl Engine {
             .connector_stats(workspace_id, now - STATS_WINDOW_MS, now)
             .await?;
         let today = self.store.fires_today().await?;
+        // Today's fires count against the cap of the key the workspace uses.
+        let lens = Lens::of(&self.store, Some(workspace_id)).await?;
+        let counted: std::collections::HashMap<String, String> = lens
+            .handles(&self.registry)
+            .iter()
+            .map(|h| {
+                let id = h.registration.id.clone();
+                let key = crate::lens::usage_key(&id, lens.key_owner(h));
+                (id, key)
+            })
+            .collect();
         Ok(self
             .connectors_in(workspace_id)
             .await?
             .into_iter()
             .map(|info| {
                 let at = stats.iter().position(|s| s.connector_id == info.id);
+                let key = counted.get(&info.id).unwrap_or(&info.id);
                 InventoryRow {
-                    fires_today: today.get(&info.id).copied().unwrap_or(0),
+                    fires_today: today.get(key).copied().unwrap_or(0),
                     stats: at.map(|i| stats.swap_remove(i)),
                     info,
                 }
@@ -75,6 +87,41 @@ impl Engine {
             .ok_or_else(|| SwitchError::Registry(RegistryError::Unknown(id.to_owned())))
     }
 
+    /// Clears what the server's key met for a connector (the operator's
+    /// command): stored as available for every process, which follow within
+    /// [`crate::registry::HEALTH_FRESH_FOR`], and logged for every
+    /// workspace. Returns what it cleared, if anything.
+    pub async fn clear_connector_health(
+        &self,
+        id: &str,
+    ) -> Result<Option<ConnectorStatus>, StoreError> {
+        let stored = self
+            .store
+            .connector_health()
+            .await?
+            .into_iter()
+            .find(|h| h.connector_id == id);
+        let Some(was) = stored
+            .map(|h| h.status)
+            .filter(|s| *s != ConnectorStatus::Available)
+        else {
+            return Ok(None);
+        };
+        self.store
+            .save_connector_health(id, &ConnectorStatus::Available, 0)
+            .await?;
+        self.store
+            .record_connector_status(
+                None,
+                id,
+                "available",
+                Some(&format!("cleared {} for another try", was.kind())),
+                "the operator",
+            )
+            .await?;
+        Ok(Some(was))
+    }
+
     /// Switches a connector off for the caller's workspace (admins).
     pub async fn disable_connector(
         &self,
@@ -91,7 +138,14 @@ impl Engine {
         };
         if self
             .store
-            .set_workspace_connector(who.workspace_id, id, Some(&reason), &who.email)
+            .set_workspace_connector(
+                who.workspace_id,
+                id,
+                Some(&ConnectorStatus::Disabled {
+                    reason: reason.clone(),
+                }),
+                &who.email,
+            )
             .await?
         {
             self.store
@@ -107,43 +161,26 @@ impl Engine {
         self.announce_in(who.workspace_id, id).await
     }
 
-    /// Switches a connector back on for the caller's workspace (admins). A
-    /// connector whose key was refused (auth-failed) or that waits out a rate
-    /// limit is also cleared for everyone, to be tried again.
+    /// Switches a connector back on for the caller's workspace (admins): a
+    /// switch of theirs, and a refusal, rate limit or suspension their own
+    /// key met. What the server's key met is not theirs to clear: the
+    /// operator clears it (`switchyard connector clear`), or a re-check that
+    /// the provider answers with the server's key does.
     pub async fn enable_connector(
         &self,
         who: &Principal,
         id: &str,
     ) -> Result<ConnectorInfo, SwitchError> {
-        let Some(handle) = self.registry.by_id_in(id, Some(who.workspace_id)) else {
+        if self.registry.by_id_in(id, Some(who.workspace_id)).is_none() {
             return Err(RegistryError::Unknown(id.to_owned()).into());
-        };
-        let was_off = self
+        }
+        if self
             .store
             .set_workspace_connector(who.workspace_id, id, None, &who.email)
-            .await?;
-        let cleared = matches!(
-            handle.status,
-            ConnectorStatus::AuthFailed { .. }
-                | ConnectorStatus::RateLimited { .. }
-                | ConnectorStatus::Disabled { .. }
-        );
-        if cleared {
-            // Logged for every workspace to see, so without the person's
-            // name; their own workspace's entry below has it.
-            self.registry.enable(id, "a workspace admin").await?;
-        }
-        if was_off || cleared {
-            let reason =
-                cleared.then(|| format!("cleared {} for another try", handle.status.kind()));
+            .await?
+        {
             self.store
-                .record_connector_status(
-                    Some(who.workspace_id),
-                    id,
-                    "available",
-                    reason.as_deref(),
-                    &who.email,
-                )
+                .record_connector_status(Some(who.workspace_id), id, "available", None, &who.email)
                 .await?;
         }
         self.announce_in(who.workspace_id, id).await
@@ -167,9 +204,11 @@ impl Engine {
 
     /// Re-checks a connector (admins): fires it once with a probe query and
     /// the workspace's keys, outside any chain and without keeping results.
-    /// An answer clears what an earlier failure set (auth-failed, a rate
-    /// limit, a suspension, this workspace's refused key); a failure is only
-    /// reported. The probe counts against the daily cap like any fire.
+    /// An answer clears what an earlier failure of the same key set: with
+    /// the server's key, its auth-failed, rate limit or suspension for
+    /// everyone; with the workspace's own key, what that key met there. A
+    /// failure is only reported. The probe counts against the daily cap of
+    /// its key like any fire.
     pub async fn recheck(
         &self,
         who: &Principal,
@@ -178,9 +217,13 @@ impl Engine {
         let Some(handle) = self.registry.by_id_in(id, Some(who.workspace_id)) else {
             return Err(RegistryError::Unknown(id.to_owned()).into());
         };
+        let key_owner = Lens::of(&self.store, Some(who.workspace_id))
+            .await?
+            .key_owner(&handle);
         let started = std::time::Instant::now();
+        let counted = crate::lens::usage_key(id, key_owner);
         let fired = match handle.registration.rate_hints.daily_cap {
-            Some(cap) if !self.store.take_daily_fire(id, cap).await? => {
+            Some(cap) if !self.store.take_daily_fire(&counted, cap).await? => {
                 Err(FireError::RateLimited {
                     retry_after: None,
                     reason: format!("the daily cap of {cap} fires is reached; not probed"),
@@ -212,13 +255,19 @@ impl Engine {
             (None, n) => format!("answered, found {n}"),
         };
         if report.error.is_none() {
-            self.registry.record_answer(id).await;
-            if matches!(
-                handle.status,
-                ConnectorStatus::AuthFailed { .. }
-                    | ConnectorStatus::RateLimited { .. }
-                    | ConnectorStatus::Suspended { .. }
-            ) {
+            if let Some(ws) = key_owner {
+                self.registry.record_workspace_answer(id, ws);
+            } else {
+                self.registry.record_answer(id).await;
+            }
+            if key_owner.is_none()
+                && matches!(
+                    handle.status,
+                    ConnectorStatus::AuthFailed { .. }
+                        | ConnectorStatus::RateLimited { .. }
+                        | ConnectorStatus::Suspended { .. }
+                )
+            {
                 self.registry
                     .enable(id, "a workspace admin's re-check")
                     .await?;

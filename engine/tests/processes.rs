@@ -267,5 +267,16 @@ async fn a_connector_s_health_holds_for_every_process_and_survives_a_restart() {
                 reason: "too dear".into()
             }
         );
+
+        // The operator clears the rate limit (`switchyard connector clear`):
+        // every process follows.
+        let cleared = again.clear_connector_health("alpha").await.unwrap();
+        assert!(matches!(cleared, Some(ConnectorStatus::RateLimited { .. })));
+        again.registry.load_health().await.unwrap();
+        assert_eq!(
+            again.registry.by_id("alpha").unwrap().status,
+            ConnectorStatus::Available
+        );
+        assert_eq!(again.clear_connector_health("alpha").await.unwrap(), None);
     }
 }

@@ -30,6 +30,24 @@ pub enum Command {
     /// Manage API tokens (works while the server runs, on the same database).
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Connector health for the whole deployment (works while the servers
+    /// run: they follow within a second).
+    #[command(subcommand)]
+    Connector(ConnectorCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConnectorCommand {
+    /// Clear what the server's key met (auth-failed, a rate limit, a
+    /// suspension, a switch): the connector is available again for every
+    /// workspace that uses the server's key.
+    Clear {
+        /// The connector's id, as the inventory shows it.
+        #[arg(long)]
+        id: String,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
 }
 
 /// The database an operator command works on.

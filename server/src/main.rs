@@ -28,6 +28,7 @@ async fn main() -> anyhow::Result<()> {
         None | Some(Command::Serve(_)) => run_serve(config).await,
         Some(Command::User(command)) => operator::user(command, &mut stdout).await,
         Some(Command::Token(command)) => operator::token(command, &mut stdout).await,
+        Some(Command::Connector(command)) => operator::connector(command, &mut stdout).await,
     }
 }
 

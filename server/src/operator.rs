@@ -1,5 +1,5 @@
-//! The operator commands of the `switchyard` binary: `user add` and
-//! `token create | revoke | list`. They open the same database as `serve`
+//! The operator commands of the `switchyard` binary: `user add`,
+//! `token create | revoke | list` and `connector clear`. They open the same database as `serve`
 //! (and may run while it serves). Secrets go to standard output once and
 //! nowhere else: never to the log.
 
@@ -10,7 +10,7 @@ use engine::packs::Catalog;
 use engine::store::{redact_url, Store};
 use engine::{Engine, EngineConfig};
 
-use crate::cli::{TokenCommand, UserCommand};
+use crate::cli::{ConnectorCommand, TokenCommand, UserCommand};
 
 async fn open(database_url: &str) -> anyhow::Result<Engine> {
     let store = Store::connect(database_url)
@@ -145,6 +145,24 @@ pub async fn token(command: TokenCommand, out: &mut impl Write) -> anyhow::Resul
                     t.workspace,
                     engine::time::format_utc(t.created_at)
                 )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+pub async fn connector(command: ConnectorCommand, out: &mut impl Write) -> anyhow::Result<()> {
+    match command {
+        ConnectorCommand::Clear { id, db } => {
+            let engine = open(&db.database_url).await?;
+            let was = engine.clear_connector_health(&id).await?;
+            match was {
+                Some(status) => writeln!(
+                    out,
+                    "Cleared {} of {id:?}: it is available again wherever the server's key is used.",
+                    status.kind()
+                )?,
+                None => writeln!(out, "{id:?} had nothing to clear.")?,
             }
             Ok(())
         }

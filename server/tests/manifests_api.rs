@@ -62,6 +62,8 @@ async fn provider(seen: Seen) -> String {
                     let key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
                     if key == Some("good") {
                         Ok(answer(q.get("q").map_or("", String::as_str)))
+                    } else if key == Some("busy") {
+                        Err((StatusCode::TOO_MANY_REQUESTS, "{\"error\": \"slow down\"}"))
                     } else {
                         Err((StatusCode::UNAUTHORIZED, "{\"error\": \"invalid key\"}"))
                     }
@@ -673,7 +675,7 @@ async fn a_key_refused_in_one_workspace_switches_the_connector_off_there_only() 
     let report = fire_news(&server, &server.client).await;
     assert_eq!(report["attempts"][0]["outcome"], "error", "{report}");
     let here = connector(&server, &server.client, "shared-news").await;
-    assert_eq!(here["status"], "disabled", "{here}");
+    assert_eq!(here["status"], "auth-failed", "{here}");
     assert!(
         here["status_reason"]
             .as_str()
@@ -740,7 +742,7 @@ async fn a_key_refused_in_one_workspace_switches_the_connector_off_there_only() 
         .collect();
     assert_eq!(
         statuses,
-        ["rechecked", "available", "rechecked", "auth_failed"],
+        ["rechecked", "available", "rechecked", "auth-failed"],
         "{audit}"
     );
     let theirs = get_ok(&other, server.at("/api/connectors/shared-news/audit")).await;
@@ -748,5 +750,36 @@ async fn a_key_refused_in_one_workspace_switches_the_connector_off_there_only() 
         theirs.as_array().unwrap().is_empty(),
         "another workspace's trail is its own: {theirs}"
     );
+
+    // A rate limit met with one workspace's own key holds there only: the
+    // other workspace (its own key fine) and the connector itself go on.
+    assert_eq!(set(&other, "busy").await.unwrap().status().as_u16(), 200);
+    let report = fire_news(&server, &other).await;
+    assert_eq!(report["attempts"][0]["outcome"], "rate_limited", "{report}");
+    let theirs = connector(&server, &other, "shared-news").await;
+    assert_eq!(theirs["status"], "rate-limited", "{theirs}");
+    assert!(
+        theirs["status_reason"]
+            .as_str()
+            .unwrap()
+            .contains("this workspace's key"),
+        "{theirs}"
+    );
+    assert_eq!(
+        connector(&server, &server.client, "shared-news").await["status"],
+        "available"
+    );
+    let report = fire_news(&server, &server.client).await;
+    assert_eq!(report["attempts"][0]["outcome"], "found", "{report}");
+    assert!(matches!(
+        server
+            .state
+            .engine
+            .registry
+            .by_id("shared-news")
+            .unwrap()
+            .status,
+        model::ConnectorStatus::NeedsEnv { .. }
+    ));
     server.stop().await;
 }

@@ -501,5 +501,16 @@ async fn three_processes_on_one_postgresql_behave_as_one() {
         (most as f64) <= HINT * 1.05,
         "{most} requests in one second under a {HINT}/s hint"
     );
+
+    // The operator's command works on the shared database while they run.
+    let cleared = switchyard(&db.url)
+        .args(["connector", "clear", "--id", "fake"])
+        .output()
+        .unwrap();
+    assert!(cleared.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&cleared.stdout).lines().last(),
+        Some("\"fake\" had nothing to clear.")
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,6 +1,7 @@
 //! Connector bookkeeping: the status audit trail, daily usage against caps,
 //! and per-record "always start with" overrides.
 
+use model::ConnectorStatus;
 use sqlx::Row;
 
 use super::{Store, StoreError};
@@ -63,46 +64,86 @@ impl Store {
             .collect()
     }
 
-    /// The connectors a workspace switched off, with the reason each shows.
-    pub async fn workspace_disabled_connectors(
+    /// The connectors a workspace switched off, or that its own key met a
+    /// refusal, a rate limit or a suspension with, and the status each shows
+    /// there (a rate limit or suspension also after it lifted: readers
+    /// compare `until` with the time).
+    pub async fn workspace_connector_states(
         &self,
         workspace_id: i64,
-    ) -> Result<std::collections::HashMap<String, String>, StoreError> {
+    ) -> Result<std::collections::HashMap<String, ConnectorStatus>, StoreError> {
         let rows = sqlx::query(
-            "SELECT connector_id, reason FROM workspace_connectors WHERE workspace_id = $1",
+            "SELECT connector_id, reason, kind, until, disabled_at FROM workspace_connectors \
+             WHERE workspace_id = $1",
         )
         .bind(workspace_id)
         .fetch_all(self.pool())
         .await?;
         rows.iter()
-            .map(|row| Ok((row.try_get("connector_id")?, row.try_get("reason")?)))
+            .map(|row| {
+                let id: String = row.try_get("connector_id")?;
+                let reason: String = row.try_get("reason")?;
+                let kind: Option<String> = row.try_get("kind")?;
+                let until: Option<i64> = row.try_get("until")?;
+                let at: i64 = row.try_get("disabled_at")?;
+                let status = match (kind.as_deref(), until) {
+                    (Some("rate-limited"), Some(until)) => {
+                        ConnectorStatus::RateLimited { until, reason }
+                    }
+                    (Some("suspended"), Some(until)) => {
+                        ConnectorStatus::Suspended { until, reason }
+                    }
+                    (Some("auth-failed"), _) => ConnectorStatus::AuthFailed { at, reason },
+                    _ => ConnectorStatus::Disabled { reason },
+                };
+                Ok((id, status))
+            })
             .collect()
     }
 
-    /// Switches a connector off (`Some(reason)`) or back on (`None`) for one
-    /// workspace; `false` when that changed nothing.
+    /// Gives a connector a status in one workspace only (`Some`: switched
+    /// off by a person, or a refusal, rate limit or suspension met with the
+    /// workspace's own key) or takes it back (`None`, or `available`);
+    /// `false` when that changed nothing. A derived status (`needs-env`) is
+    /// not the workspace's to set and changes nothing.
     pub async fn set_workspace_connector(
         &self,
         workspace_id: i64,
         connector_id: &str,
-        disabled: Option<&str>,
+        status: Option<&ConnectorStatus>,
         actor: &str,
     ) -> Result<bool, StoreError> {
-        let done = match disabled {
-            Some(reason) => {
+        let (kind, reason, until) = match status {
+            None | Some(ConnectorStatus::Available) => (None, "", None),
+            Some(ConnectorStatus::NeedsEnv { .. }) => return Ok(false),
+            Some(ConnectorStatus::Disabled { reason }) => (Some("disabled"), reason.as_str(), None),
+            Some(ConnectorStatus::AuthFailed { reason, .. }) => {
+                (Some("auth-failed"), reason.as_str(), None)
+            }
+            Some(ConnectorStatus::RateLimited { until, reason }) => {
+                (Some("rate-limited"), reason.as_str(), Some(*until))
+            }
+            Some(ConnectorStatus::Suspended { until, reason }) => {
+                (Some("suspended"), reason.as_str(), Some(*until))
+            }
+        };
+        let done = match kind {
+            Some(kind) => {
                 sqlx::query(
                     "INSERT INTO workspace_connectors \
-                     (workspace_id, connector_id, reason, disabled_by, disabled_at) \
-                     VALUES ($1, $2, $3, $4, $5) \
+                     (workspace_id, connector_id, reason, disabled_by, disabled_at, kind, until) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) \
                      ON CONFLICT (workspace_id, connector_id) DO UPDATE SET \
                      reason = excluded.reason, disabled_by = excluded.disabled_by, \
-                     disabled_at = excluded.disabled_at",
+                     disabled_at = excluded.disabled_at, kind = excluded.kind, until = excluded.until",
                 )
                 .bind(workspace_id)
                 .bind(connector_id)
                 .bind(reason)
                 .bind(actor)
                 .bind(now_ms())
+                .bind(kind)
+                .bind(until)
                 .execute(self.pool())
                 .await?
             }

@@ -16,8 +16,10 @@ pub const FRESH_FOR: Duration = Duration::from_secs(2);
 /// One workspace's settings.
 #[derive(Debug, Default, PartialEq)]
 pub struct WorkspaceSettings {
-    /// Connectors switched off, with the reason each shows.
-    pub off: HashMap<String, String>,
+    /// Connectors switched off in the workspace, or that met a refusal, a
+    /// rate limit or a suspension with its own key, with the status each
+    /// shows there (see [`Store::workspace_connector_states`]).
+    pub off: HashMap<String, model::ConnectorStatus>,
     /// The names of the secrets it set (never their values).
     pub secret_names: BTreeSet<String>,
     pub packs: Vec<model::PackConfig>,
@@ -62,7 +64,7 @@ impl Store {
         };
         let (packs, bundles) = self.workspace_catalog(workspace_id).await?;
         let settings = Arc::new(WorkspaceSettings {
-            off: self.workspace_disabled_connectors(workspace_id).await?,
+            off: self.workspace_connector_states(workspace_id).await?,
             secret_names: self
                 .secrets_of(workspace_id)
                 .await?
@@ -100,11 +102,23 @@ mod tests {
         let (ws, _) = store.ensure_workspace("w").await.unwrap();
         assert!(store.workspace_settings(ws).await.unwrap().off.is_empty());
         store
-            .set_workspace_connector(ws, "serpapi", Some("too dear"), "ana")
+            .set_workspace_connector(
+                ws,
+                "serpapi",
+                Some(&model::ConnectorStatus::Disabled {
+                    reason: "too dear".into(),
+                }),
+                "ana",
+            )
             .await
             .unwrap();
         let settings = store.workspace_settings(ws).await.unwrap();
-        assert_eq!(settings.off["serpapi"], "too dear");
+        assert_eq!(
+            settings.off["serpapi"],
+            model::ConnectorStatus::Disabled {
+                reason: "too dear".into()
+            }
+        );
         // Unchanged, it is the same read.
         assert!(Arc::ptr_eq(
             &settings,
