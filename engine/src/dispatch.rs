@@ -612,8 +612,17 @@ impl Dispatcher {
             query,
             priority,
         } = target;
-        let lens = &scope.lens;
-        // What other processes learned about the connectors (PostgreSQL).
+        // What the workspace's own keys met since the scope was read (a
+        // job reads it once per batch): its settings, from memory when fresh.
+        let fresh;
+        let lens = match set.workspace_id {
+            Some(ws) => {
+                fresh = Lens::from_settings(ws, &*self.store.workspace_settings(ws).await?);
+                &fresh
+            }
+            None => &scope.lens,
+        };
+        // What other processes learned about the connectors.
         self.registry.refresh_health().await;
         let secrets = match set.workspace_id {
             Some(ws) if lens.has_secrets() => retrying(|| self.workspace_secrets(ws)).await?,

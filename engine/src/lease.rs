@@ -158,8 +158,16 @@ impl Engine {
         if let Err(e) = self.presence.leave_all().await {
             tracing::warn!(error = %e, "Removing this process's viewers failed; they go when their time runs out.");
         }
-        // What this process published reaches the other processes.
-        self.events.flush().await;
+        // What this process published reaches the other processes (unless
+        // the database is gone: a stop never hangs on it).
+        if tokio::time::timeout(Duration::from_secs(5), self.events.flush())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "Events this process published could not all be written before it stopped."
+            );
+        }
         if released > 0 {
             tracing::info!(
                 released,

@@ -119,6 +119,17 @@ async fn eventually(what: &str, done: impl Fn() -> bool) -> Duration {
     start.elapsed()
 }
 
+/// Writes a new version of a manifest file and waits until it serves.
+async fn edit(registry: &Registry, file: &std::path::Path, text: &str, name: &str) {
+    std::fs::write(file, text).unwrap();
+    eventually("the update", || {
+        registry
+            .by_id("fake-search")
+            .is_some_and(|h| h.registration.display_name == name)
+    })
+    .await;
+}
+
 fn opts(max: usize) -> FireOpts {
     FireOpts {
         record_name: "Acme".into(),
@@ -173,12 +184,12 @@ async fn the_drop_folder_registers_updates_reports_and_unregisters_while_running
     );
 
     // Edited: updated in place.
-    std::fs::write(&file, manifest(&base, "Fake search v2")).unwrap();
-    eventually("the update", || {
-        registry
-            .by_id("fake-search")
-            .is_some_and(|h| h.registration.display_name == "Fake search v2")
-    })
+    edit(
+        &registry,
+        &file,
+        &manifest(&base, "Fake search v2"),
+        "Fake search v2",
+    )
     .await;
 
     // Broken: reported, and the last good version keeps serving.
@@ -259,12 +270,12 @@ async fn a_registration_changes_only_when_its_file_s_content_does() {
     );
 
     // A real change registers once, and is not repeated by its own reload.
-    std::fs::write(&file, manifest(&base, "Fake search v2")).unwrap();
-    eventually("the update", || {
-        registry
-            .by_id("fake-search")
-            .is_some_and(|h| h.registration.display_name == "Fake search v2")
-    })
+    edit(
+        &registry,
+        &file,
+        &manifest(&base, "Fake search v2"),
+        "Fake search v2",
+    )
     .await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(registrations(&mut rx), 1);

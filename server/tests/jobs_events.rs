@@ -376,20 +376,7 @@ async fn read_events(res: reqwest::Response, until: impl Fn(&Value) -> bool) -> 
             .expect("the stream stays open")
             .unwrap();
         buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let mut id = 0;
-            let mut data = String::new();
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id:") {
-                    id = v.trim().parse().unwrap();
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push_str(v.trim());
-                }
-            }
-            if data.is_empty() {
-                continue; // keep-alive comment
-            }
+        for (id, data) in common::real::sse_blocks(&mut buffer) {
             let event: Value = serde_json::from_str(&data).unwrap();
             let done = until(&event);
             events.push((id, event));

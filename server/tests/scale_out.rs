@@ -7,16 +7,17 @@
 //! killed (SIGKILL), the others finish its job without firing any record
 //! twice, and its viewers on other processes see the progress go on.
 
+mod common;
 #[path = "../../engine/tests/common/provider.rs"]
 mod provider;
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::real::{sse_blocks, Served};
 use futures::StreamExt;
 use provider::{Behaviour, FakeProvider};
 use serde_json::{json, Value};
@@ -24,28 +25,6 @@ use tokio::sync::mpsc;
 
 const PASSWORD: &str = "scale-out test password";
 const HINT: f64 = 50.0;
-
-/// One `switchyard serve` process.
-struct Process {
-    child: Child,
-    url: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Process {
-    /// SIGKILL: no hand-over, no flush; its leases simply stop being renewed.
-    fn kill_9(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("the killed process");
-    }
-}
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -61,42 +40,15 @@ fn switchyard(database_url: &str) -> Command {
     cmd
 }
 
-fn serve(database_url: &str, dir: &Path, name: &str) -> Process {
-    let mut child = switchyard(database_url)
-        .args(["serve", "--addr", "127.0.0.1:0"])
+fn serve(database_url: &str, dir: &Path, name: &str) -> Served {
+    let mut cmd = switchyard(database_url);
+    cmd.args(["serve", "--addr", "127.0.0.1:0"])
         .args(["--lease-seconds", "2", "--heartbeat-seconds", "0.5"])
         .arg("--connectors")
         .arg(dir.join("connectors"))
         .arg("--packs")
-        .arg(dir.join("packs.toml"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("switchyard starts");
-    let log = Arc::new(Mutex::new(String::new()));
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    for stream in [
-        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-        Box::new(child.stderr.take().unwrap()),
-    ] {
-        let log = log.clone();
-        let tx = tx.clone();
-        let name = name.to_owned();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("serving on ").nth(1) {
-                    let _ = tx.send(rest.trim_end_matches('/').to_owned());
-                }
-                let mut log = log.lock().unwrap();
-                log.push_str(&format!("[{name}] {line}\n"));
-            }
-        });
-    }
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("process {name} did not start: {}", log.lock().unwrap()));
-    Process { child, url, log }
+        .arg(dir.join("packs.toml"));
+    Served::start(cmd, name)
 }
 
 /// An admin and an API token on the shared database, made by the CLI.
@@ -140,7 +92,7 @@ impl Api {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
-    async fn import(&self, on: &Process, name: &str, records: std::ops::Range<usize>) -> i64 {
+    async fn import(&self, on: &Served, name: &str, records: std::ops::Range<usize>) -> i64 {
         let mut csv = String::from("name\n");
         for i in records {
             csv.push_str(&format!("Record {i}\n"));
@@ -158,7 +110,7 @@ impl Api {
         body["id"].as_i64().unwrap()
     }
 
-    async fn records(&self, on: &Process, set: i64) -> Vec<i64> {
+    async fn records(&self, on: &Served, set: i64) -> Vec<i64> {
         let (_, page) = self
             .send(self.http.get(format!(
                 "{}/api/record-sets/{set}/records?limit=500",
@@ -173,7 +125,7 @@ impl Api {
             .collect()
     }
 
-    async fn fan_out(&self, on: &Process, set: i64) -> i64 {
+    async fn fan_out(&self, on: &Served, set: i64) -> i64 {
         let (status, body) = self
             .send(
                 self.http
@@ -185,7 +137,7 @@ impl Api {
         body["job_id"].as_i64().unwrap()
     }
 
-    async fn job(&self, on: &Process, job: i64) -> Value {
+    async fn job(&self, on: &Served, job: i64) -> Value {
         let (status, body) = self
             .send(self.http.get(format!("{}/api/jobs/{job}", on.url)))
             .await;
@@ -202,7 +154,7 @@ struct Stream {
 }
 
 impl Stream {
-    async fn open(api: &Api, on: &Process, set: i64, last_id: Option<u64>) -> Self {
+    async fn open(api: &Api, on: &Served, set: i64, last_id: Option<u64>) -> Self {
         let mut req = api
             .http
             .get(format!("{}/api/events?record_set={set}", on.url));
@@ -217,17 +169,7 @@ impl Stream {
             let mut buffer = String::new();
             while let Some(Ok(chunk)) = bytes.next().await {
                 buffer.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = buffer.find("\n\n") {
-                    let block: String = buffer.drain(..end + 2).collect();
-                    let mut id = 0;
-                    let mut data = String::new();
-                    for line in block.lines() {
-                        if let Some(v) = line.strip_prefix("id:") {
-                            id = v.trim().parse().unwrap_or(0);
-                        } else if let Some(v) = line.strip_prefix("data:") {
-                            data.push_str(v.trim());
-                        }
-                    }
+                for (id, data) in sse_blocks(&mut buffer) {
                     if let Ok(event) = serde_json::from_str::<Value>(&data) {
                         if tx.send((Instant::now(), id, event)).is_err() {
                             return;
@@ -330,7 +272,7 @@ async fn three_processes_on_one_postgresql_behave_as_one() {
             .build()
             .unwrap(),
     };
-    let all_logs = [a.log.clone(), b.log.clone(), c.log.clone()];
+    let all_logs = [a.output.clone(), b.output.clone(), c.output.clone()];
     let logs = || {
         all_logs
             .iter()

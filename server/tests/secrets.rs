@@ -5,9 +5,12 @@
 //! the process wrote holds a provider key, a workspace secret, the sealing
 //! key, a password, a token or a session id.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use common::real::Served;
 
 use axum::http::Method;
 use serde_json::Value;
@@ -22,19 +25,6 @@ const PROVIDER_KEYS: [(&str, &str); 5] = [
     ("GOOGLE_KG_API_KEY", "kg-key-must-stay-secret-4"),
     ("YOUTUBE_API_KEY", "yt-key-must-stay-secret-5"),
 ];
-
-struct Served {
-    child: Child,
-    url: String,
-    output: Arc<Mutex<String>>,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -54,45 +44,18 @@ fn switchyard(database_url: &str) -> Command {
 }
 
 fn serve(database_url: &str) -> Served {
-    let mut child = switchyard(database_url)
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--demo",
-            "--demo-latency-ms",
-            "1",
-        ])
-        .arg("--packs")
-        .arg(root().join("end2end/fixtures/packs.toml"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = Arc::new(Mutex::new(String::new()));
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    for stream in [
-        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-        Box::new(child.stderr.take().unwrap()),
-    ] {
-        let output = output.clone();
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("serving on ").nth(1) {
-                    let _ = tx.send(rest.trim_end_matches('/').to_owned());
-                }
-                let mut out = output.lock().unwrap();
-                out.push_str(&line);
-                out.push('\n');
-            }
-        });
-    }
-    let url = rx
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .expect("switchyard did not start");
-    Served { child, url, output }
+    let mut cmd = switchyard(database_url);
+    cmd.args([
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--demo",
+        "--demo-latency-ms",
+        "1",
+    ])
+    .arg("--packs")
+    .arg(root().join("end2end/fixtures/packs.toml"));
+    Served::start(cmd, "switchyard")
 }
 
 /// A route's path with its parameters filled in.
@@ -306,7 +269,7 @@ async fn no_response_or_log_line_holds_a_secret() {
         get(res.text().await.unwrap());
     }
 
-    let log = served.output.lock().unwrap().clone();
+    let log = served.log();
     assert!(
         log.contains("DEBUG") || log.contains("INFO"),
         "the process log was read"

@@ -2,6 +2,8 @@
 //! 127.0.0.1:0 with its own database and an injected shutdown.
 #![allow(dead_code)] // each test binary uses a different part of it
 
+pub mod real;
+
 use engine::store::testing::TestDatabase;
 use server::{AppState, Config};
 use tokio::sync::oneshot;

@@ -1,0 +1,102 @@
+//! Real `switchyard` processes for tests that need the binary itself: one
+//! started from a command, its output kept, its address read from its
+//! "serving on" line, killed when dropped; and the parsing of the blocks of
+//! a server-sent event stream.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A running `switchyard serve`.
+pub struct Served {
+    pub child: Child,
+    /// `http://127.0.0.1:<port>`, no trailing slash.
+    pub url: String,
+    /// Everything it wrote to standard output and error, line by line.
+    pub output: Arc<Mutex<String>>,
+}
+
+impl Served {
+    /// Starts `cmd` (a `serve` command), prefixing its output lines with
+    /// `[name]`, and waits until it serves (at most a minute).
+    pub fn start(mut cmd: Command, name: &str) -> Self {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("switchyard starts");
+        let output = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        for stream in [
+            Box::new(child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().expect("stderr")),
+        ] {
+            let output = output.clone();
+            let tx = tx.clone();
+            let name = name.to_owned();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if let Some(rest) = line.split("serving on ").nth(1) {
+                        let _ = tx.send(rest.trim_end_matches('/').to_owned());
+                    }
+                    let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
+                    out.push_str(&format!("[{name}] {line}\n"));
+                }
+            });
+        }
+        let url = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "switchyard {name} did not start:\n{}",
+                    output.lock().unwrap_or_else(|e| e.into_inner())
+                )
+            });
+        Self { child, url, output }
+    }
+
+    /// Everything it wrote so far.
+    pub fn log(&self) -> String {
+        self.output
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// SIGKILL: no hand-over, no flush; its leases simply stop being renewed.
+    pub fn kill_9(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("the killed process");
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Takes the complete event blocks off the front of `buffer`: each one's id
+/// and data, keep-alive comments left out.
+pub fn sse_blocks(buffer: &mut String) -> Vec<(u64, String)> {
+    let mut blocks = Vec::new();
+    while let Some(end) = buffer.find("\n\n") {
+        let block: String = buffer.drain(..end + 2).collect();
+        let mut id = 0;
+        let mut data = String::new();
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("id:") {
+                id = v.trim().parse().unwrap_or(0);
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push_str(v.trim());
+            }
+        }
+        if !data.is_empty() {
+            blocks.push((id, data));
+        }
+    }
+    blocks
+}
