@@ -12,12 +12,11 @@ mod common;
 mod provider;
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::real::{sse_blocks, Served};
+use common::real::{admin_token, sse_blocks, Served};
 use futures::StreamExt;
 use provider::{Behaviour, FakeProvider};
 use serde_json::{json, Value};
@@ -49,35 +48,6 @@ fn serve(database_url: &str, dir: &Path, name: &str) -> Served {
         .arg("--packs")
         .arg(dir.join("packs.toml"));
     Served::start(cmd, name)
-}
-
-/// An admin and an API token on the shared database, made by the CLI.
-fn token(database_url: &str) -> String {
-    let mut add = switchyard(database_url)
-        .args(["user", "add", "--email", "ops@example.org"])
-        .args(["--workspace", "scale", "--role", "admin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    add.stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{PASSWORD}\n").as_bytes())
-        .unwrap();
-    assert!(add.wait().unwrap().success());
-    let created = switchyard(database_url)
-        .args(["token", "create", "--email", "ops@example.org"])
-        .args(["--workspace", "scale"])
-        .output()
-        .unwrap();
-    assert!(created.status.success());
-    String::from_utf8_lossy(&created.stdout)
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .to_owned()
 }
 
 struct Api {
@@ -255,7 +225,7 @@ async fn three_processes_on_one_postgresql_behave_as_one() {
     let dir = std::env::temp_dir().join(format!("switchyard-scale-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     write_setup(&dir, &provider);
-    let token = token(&db.url);
+    let token = admin_token(|| switchyard(&db.url), "ops@example.org", "scale", PASSWORD);
     let mut a = serve(&db.url, &dir, "A");
     let b = serve(&db.url, &dir, "B");
     let c = serve(&db.url, &dir, "C");

@@ -7,10 +7,9 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use common::real::Served;
+use common::real::{admin_token, Served};
 
 use axum::http::Method;
 use serde_json::Value;
@@ -69,43 +68,7 @@ fn fill(path: &str, id: i64) -> String {
 async fn no_response_or_log_line_holds_a_secret() {
     let db = engine::store::testing::sqlite();
     // The user exists before the first start, so no first-run password is printed.
-    let mut add = switchyard(&db.url)
-        .args([
-            "user",
-            "add",
-            "--email",
-            "ada@example.org",
-            "--workspace",
-            "demo",
-            "--role",
-            "admin",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    add.stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{PASSWORD}\n").as_bytes())
-        .unwrap();
-    assert!(add.wait().unwrap().success());
-    let created = switchyard(&db.url)
-        .args([
-            "token",
-            "create",
-            "--email",
-            "ada@example.org",
-            "--workspace",
-            "demo",
-        ])
-        .output()
-        .unwrap();
-    let token = String::from_utf8_lossy(&created.stdout)
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
+    let token = admin_token(|| switchyard(&db.url), "ada@example.org", "demo", PASSWORD);
 
     let served = serve(&db.url);
     let url = served.url.clone();

@@ -1,9 +1,10 @@
 //! Real `switchyard` processes for tests that need the binary itself: one
 //! started from a command, its output kept, its address read from its
-//! "serving on" line, killed when dropped; and the parsing of the blocks of
-//! a server-sent event stream.
+//! "serving on" line, killed when dropped; an admin and token made with the
+//! operator commands; and the parsing of the blocks of a server-sent event
+//! stream.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -77,6 +78,50 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Adds `email` as an admin of `workspace` with `password` and issues an
+/// API token for them, through the operator commands (`user add`, `token
+/// create`); returns the token. `switchyard` makes each command: the binary
+/// with its database and environment.
+pub fn admin_token(
+    switchyard: impl Fn() -> Command,
+    email: &str,
+    workspace: &str,
+    password: &str,
+) -> String {
+    let mut add = switchyard()
+        .args(["user", "add", "--email", email, "--workspace", workspace])
+        .args(["--role", "admin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("user add starts");
+    add.stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{password}\n").as_bytes())
+        .expect("the password is piped");
+    assert!(add.wait().expect("user add ends").success());
+    let created = switchyard()
+        .args([
+            "token",
+            "create",
+            "--email",
+            email,
+            "--workspace",
+            workspace,
+        ])
+        .output()
+        .expect("token create runs");
+    assert!(created.status.success());
+    // The token is the last line (log lines may come before it).
+    String::from_utf8_lossy(&created.stdout)
+        .lines()
+        .last()
+        .expect("a token")
+        .trim()
+        .to_owned()
 }
 
 /// Takes the complete event blocks off the front of `buffer`: each one's id
