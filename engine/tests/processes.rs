@@ -280,3 +280,40 @@ async fn a_connector_s_health_holds_for_every_process_and_survives_a_restart() {
         assert_eq!(again.clear_connector_health("alpha").await.unwrap(), None);
     }
 }
+
+#[tokio::test]
+async fn a_fanout_cancelled_through_another_process_stops_within_a_second_or_two() {
+    let Some(db) = testing::postgres().await else {
+        return;
+    };
+    // The owner's heartbeat is ten seconds away: the cancel must not wait for it.
+    let owner = engine(&db, &["alpha"], EngineConfig::default()).await;
+    let alpha = scripted(
+        &owner,
+        "alpha",
+        Some(20.0),
+        vec![Step::Delay(
+            Duration::from_millis(20),
+            Box::new(Step::Found(1)),
+        )],
+    );
+    owner.recover().await.unwrap();
+    let other = engine(&db, &["alpha"], EngineConfig::default()).await;
+    let set = record_set(&owner, "Long", 400).await;
+    let job = fan_out(&owner, set).await;
+    let mut started = Deadline::new("the fan-out to start");
+    while alpha.calls() < 10 {
+        started.tick().await;
+    }
+    let cancelled = other.jobs.cancel(job.id).await.unwrap();
+    assert_eq!(cancelled.status, model::JobStatus::Cancelled);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = alpha.calls();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(alpha.calls(), after, "the owner stopped firing");
+    assert!(
+        after < 100,
+        "{after} calls: it stopped long before its heartbeat"
+    );
+    owner.stop_heartbeat();
+}
