@@ -720,6 +720,37 @@ async fn sessions_outlive_a_restart_and_revoked_tokens_stop_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_never_sends_a_person_off_the_site() {
+    let server = server(testing::sqlite()).await;
+    let sign_in = |next: &'static str| {
+        no_redirects()
+            .post(server.at("/auth/sign-in"))
+            .form(&[
+                ("email", TEST_EMAIL),
+                ("password", TEST_PASSWORD),
+                ("next", next),
+            ])
+            .send()
+    };
+    let location = |res: reqwest::Response| res.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(
+        location(sign_in("/record-sets/3?x=1").await.unwrap()),
+        "/record-sets/3?x=1"
+    );
+    // `next=/%09/evil.example`: a browser drops the tab and goes to
+    // //evil.example. Every such path goes home instead.
+    for next in [
+        "/\t/evil.example",
+        "/\n/evil.example",
+        "/\\evil.example",
+        "//evil.example",
+    ] {
+        assert_eq!(location(sign_in(next).await.unwrap()), "/", "{next:?}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_commands_work_on_a_running_server_database() {
     let db = testing::sqlite();
     let url = db.url.clone();

@@ -211,9 +211,19 @@ fn encode(path: &str) -> String {
 }
 
 /// Only a path on this site is a place to go back to after signing in.
+/// Browsers drop tabs and line breaks from a URL and read a backslash as a
+/// slash, so `/\t/evil.example` would leave the site: a path must start with
+/// one slash and hold only visible ASCII, no backslash (anything else in a
+/// path of ours is percent-encoded anyway).
 fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && n.bytes().all(|b| b.is_ascii_graphic() && b != b'\\') =>
+        {
+            n.to_owned()
+        }
         _ => "/".to_owned(),
     }
 }
@@ -356,6 +366,13 @@ mod tests {
             "//evil.example/",
             "/\\evil.example",
             "x",
+            // A browser drops tabs and line breaks: //evil.example.
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/\r/evil.example",
+            // Nor spaces or other controls, which no path of ours holds.
+            "/ /evil.example",
+            "/\u{0}/evil.example",
         ] {
             assert_eq!(safe_next(Some(bad)), "/", "{bad}");
         }
