@@ -1,10 +1,11 @@
 //! Where outbound requests may go: connectors that fetch a URL someone else
 //! chose (the site crawler, manifest connectors) resolve the host first and
-//! refuse loopback, private, link-local and other internal addresses unless
+//! refuse loopback, private, link-local and other internal addresses (an
+//! IPv4 address carried in IPv6 judged as itself) unless
 //! `SWITCHYARD_FETCH_ALLOW` lists them; the caller then pins the connection
-//! to the checked address so DNS cannot change in between.
+//! to the checked address, with no proxy, so DNS cannot change in between.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use ipnet::IpNet;
 use url::Url;
@@ -53,46 +54,98 @@ impl AllowList {
     }
 }
 
-/// Why an address is internal, if it is.
+/// Why an address is internal, if it is. An IPv6 address that carries an
+/// IPv4 one (mapped, compatible, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`)
+/// is judged by the IPv4 address it reaches.
 pub fn internal(ip: IpAddr) -> Option<&'static str> {
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-        v4 => v4,
-    };
     match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            if v4.is_loopback() {
-                Some("a loopback address")
-            } else if v4.is_private() {
-                Some("a private address")
-            } else if v4.is_link_local() {
-                Some("a link-local address")
-            } else if v4.is_unspecified() || v4.is_broadcast() || o[0] == 0 {
-                Some("not a host address")
-            } else if o[0] == 100 && (64..128).contains(&o[1]) {
-                Some("a carrier-grade NAT address")
-            } else if v4.is_multicast() || o[0] >= 240 {
-                Some("a reserved address")
-            } else {
-                None
-            }
-        }
-        IpAddr::V6(v6) => {
-            let first = v6.segments()[0];
-            if v6.is_loopback() {
-                Some("a loopback address")
-            } else if v6.is_unspecified() || v6.is_multicast() {
-                Some("not a host address")
-            } else if first & 0xffc0 == 0xfe80 {
-                Some("a link-local address")
-            } else if first & 0xfe00 == 0xfc00 {
-                Some("a private address")
-            } else {
-                None
-            }
-        }
+        IpAddr::V4(v4) => internal_v4(v4),
+        IpAddr::V6(v6) => match carried_v4(v6) {
+            Some(v4) => internal_v4(v4),
+            None => internal_v6(v6),
+        },
     }
+}
+
+fn internal_v4(v4: Ipv4Addr) -> Option<&'static str> {
+    let o = v4.octets();
+    if v4.is_loopback() {
+        Some("a loopback address")
+    } else if v4.is_private() {
+        Some("a private address")
+    } else if v4.is_link_local() {
+        Some("a link-local address")
+    } else if v4.is_unspecified() || v4.is_broadcast() || o[0] == 0 {
+        Some("not a host address")
+    } else if o[0] == 100 && (64..128).contains(&o[1]) {
+        Some("a carrier-grade NAT address")
+    } else if o[0] == 198 && (o[1] == 18 || o[1] == 19) {
+        Some("a benchmarking address")
+    } else if (o[0], o[1], o[2]) == (192, 0, 0) {
+        Some("a protocol assignment address")
+    } else if matches!(
+        (o[0], o[1], o[2]),
+        (192, 0, 2) | (198, 51, 100) | (203, 0, 113)
+    ) {
+        Some("a documentation address")
+    } else if v4.is_multicast() || o[0] >= 240 {
+        Some("a reserved address")
+    } else {
+        None
+    }
+}
+
+fn internal_v6(v6: Ipv6Addr) -> Option<&'static str> {
+    let s = v6.segments();
+    if v6.is_loopback() {
+        Some("a loopback address")
+    } else if v6.is_unspecified() || v6.is_multicast() {
+        Some("not a host address")
+    } else if s[0] & 0xffc0 == 0xfe80 {
+        Some("a link-local address")
+    } else if s[0] & 0xffc0 == 0xfec0 {
+        Some("a site-local address")
+    } else if s[0] & 0xfe00 == 0xfc00 {
+        Some("a private address")
+    } else if (s[0], s[1], s[2]) == (0x64, 0xff9b, 1) {
+        Some("a local NAT64 address")
+    } else if (s[0], s[1]) == (0x2001, 0) {
+        Some("a Teredo tunnel address")
+    } else if (s[0], s[1]) == (0x2001, 0xdb8) {
+        Some("a documentation address")
+    } else if (s[0], s[1], s[2], s[3]) == (0x100, 0, 0, 0) {
+        Some("a discard address")
+    } else {
+        None
+    }
+}
+
+/// The IPv4 address an IPv6 one reaches, when it carries one: mapped
+/// (`::ffff:a.b.c.d`), compatible (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`)
+/// or 6to4 (`2002:aabb:ccdd::/48`).
+fn carried_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    let last = |hi: u16, lo: u16| {
+        Ipv4Addr::new(
+            (hi >> 8) as u8,
+            (hi & 0xff) as u8,
+            (lo >> 8) as u8,
+            (lo & 0xff) as u8,
+        )
+    };
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    if s[..6] == [0; 6] && !v6.is_loopback() && !v6.is_unspecified() {
+        return Some(last(s[6], s[7]));
+    }
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(last(s[6], s[7]));
+    }
+    if s[0] == 0x2002 {
+        return Some(last(s[1], s[2]));
+    }
+    None
 }
 
 /// Resolves `url`'s host and returns an address it may connect to: every
@@ -136,4 +189,71 @@ pub async fn public_address(
         }
     }
     Ok(addrs[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(ip: &str) -> Option<&'static str> {
+        internal(ip.parse().unwrap())
+    }
+
+    #[test]
+    fn public_addresses_pass() {
+        for ip in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "2606:4700:4700::1111",
+            // NAT64 and 6to4 forms of a public IPv4 address.
+            "64:ff9b::5db8:d822",
+            "2002:5db8:d822::1",
+        ] {
+            assert_eq!(judged(ip), None, "{ip}");
+        }
+    }
+
+    #[test]
+    fn every_internal_range_is_refused() {
+        for ip in [
+            "127.0.0.1",
+            "10.0.0.5",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "198.18.0.1",
+            "198.19.255.254",
+            "192.0.0.8",
+            "192.0.2.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "224.0.0.1",
+            "240.0.0.1",
+            "::1",
+            "::",
+            "fe80::1",
+            "fc00::1",
+            "fd12:3456::1",
+            "fec0::1",
+            "ff02::1",
+            "2001:db8::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "100::1",
+            "64:ff9b:1::a00:5",
+            // IPv4 inside IPv6: mapped, compatible, NAT64, 6to4.
+            "::ffff:10.0.0.5",
+            "::10.0.0.5",
+            "64:ff9b::10.0.0.5",
+            "64:ff9b::7f00:1",
+            "2002:a00:5::1",
+            "2002:7f00:1::",
+        ] {
+            assert!(judged(ip).is_some(), "{ip} passed");
+        }
+        assert_eq!(judged("64:ff9b::a00:5"), Some("a private address"));
+        assert_eq!(judged("2002:c612:1::1"), Some("a benchmarking address"));
+    }
 }

@@ -68,8 +68,10 @@ impl SiteCrawler {
         for _ in 0..=MAX_REDIRECTS {
             let addr = self.check(&url).await?;
             let host = url.host_str().unwrap_or_default().to_owned();
-            // Pinned to the checked address: DNS cannot change between check and connect.
+            // Pinned to the checked address: DNS cannot change between check
+            // and connect; and no proxy, which would resolve the name again.
             let client = reqwest::Client::builder()
+                .no_proxy()
                 .user_agent(USER_AGENT)
                 .redirect(reqwest::redirect::Policy::none())
                 .timeout(self.timeout.unwrap_or(Duration::from_secs(10)))

@@ -116,7 +116,9 @@ impl ManifestConnector {
         }
         let addr = public_address(who, &url, &self.allow).await?;
         let host = url.host_str().unwrap_or_default().to_owned();
+        // No proxy: a proxy would resolve the name again, past the pin.
         let client = reqwest::Client::builder()
+            .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(self.timeout)
             .resolve(&host, addr)
