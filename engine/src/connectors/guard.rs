@@ -191,6 +191,30 @@ pub async fn public_address(
     Ok(addrs[0])
 }
 
+/// A client for one request to `url`, pinned to a checked address of its
+/// host (see [`public_address`]): no proxy (a proxy would resolve the name
+/// again, past the pin) and no redirect (a caller that follows one checks
+/// the next address itself).
+pub async fn pinned_client(
+    who: &str,
+    url: &Url,
+    allow: &AllowList,
+    timeout: std::time::Duration,
+) -> Result<reqwest::Client, FireError> {
+    let addr = public_address(who, url, allow).await?;
+    let host = url.host_str().unwrap_or_default().to_owned();
+    reqwest::Client::builder()
+        .user_agent(super::http::USER_AGENT)
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .resolve(&host, addr)
+        .build()
+        .map_err(|e| FireError::Upstream {
+            reason: format!("{who}: {}", e.without_url()),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

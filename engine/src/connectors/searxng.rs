@@ -1,11 +1,15 @@
 //! SearXNG: the JSON API of a self-hosted instance (`GET {SEARXNG_URL}/search?q=..&format=json`).
 //! Categories follow the intent (general, news, science); social intents use
-//! `site:` filters and keep only the platform's pages.
+//! `site:` filters and keep only the platform's pages. The operator's
+//! instance (the server's `SEARXNG_URL`) may be internal; one a workspace set
+//! as its secret goes through the outbound guard like any address a user
+//! chose, pinned, with no proxy and no redirect.
 
 use async_trait::async_trait;
 use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 
+use super::guard::{pinned_client, AllowList};
 use super::Endpoint;
 use super::{env, social};
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
@@ -13,6 +17,9 @@ use crate::registry::Registration;
 
 pub const ID: &str = "searxng";
 pub const URL_VAR: &str = "SEARXNG_URL";
+/// How long a request to a workspace's own instance may take (the shared
+/// client's limit).
+const WORKSPACE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
 pub fn registration() -> Registration {
     let mut capabilities: Vec<Capability> = vec![
@@ -78,11 +85,17 @@ impl Connector for Searxng {
             "search.scholar" => "science",
             _ => "general",
         };
-        let request = self
-            .0
-            .http
-            .client()
-            .get(format!("{}/search", base.trim_end_matches('/')))
+        let url = format!("{}/search", base.trim_end_matches('/'));
+        let client = if opts.secrets.get(URL_VAR).is_some() {
+            let parsed = url::Url::parse(&url).map_err(|e| FireError::Malformed {
+                reason: format!("SearXNG: {URL_VAR} is not a valid address: {e}"),
+            })?;
+            pinned_client("SearXNG", &parsed, &AllowList::from_env(), WORKSPACE_TIMEOUT).await?
+        } else {
+            self.0.http.client().clone()
+        };
+        let request = client
+            .get(url)
             .query(&[
                 ("q", q.as_str()),
                 ("format", "json"),
@@ -103,5 +116,62 @@ impl Connector for Searxng {
             .into_iter()
             .take(opts.max_results.max(1))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::connector::Secrets;
+    use crate::connectors::http::Http;
+
+    /// An instance on 127.0.0.1 that answers every search with one hit.
+    async fn instance() -> String {
+        let app = axum::Router::new().route(
+            "/search",
+            axum::routing::get(|| async {
+                axum::Json(serde_json::json!({"results": [
+                    {"url": "https://example.org/acme", "title": "Acme", "content": "", "engine": "x"}
+                ]}))
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_workspace_s_instance_may_not_be_internal_while_the_operator_s_may() {
+        let url = instance().await;
+        let searxng = |base| {
+            Searxng(Endpoint {
+                http: Http::new().unwrap(),
+                base,
+                key: None,
+            })
+        };
+        // A workspace admin set SEARXNG_URL to an internal address: refused
+        // before any request, whatever the instance would answer.
+        let workspace = FireOpts {
+            secrets: Secrets::new(BTreeMap::from([(URL_VAR.to_owned(), url.clone())])),
+            ..FireOpts::default()
+        };
+        let refused = searxng(None)
+            .fire(&B::SearchWeb.into(), "acme", &workspace)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&refused, FireError::Malformed { reason } if reason.contains("127.0.0.1 is a loopback address")),
+            "{refused:?}"
+        );
+        // The operator's own instance (the server's setting) is theirs to choose.
+        let found = searxng(Some(url))
+            .fire(&B::SearchWeb.into(), "acme", &FireOpts::default())
+            .await
+            .unwrap();
+        assert_eq!(found.len(), 1);
     }
 }

@@ -5,7 +5,6 @@
 //! connection is pinned to the checked address, and each redirect is checked
 //! again. Answers are capped in bytes and redirects.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -14,13 +13,13 @@ use reqwest::header::{CONTENT_TYPE, LOCATION};
 use scraper::{Html, Selector};
 use url::Url;
 
-use super::http::{redact, USER_AGENT};
+use super::http::redact;
 use super::social;
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
 use crate::urlnorm::parse_web_url;
 
-use super::guard::public_address;
+use super::guard::pinned_client;
 pub use super::guard::{internal, AllowList, ALLOW_VAR};
 
 pub const ID: &str = "site-crawler";
@@ -57,29 +56,19 @@ pub struct SiteCrawler {
 }
 
 impl SiteCrawler {
-    async fn check(&self, url: &Url) -> Result<SocketAddr, FireError> {
-        public_address("site crawler", url, &self.allow).await
-    }
-
     /// Fetches a page, following and re-checking redirects; returns the final
     /// URL and the HTML.
     async fn fetch(&self, start: Url) -> Result<(Url, String), FireError> {
         let mut url = start;
         for _ in 0..=MAX_REDIRECTS {
-            let addr = self.check(&url).await?;
             let host = url.host_str().unwrap_or_default().to_owned();
-            // Pinned to the checked address: DNS cannot change between check
-            // and connect; and no proxy, which would resolve the name again.
-            let client = reqwest::Client::builder()
-                .no_proxy()
-                .user_agent(USER_AGENT)
-                .redirect(reqwest::redirect::Policy::none())
-                .timeout(self.timeout.unwrap_or(Duration::from_secs(10)))
-                .resolve(&host, addr)
-                .build()
-                .map_err(|e| FireError::Upstream {
-                    reason: format!("site crawler: {e}"),
-                })?;
+            let client = pinned_client(
+                "site crawler",
+                &url,
+                &self.allow,
+                self.timeout.unwrap_or(Duration::from_secs(10)),
+            )
+            .await?;
             let mut response = client.get(url.clone()).send().await.map_err(|e| {
                 let e = e.without_url();
                 if e.is_timeout() {

@@ -8,16 +8,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use model::Capability;
-use reqwest::header::{HeaderName, HeaderValue, USER_AGENT as UA};
+use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::Value;
 use serde_json_path::JsonPath;
 use url::Url;
 
 use super::{render, Manifest, Meaning, PageKind, RenderError};
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
-use crate::connectors::guard::{public_address, AllowList};
+use crate::connectors::guard::{pinned_client, AllowList};
 use crate::connectors::http::{
-    classify_status, parse_json, plain_text, redact, retry_after, send_capped, USER_AGENT,
+    classify_status, parse_json, plain_text, redact, retry_after, send_capped,
 };
 use crate::registry::EnvLookup;
 
@@ -114,24 +114,12 @@ impl ManifestConnector {
                 pairs.append_pair(name, value);
             }
         }
-        let addr = public_address(who, &url, &self.allow).await?;
-        let host = url.host_str().unwrap_or_default().to_owned();
-        // No proxy: a proxy would resolve the name again, past the pin.
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(self.timeout)
-            .resolve(&host, addr)
-            .build()
-            .map_err(|e| FireError::Upstream {
-                reason: format!("{who}: {e}"),
-            })?;
+        let client = pinned_client(who, &url, &self.allow, self.timeout).await?;
         let mut request = if spec.method.eq_ignore_ascii_case("POST") {
             client.post(url)
         } else {
             client.get(url)
         };
-        request = request.header(UA, USER_AGENT);
         for (name, value) in &spec.headers {
             let value = fill(value)?;
             let (Ok(name), Ok(value)) = (
