@@ -160,6 +160,20 @@ impl Engine {
             check_password(password)?;
         }
         let (workspace_id, created_workspace) = self.store.ensure_workspace(&workspace).await?;
+        if role != Role::Admin {
+            // Adding someone again with a lesser role is a change of role:
+            // the last admin stays an admin.
+            let current = self
+                .store
+                .members_of(workspace_id)
+                .await?
+                .into_iter()
+                .find(|m| m.email == email);
+            if let Some(member) = current.filter(|m| m.role == Role::Admin) {
+                self.keep_an_admin(workspace_id, &workspace, &member)
+                    .await?;
+            }
+        }
         let existing = self.store.user_by_email(&email).await?;
         let (user_id, created_user, generated_password) = match existing {
             Some(user) => {
@@ -582,6 +596,37 @@ mod tests {
             );
             assert!(!engine.store.revoke_token(id).await.unwrap());
         }
+    }
+
+    #[tokio::test]
+    async fn adding_the_last_admin_again_as_a_member_does_not_demote_them() {
+        let db = crate::store::testing::sqlite();
+        let engine = crate::store::testing::engine(&db).await;
+        let ada = engine
+            .add_user("ada@example.org", "one", Role::Admin, None)
+            .await
+            .unwrap();
+        let who = engine
+            .default_principal(ada.user_id)
+            .await
+            .unwrap()
+            .unwrap();
+        let err = engine
+            .add_member(&who, "ada@example.org", Role::Member)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("last admin"), "{err}");
+        let members = engine.store.members_of(who.workspace_id).await.unwrap();
+        assert_eq!(members[0].role, Role::Admin, "still an admin");
+        // With a second admin, the first may become a member.
+        engine
+            .add_member(&who, "bo@example.org", Role::Admin)
+            .await
+            .unwrap();
+        engine
+            .add_member(&who, "ada@example.org", Role::Member)
+            .await
+            .unwrap();
     }
 
     #[tokio::test]

@@ -134,13 +134,46 @@ fn too_big(provider: &str, max: usize) -> FireError {
     }
 }
 
-/// Scrubs secret values from a message.
+/// Scrubs secret values from a message, however short, as they are and as
+/// a provider may echo them back from a URL or a form (percent-encoded in
+/// either case, `+` for a space).
 pub fn redact(message: &str, secrets: &[&str]) -> String {
+    let mut forms: Vec<String> = secrets
+        .iter()
+        .filter(|s| !s.is_empty())
+        .flat_map(|s| echoes(s))
+        .collect();
+    // Longest first: a secret inside another must not leave half of it.
+    forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    forms.dedup();
     let mut out = message.to_owned();
-    for secret in secrets.iter().filter(|s| s.len() >= 4) {
-        out = out.replace(secret, "***");
+    for form in forms {
+        out = out.replace(&form, "***");
     }
     out
+}
+
+/// The ways a secret may come back in a message.
+fn echoes(secret: &str) -> [String; 4] {
+    let percent = |upper: bool| {
+        let mut out = String::with_capacity(secret.len() * 3);
+        for b in secret.bytes() {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                out.push(char::from(b));
+            } else if upper {
+                out.push_str(&format!("%{b:02X}"));
+            } else {
+                out.push_str(&format!("%{b:02x}"));
+            }
+        }
+        out
+    };
+    [
+        secret.to_owned(),
+        url::form_urlencoded::byte_serialize(secret.as_bytes()).collect(),
+        percent(true),
+        percent(false),
+    ]
 }
 
 fn transport_error(provider: &str, e: reqwest::Error, secrets: &[&str]) -> FireError {
@@ -305,6 +338,27 @@ pub fn plain_text(html: &str) -> String {
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+
+    #[test]
+    fn a_secret_is_scrubbed_however_short_and_however_it_is_echoed() {
+        assert_eq!(redact("key abc refused", &["abc"]), "key *** refused");
+        assert_eq!(redact("nothing to hide", &[""]), "nothing to hide");
+        let key = "k+y/v4l=e s";
+        for echoed in [
+            "k+y/v4l=e s",
+            "k%2By%2Fv4l%3De+s",
+            "k%2By%2Fv4l%3De%20s",
+            "k%2by%2fv4l%3de%20s",
+        ] {
+            let said = redact(&format!("invalid api_key={echoed}&q=acme"), &[key]);
+            assert_eq!(said, "invalid api_key=***&q=acme", "{echoed}");
+        }
+        // A secret inside another is not left half-scrubbed.
+        assert_eq!(
+            redact("token sk-abc-123", &["abc", "sk-abc-123"]),
+            "token ***"
+        );
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

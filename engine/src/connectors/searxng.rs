@@ -90,17 +90,21 @@ impl Connector for Searxng {
             let parsed = url::Url::parse(&url).map_err(|e| FireError::Malformed {
                 reason: format!("SearXNG: {URL_VAR} is not a valid address: {e}"),
             })?;
-            pinned_client("SearXNG", &parsed, &AllowList::from_env(), WORKSPACE_TIMEOUT).await?
+            pinned_client(
+                "SearXNG",
+                &parsed,
+                &AllowList::from_env(),
+                WORKSPACE_TIMEOUT,
+            )
+            .await?
         } else {
             self.0.http.client().clone()
         };
-        let request = client
-            .get(url)
-            .query(&[
-                ("q", q.as_str()),
-                ("format", "json"),
-                ("categories", category),
-            ]);
+        let request = client.get(url).query(&[
+            ("q", q.as_str()),
+            ("format", "json"),
+            ("categories", category),
+        ]);
         let answer: Answer = self.0.http.json("SearXNG", request, &[]).await?;
         let results = answer
             .results

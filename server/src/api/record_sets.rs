@@ -214,19 +214,23 @@ fn to_csv(records: &[ExportedRecord]) -> Result<String, csv::Error> {
         }
     }
     let mut out = csv::Writer::from_writer(Vec::new());
-    let mut header = vec!["record_id", "name"];
-    header.extend(field_names.iter().copied());
-    header.extend([
-        "intent",
-        "state",
-        "url",
-        "title",
-        "snippet",
-        "connectors",
-        "first_seen_at",
-        "triaged_by",
-        "triaged_at",
-    ]);
+    // Column names came from an imported file: as untrusted as its cells.
+    let mut header: Vec<String> = vec!["record_id".to_owned(), "name".to_owned()];
+    header.extend(field_names.iter().map(|n| csv_safe(n)));
+    header.extend(
+        [
+            "intent",
+            "state",
+            "url",
+            "title",
+            "snippet",
+            "connectors",
+            "first_seen_at",
+            "triaged_by",
+            "triaged_at",
+        ]
+        .map(str::to_owned),
+    );
     out.write_record(&header)?;
     for r in records {
         let mut base = vec![r.id.to_string(), csv_safe(&r.name)];
@@ -260,7 +264,7 @@ fn to_csv(records: &[ExportedRecord]) -> Result<String, csv::Error> {
                 csv_safe(&item.snippet),
                 connectors.join(" "),
                 item.first_seen_at.to_string(),
-                item.triaged_by.clone().unwrap_or_default(),
+                csv_safe(item.triaged_by.as_deref().unwrap_or_default()),
                 item.triaged_at.map(|t| t.to_string()).unwrap_or_default(),
             ]);
             out.write_record(&row)?;
@@ -276,5 +280,34 @@ fn csv_safe(text: &str) -> String {
         format!("'{text}")
     } else {
         text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_cell_of_an_export_runs_as_a_formula_not_even_a_column_name() {
+        let records = vec![ExportedRecord {
+            id: 1,
+            name: "=HYPERLINK(\"http://evil.example\")".to_owned(),
+            fields: vec![model::Field {
+                name: "=cmd|' /C calc'!A0".to_owned(),
+                value: "@SUM(1+1)".to_owned(),
+            }],
+            accepted: Vec::new(),
+        }];
+        let csv = to_csv(&records).unwrap();
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let header = reader.headers().unwrap().clone();
+        let row = reader.records().next().unwrap().unwrap();
+        for cell in header.iter().chain(row.iter()) {
+            assert!(
+                !cell.starts_with(['=', '+', '-', '@', '\t', '\r']),
+                "{cell:?} in {csv}"
+            );
+        }
+        assert_eq!(&header[2], "'=cmd|' /C calc'!A0");
     }
 }
