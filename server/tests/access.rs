@@ -719,6 +719,84 @@ async fn sessions_outlive_a_restart_and_revoked_tokens_stop_at_once() {
     }
 }
 
+/// Waits until an event stream ends (at most `limit`): `true` when it did.
+async fn ends_within(res: reqwest::Response, limit: std::time::Duration) -> bool {
+    use futures::StreamExt;
+    let mut stream = res.bytes_stream();
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => return false,
+            Ok(None | Some(Err(_))) => return true,
+            Ok(Some(Ok(_))) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_stream_ends_when_its_token_is_revoked_or_its_member_removed() {
+    let server = server(testing::sqlite()).await;
+    let (_, set) = server
+        .import("Watched", "test", "name,city\nAcme,Lyon\n")
+        .await;
+    let set = set["id"].as_i64().unwrap();
+    let path = format!("/api/events?record_set={set}");
+    let limit = server::api::STREAM_RECHECK * 3;
+
+    // A token revoked while its stream is open.
+    let (id, token) = server
+        .state
+        .engine
+        .create_token(TEST_EMAIL, "test")
+        .await
+        .unwrap();
+    let stream = reqwest::Client::new()
+        .get(server.at(&path))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    assert!(server.state.engine.store.revoke_token(id).await.unwrap());
+    assert!(
+        ends_within(stream, limit).await,
+        "the revoked token's stream goes on"
+    );
+
+    // A member taken out of the workspace while their stream is open.
+    server
+        .state
+        .engine
+        .add_user(
+            "dora@example.org",
+            "test",
+            Role::Member,
+            Some("dora's long password".into()),
+        )
+        .await
+        .unwrap();
+    let dora = server
+        .browser("dora@example.org", "dora's long password")
+        .await;
+    let stream = dora.get(server.at(&path)).send().await.unwrap();
+    assert_eq!(stream.status(), 200);
+    server
+        .state
+        .engine
+        .remove_user("dora@example.org", "test")
+        .await
+        .unwrap();
+    assert!(
+        ends_within(stream, limit).await,
+        "the removed member's stream goes on"
+    );
+
+    // A stream whose access holds stays open.
+    let stream = server.client.get(server.at(&path)).send().await.unwrap();
+    assert!(!ends_within(stream, server::api::STREAM_RECHECK * 2).await);
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sign_in_never_sends_a_person_off_the_site() {
     let server = server(testing::sqlite()).await;

@@ -1,5 +1,7 @@
 //! `GET /api/events?record_set=ID`: server-sent events for one record set (and
 //! the events every viewer gets), with keep-alive and `Last-Event-ID` resume.
+//! An open stream checks every few seconds that its caller may still have
+//! it: a revoked token or a removed member's stream ends.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -7,6 +9,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::Extension;
 use futures::stream::{self, Stream, StreamExt};
 use model::{Event, EventKind};
 use serde::Deserialize;
@@ -17,6 +20,7 @@ use engine::store::Owned;
 
 use super::extract::{ApiQuery, Caller};
 use super::ApiError;
+use crate::auth::Credential;
 use crate::router::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -42,9 +46,13 @@ fn resync(id: u64) -> SseEvent {
     })
 }
 
+/// How often an open stream checks its caller's access again.
+pub const STREAM_RECHECK: Duration = Duration::from_secs(5);
+
 pub async fn stream(
     State(state): State<AppState>,
     Caller(who): Caller,
+    Extension(credential): Extension<Credential>,
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<EventParams>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
@@ -108,5 +116,21 @@ pub async fn stream(
         async move { out.map(Ok) }
     });
     let replay = stream::iter(replay.into_iter().map(Ok));
-    Ok(Sse::new(replay.chain(live)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    let revoked = async move {
+        let mut every = tokio::time::interval(STREAM_RECHECK);
+        every.tick().await;
+        loop {
+            every.tick().await;
+            if !credential.still_holds(&state, &who).await {
+                tracing::info!(
+                    user = who.user_id,
+                    workspace = who.workspace_id,
+                    "An open event stream lost its access; ending it."
+                );
+                return;
+            }
+        }
+    };
+    Ok(Sse::new(replay.chain(live).take_until(revoked))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }

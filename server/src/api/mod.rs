@@ -6,6 +6,7 @@ mod account;
 mod catalog;
 mod error;
 mod events;
+pub use events::STREAM_RECHECK;
 mod extract;
 mod fires;
 mod jobs;

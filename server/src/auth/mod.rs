@@ -120,8 +120,9 @@ pub async fn gate(
     };
     let path = req.uri().path().to_owned();
     match principal {
-        Some(p) => {
+        Some((p, credential)) => {
             req.extensions_mut().insert(p);
+            req.extensions_mut().insert(credential);
         }
         None if is_public(req.method(), &path) => {}
         None if path.starts_with("/api/")
@@ -154,13 +155,57 @@ fn unauthorized() -> Response {
     response
 }
 
-/// The principal of a bearer token or of the session. A bearer header that
-/// does not resolve is refused outright, never treated as anonymous.
+/// How a request proved who it is, so a long-lived answer (an event
+/// stream) can check again later that it still does.
+#[derive(Clone)]
+pub enum Credential {
+    Token(String),
+    Session { user_id: i64, workspace_id: i64 },
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credential::Token(_) => f.write_str("Token(***)"),
+            Credential::Session {
+                user_id,
+                workspace_id,
+            } => write!(f, "Session(user {user_id}, workspace {workspace_id})"),
+        }
+    }
+}
+
+impl Credential {
+    /// Whether it still proves the same person in the same workspace: the
+    /// token is not revoked, the membership not removed. A database that
+    /// cannot answer now is not a refusal.
+    pub async fn still_holds(&self, state: &AppState, who: &Principal) -> bool {
+        let now = match self {
+            Credential::Token(token) => state.engine.principal_by_token(token).await,
+            Credential::Session {
+                user_id,
+                workspace_id,
+            } => state.engine.store.principal(*user_id, *workspace_id).await,
+        };
+        match now {
+            Ok(Some(p)) => p.user_id == who.user_id && p.workspace_id == who.workspace_id,
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(error = %e, "Cannot check an open stream's access again; keeping it for now.");
+                true
+            }
+        }
+    }
+}
+
+/// The principal of a bearer token or of the session, with how it was
+/// proved. A bearer header that does not resolve is refused outright, never
+/// treated as anonymous.
 async fn principal_of(
     state: &AppState,
     session: &Session,
     headers: &HeaderMap,
-) -> Result<Option<Principal>, Box<Response>> {
+) -> Result<Option<(Principal, Credential)>, Box<Response>> {
     let internal = |e: &dyn std::fmt::Display| {
         tracing::error!(error = %e, "Cannot resolve who is asking.");
         Box::new(StatusCode::INTERNAL_SERVER_ERROR.into_response())
@@ -173,7 +218,7 @@ async fn principal_of(
             .map(str::trim);
         return match token {
             Some(token) => match state.engine.principal_by_token(token).await {
-                Ok(Some(p)) => Ok(Some(p)),
+                Ok(Some(p)) => Ok(Some((p, Credential::Token(token.to_owned())))),
                 Ok(None) => Err(Box::new(unauthorized())),
                 Err(e) => Err(internal(&e)),
             },
@@ -189,12 +234,21 @@ async fn principal_of(
         return Ok(None);
     };
     // Checked on every request: a member removed from a workspace is out at once.
-    state
+    let principal = state
         .engine
         .store
         .principal(user_id, workspace_id)
         .await
-        .map_err(|e| internal(&e))
+        .map_err(|e| internal(&e))?;
+    Ok(principal.map(|p| {
+        (
+            p,
+            Credential::Session {
+                user_id,
+                workspace_id,
+            },
+        )
+    }))
 }
 
 /// Percent-encodes a path for a `next=` parameter.
