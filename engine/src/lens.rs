@@ -128,3 +128,68 @@ pub fn usage_key(connector_id: &str, key_owner: Option<i64>) -> String {
         None => connector_id.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use model::{BuiltinCapability as B, CostTier};
+
+    use super::*;
+    use crate::scripted::{ScriptedConnector, Step};
+
+    #[tokio::test]
+    async fn a_workspace_s_own_key_answers_for_itself_only() {
+        let db = crate::store::testing::sqlite();
+        let engine = crate::store::testing::engine(&db).await;
+        let mut reg =
+            ScriptedConnector::registration("keyed", CostTier::Paid, &[B::SearchWeb.into()]);
+        reg.requires_env = vec!["KEYED_KEY".to_owned()];
+        engine
+            .registry
+            .register(reg, ScriptedConnector::new("keyed", [Step::Found(1)]))
+            .unwrap();
+        engine
+            .registry
+            .mark_rate_limited("keyed", Duration::from_secs(60), "HTTP 429")
+            .await;
+        let handle = engine.registry.by_id("keyed").unwrap();
+        let mut settings = WorkspaceSettings::default();
+        let server_key = Lens::from_settings(1, &settings);
+        settings.secret_names.insert("KEYED_KEY".to_owned());
+        let own_key = Lens::from_settings(1, &settings);
+
+        // The server's key is limited: so is a workspace using it, not one
+        // using its own key, whose fires and caps count apart.
+        assert_eq!(server_key.status(&handle).kind(), "rate-limited");
+        assert_eq!(own_key.status(&handle), ConnectorStatus::Available);
+        assert_eq!(server_key.key_owner(&handle), None);
+        assert_eq!(own_key.key_owner(&handle), Some(1));
+        assert_eq!(usage_key("keyed", None), "keyed");
+        assert_eq!(usage_key("keyed", Some(1)), "keyed workspace:1");
+
+        // What the workspace's own key met holds there until it lifts.
+        settings.off.insert(
+            "keyed".to_owned(),
+            ConnectorStatus::RateLimited {
+                until: crate::time::now_ms() + 60_000,
+                reason: "HTTP 429 (this workspace's key)".to_owned(),
+            },
+        );
+        assert_eq!(
+            Lens::from_settings(1, &settings).status(&handle).kind(),
+            "rate-limited"
+        );
+        settings.off.insert(
+            "keyed".to_owned(),
+            ConnectorStatus::RateLimited {
+                until: crate::time::now_ms() - 1,
+                reason: "HTTP 429 (this workspace's key)".to_owned(),
+            },
+        );
+        assert_eq!(
+            Lens::from_settings(1, &settings).status(&handle),
+            ConnectorStatus::Available
+        );
+    }
+}

@@ -189,10 +189,8 @@ impl Registry {
         let mut entries = self.write();
         for health in stored {
             if let Some(entry) = entries.get_mut(&health.connector_id) {
-                if entry.status != health.status || entry.suspensions != health.suspensions {
-                    entry.status = health.status;
-                    entry.suspensions = health.suspensions;
-                }
+                entry.status = health.status;
+                entry.suspensions = health.suspensions;
             }
         }
         Ok(())

@@ -29,13 +29,20 @@ pub enum SwitchError {
 impl Engine {
     /// Every connector the workspace sees, as it sees it.
     pub async fn connectors_in(&self, workspace_id: i64) -> Result<Vec<ConnectorInfo>, StoreError> {
-        let lens = Lens::of(&self.store, Some(workspace_id)).await?;
-        self.registry.refresh_health().await;
+        let lens = self.lens_now(workspace_id).await?;
         Ok(lens
             .handles(&self.registry)
             .iter()
             .map(|h| lens.info(h))
             .collect())
+    }
+
+    /// How the workspace sees the registry now (with what other processes
+    /// learned about the connectors).
+    async fn lens_now(&self, workspace_id: i64) -> Result<Lens, StoreError> {
+        let lens = Lens::of(&self.store, Some(workspace_id)).await?;
+        self.registry.refresh_health().await;
+        Ok(lens)
     }
 
     /// The inventory of a workspace: every connector with today's fires and
@@ -47,26 +54,18 @@ impl Engine {
             .connector_stats(workspace_id, now - STATS_WINDOW_MS, now)
             .await?;
         let today = self.store.fires_today().await?;
-        // Today's fires count against the cap of the key the workspace uses.
-        let lens = Lens::of(&self.store, Some(workspace_id)).await?;
-        let counted: std::collections::HashMap<String, String> = lens
+        let lens = self.lens_now(workspace_id).await?;
+        Ok(lens
             .handles(&self.registry)
             .iter()
             .map(|h| {
-                let id = h.registration.id.clone();
-                let key = crate::lens::usage_key(&id, lens.key_owner(h));
-                (id, key)
-            })
-            .collect();
-        Ok(self
-            .connectors_in(workspace_id)
-            .await?
-            .into_iter()
-            .map(|info| {
+                let info = lens.info(h);
                 let at = stats.iter().position(|s| s.connector_id == info.id);
-                let key = counted.get(&info.id).unwrap_or(&info.id);
+                // Today's fires count against the cap of the key the
+                // workspace uses.
+                let key = crate::lens::usage_key(&info.id, lens.key_owner(h));
                 InventoryRow {
-                    fires_today: today.get(key).copied().unwrap_or(0),
+                    fires_today: today.get(&key).copied().unwrap_or(0),
                     stats: at.map(|i| stats.swap_remove(i)),
                     info,
                 }

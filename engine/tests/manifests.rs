@@ -119,9 +119,10 @@ async fn eventually(what: &str, done: impl Fn() -> bool) -> Duration {
     start.elapsed()
 }
 
-/// Writes a new version of a manifest file and waits until it serves.
-async fn edit(registry: &Registry, file: &std::path::Path, text: &str, name: &str) {
-    std::fs::write(file, text).unwrap();
+/// Writes a new version of the manifest, named `name`, and waits until it
+/// serves.
+async fn edit(registry: &Registry, file: &std::path::Path, base: &str, name: &str) {
+    std::fs::write(file, manifest(base, name)).unwrap();
     eventually("the update", || {
         registry
             .by_id("fake-search")
@@ -184,13 +185,7 @@ async fn the_drop_folder_registers_updates_reports_and_unregisters_while_running
     );
 
     // Edited: updated in place.
-    edit(
-        &registry,
-        &file,
-        &manifest(&base, "Fake search v2"),
-        "Fake search v2",
-    )
-    .await;
+    edit(&registry, &file, &base, "Fake search v2").await;
 
     // Broken: reported, and the last good version keeps serving.
     std::fs::write(
@@ -270,13 +265,7 @@ async fn a_registration_changes_only_when_its_file_s_content_does() {
     );
 
     // A real change registers once, and is not repeated by its own reload.
-    edit(
-        &registry,
-        &file,
-        &manifest(&base, "Fake search v2"),
-        "Fake search v2",
-    )
-    .await;
+    edit(&registry, &file, &base, "Fake search v2").await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(registrations(&mut rx), 1);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -324,17 +324,12 @@ async fn events_until(res: reqwest::Response, until: impl Fn(&Value) -> bool) ->
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     while let Ok(Some(chunk)) = tokio::time::timeout_at(deadline, stream.next()).await {
         buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            for line in block.lines() {
-                if let Some(data) = line.strip_prefix("data:") {
-                    let event: Value = serde_json::from_str(data.trim()).unwrap();
-                    let done = until(&event);
-                    seen.push(event);
-                    if done {
-                        return seen;
-                    }
-                }
+        for (_, data) in common::real::sse_blocks(&mut buffer) {
+            let event: Value = serde_json::from_str(&data).unwrap();
+            let done = until(&event);
+            seen.push(event);
+            if done {
+                return seen;
             }
         }
     }

@@ -87,12 +87,7 @@ impl Api {
                 on.url
             )))
             .await;
-        page["records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["id"].as_i64().unwrap())
-            .collect()
+        common::record_ids(&page)
     }
 
     async fn fan_out(&self, on: &Served, set: i64) -> i64 {

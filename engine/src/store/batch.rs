@@ -147,22 +147,18 @@ mod tests {
         assert_eq!(shift_parameters("SELECT 1", 9), "SELECT 1");
     }
 
+    const ADD_SECRET: &str =
+        "INSERT INTO workspace_secrets (workspace_id, name, sealed, set_by, set_at) \
+                              VALUES ($1, $2, 'x', 'ana', 1)";
+
     #[tokio::test]
     async fn a_batch_is_one_transaction_on_every_backend() {
         for db in crate::store::testing::all().await {
             let store = Store::connect(&db.url).await.unwrap();
             let (ws, _) = store.ensure_workspace("w").await.unwrap();
             let mut ok = Batch::default();
-            ok.push(
-                "INSERT INTO workspace_secrets (workspace_id, name, sealed, set_by, set_at) \
-                 VALUES ($1, $2, 'x', 'ana', 1)",
-                vec![ws.into(), "A".into()],
-            );
-            ok.push(
-                "INSERT INTO workspace_secrets (workspace_id, name, sealed, set_by, set_at) \
-                 VALUES ($1, $2, 'x', 'ana', 1)",
-                vec![ws.into(), "B".into()],
-            );
+            ok.push(ADD_SECRET, vec![ws.into(), "A".into()]);
+            ok.push(ADD_SECRET, vec![ws.into(), "B".into()]);
             ok.push(
                 "SELECT name FROM workspace_secrets WHERE workspace_id = $1 ORDER BY name",
                 vec![ws.into()],
@@ -176,16 +172,8 @@ mod tests {
 
             // The second statement fails: the first is rolled back with it.
             let mut failing = Batch::default();
-            failing.push(
-                "INSERT INTO workspace_secrets (workspace_id, name, sealed, set_by, set_at) \
-                 VALUES ($1, $2, 'x', 'ana', 1)",
-                vec![ws.into(), "C".into()],
-            );
-            failing.push(
-                "INSERT INTO workspace_secrets (workspace_id, name, sealed, set_by, set_at) \
-                 VALUES ($1, $2, 'x', 'ana', 1)",
-                vec![ws.into(), "A".into()],
-            );
+            failing.push(ADD_SECRET, vec![ws.into(), "C".into()]);
+            failing.push(ADD_SECRET, vec![ws.into(), "A".into()]);
             assert!(failing.run(&store).await.is_err(), "{}", db.kind());
             let count: i64 = sqlx::query_scalar(
                 "SELECT COUNT(*) FROM workspace_secrets WHERE workspace_id = $1",

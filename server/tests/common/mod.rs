@@ -262,12 +262,7 @@ impl TestServer {
                 &format!("/api/record-sets/{set_id}/records?limit=500"),
             )
             .await;
-        page["records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["id"].as_i64().unwrap())
-            .collect()
+        record_ids(&page)
     }
 
     /// Fires a pack on a record, optionally through one connector.
@@ -287,6 +282,16 @@ impl TestServer {
         assert_eq!(body["status"], "completed");
         body["results"][0].clone()
     }
+}
+
+/// The record ids of a page of `/api/record-sets/{id}/records`, in order.
+pub fn record_ids(page: &serde_json::Value) -> Vec<i64> {
+    page["records"]
+        .as_array()
+        .expect("a page of records")
+        .iter()
+        .map(|r| r["id"].as_i64().expect("a record id"))
+        .collect()
 }
 
 /// Runs a scenario on a fresh SQLite database, then on a fresh PostgreSQL
