@@ -6,22 +6,36 @@ use model::{Field, Rejection};
 
 use crate::store::NewRecord;
 
-/// Bounds on what one import may hold.
+/// The largest CSV file one import takes, in bytes.
+pub const MAX_IMPORT_BYTES: usize = 20 * 1024 * 1024;
+
+/// Bounds on what one import may hold. Every one of them bounds memory: the
+/// file, the header (its names are kept with every record, so their length
+/// times the records is what the import stores), and the report of bad lines.
 #[derive(Clone, Copy, Debug)]
 pub struct ImportLimits {
     pub max_bytes: usize,
     pub max_records: usize,
     pub max_columns: usize,
+    pub max_column_name_chars: usize,
     pub max_field_bytes: usize,
+    /// Field names and values of all records together, in bytes: what the
+    /// file becomes once every record carries its column names.
+    pub max_stored_bytes: usize,
+    /// Bad lines reported one by one; the rest are only counted.
+    pub max_rejections_listed: usize,
 }
 
 impl Default for ImportLimits {
     fn default() -> Self {
         Self {
-            max_bytes: 20 * 1024 * 1024,
+            max_bytes: MAX_IMPORT_BYTES,
             max_records: 100_000,
             max_columns: 200,
+            max_column_name_chars: 100,
             max_field_bytes: 10_000,
+            max_stored_bytes: 3 * MAX_IMPORT_BYTES,
+            max_rejections_listed: 1_000,
         }
     }
 }
@@ -33,6 +47,11 @@ pub enum ImportError {
     TooLarge { size: usize, limit: usize },
     #[error("the file holds more than {limit} records; split it")]
     TooManyRecords { limit: usize },
+    #[error(
+        "line {line}: the records so far hold more than {limit} bytes once each carries its \
+         column names; shorten the column names or split the file"
+    )]
+    TooMuchStored { line: u64, limit: usize },
     #[error("the file is empty: expected a header row with a 'name' column")]
     Empty,
     #[error("line 1 (header): {0}")]
@@ -43,11 +62,28 @@ pub enum ImportError {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ParsedCsv {
     pub records: Vec<NewRecord>,
+    /// The first bad lines, at most [`ImportLimits::max_rejections_listed`].
     pub rejected: Vec<Rejection>,
+    /// Every bad line, listed or not.
+    pub rejected_count: u64,
+}
+
+impl ParsedCsv {
+    fn reject(&mut self, limits: ImportLimits, line: u64, reason: impl FnOnce() -> String) {
+        self.rejected_count += 1;
+        if self.rejected.len() < limits.max_rejections_listed {
+            self.rejected.push(Rejection {
+                line,
+                reason: reason(),
+            });
+        }
+    }
 }
 
 /// Parses a CSV file. The header names are trimmed and must be unique
-/// (case-insensitively); one of them must be `name`.
+/// (case-insensitively); one of them must be `name`. It is CPU work over up
+/// to [`MAX_IMPORT_BYTES`]: callers on an async runtime run it on a blocking
+/// thread.
 pub fn parse_csv(bytes: &[u8], limits: ImportLimits) -> Result<ParsedCsv, ImportError> {
     if bytes.len() > limits.max_bytes {
         return Err(ImportError::TooLarge {
@@ -67,35 +103,7 @@ pub fn parse_csv(bytes: &[u8], limits: ImportLimits) -> Result<ParsedCsv, Import
         .byte_headers()
         .map_err(|e| ImportError::BadHeader(e.to_string()))?
         .clone();
-    let mut columns: Vec<String> = Vec::with_capacity(header.len());
-    for (i, raw) in header.iter().enumerate() {
-        let name = std::str::from_utf8(raw)
-            .map_err(|_| ImportError::BadHeader(format!("column {} is not UTF-8 text", i + 1)))?
-            .trim()
-            .trim_start_matches('\u{feff}')
-            .to_owned();
-        if name.is_empty() {
-            return Err(ImportError::BadHeader(format!(
-                "column {} has no name",
-                i + 1
-            )));
-        }
-        if let Some(prev) = columns.iter().position(|c| c.eq_ignore_ascii_case(&name)) {
-            return Err(ImportError::BadHeader(format!(
-                "columns {} and {} are both called {name:?}",
-                prev + 1,
-                i + 1
-            )));
-        }
-        columns.push(name);
-    }
-    if columns.len() > limits.max_columns {
-        return Err(ImportError::BadHeader(format!(
-            "{} columns; the limit is {}",
-            columns.len(),
-            limits.max_columns
-        )));
-    }
+    let columns = column_names(&header, limits)?;
     let name_at = columns
         .iter()
         .position(|c| c.eq_ignore_ascii_case("name"))
@@ -104,6 +112,7 @@ pub fn parse_csv(bytes: &[u8], limits: ImportLimits) -> Result<ParsedCsv, Import
         })?;
 
     let mut parsed = ParsedCsv::default();
+    let mut stored = 0usize;
     let mut row = csv::ByteRecord::new();
     let mut lines = LineCounter::new(bytes);
     loop {
@@ -113,12 +122,10 @@ pub fn parse_csv(bytes: &[u8], limits: ImportLimits) -> Result<ParsedCsv, Import
             Ok(true) => {}
             Err(e) => {
                 let line = e.position().map_or(line, |p| lines.line_at(p.byte()));
-                parsed.rejected.push(Rejection {
-                    line,
-                    reason: format!("unreadable CSV: {e}"),
-                });
                 // A broken quote can swallow the rest of the file; stop here.
-                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+                let stop = matches!(e.kind(), csv::ErrorKind::Io(_));
+                parsed.reject(limits, line, || format!("unreadable CSV: {e}"));
+                if stop {
                     break;
                 }
                 continue;
@@ -136,12 +143,70 @@ pub fn parse_csv(bytes: &[u8], limits: ImportLimits) -> Result<ParsedCsv, Import
                         limit: limits.max_records,
                     });
                 }
+                stored += record.name.len()
+                    + record
+                        .fields
+                        .iter()
+                        .map(|f| f.name.len() + f.value.len())
+                        .sum::<usize>();
+                if stored > limits.max_stored_bytes {
+                    return Err(ImportError::TooMuchStored {
+                        line,
+                        limit: limits.max_stored_bytes,
+                    });
+                }
                 parsed.records.push(record);
             }
-            Err(reason) => parsed.rejected.push(Rejection { line, reason }),
+            Err(reason) => parsed.reject(limits, line, || reason),
         }
     }
     Ok(parsed)
+}
+
+/// The header's column names, checked: counted before anything else is done
+/// with them (a header of a million columns is refused, not compared pairwise).
+fn column_names(
+    header: &csv::ByteRecord,
+    limits: ImportLimits,
+) -> Result<Vec<String>, ImportError> {
+    if header.len() > limits.max_columns {
+        return Err(ImportError::BadHeader(format!(
+            "{} columns; the limit is {}",
+            header.len(),
+            limits.max_columns
+        )));
+    }
+    let mut columns: Vec<String> = Vec::with_capacity(header.len());
+    for (i, raw) in header.iter().enumerate() {
+        let name = std::str::from_utf8(raw)
+            .map_err(|_| ImportError::BadHeader(format!("column {} is not UTF-8 text", i + 1)))?
+            .trim()
+            .trim_start_matches('\u{feff}')
+            .to_owned();
+        if name.is_empty() {
+            return Err(ImportError::BadHeader(format!(
+                "column {} has no name",
+                i + 1
+            )));
+        }
+        let chars = name.chars().count();
+        if chars > limits.max_column_name_chars {
+            return Err(ImportError::BadHeader(format!(
+                "column {} has a name of {chars} characters; the limit is {}",
+                i + 1,
+                limits.max_column_name_chars
+            )));
+        }
+        if let Some(prev) = columns.iter().position(|c| c.eq_ignore_ascii_case(&name)) {
+            return Err(ImportError::BadHeader(format!(
+                "columns {} and {} are both called {name:?}",
+                prev + 1,
+                i + 1
+            )));
+        }
+        columns.push(name);
+    }
+    Ok(columns)
 }
 
 /// Line numbers (1-based) of byte offsets, for offsets that only grow.
@@ -321,6 +386,77 @@ mod tests {
             parse_csv(b"name\na\nb\nc\n", limits),
             Err(ImportError::TooManyRecords { limit: 2 })
         );
+    }
+
+    #[test]
+    fn a_header_is_counted_before_its_names_are_compared() {
+        let columns: Vec<String> = (0..50_000).map(|i| format!("c{i}")).collect();
+        let text = format!("name,{}\nAcme\n", columns.join(","));
+        assert_eq!(
+            parse(&text),
+            Err(ImportError::BadHeader(
+                "50001 columns; the limit is 200".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_long_column_name_is_refused_with_its_column() {
+        let text = format!("name,{}\nAcme,x\n", "n".repeat(101));
+        assert_eq!(
+            parse(&text),
+            Err(ImportError::BadHeader(
+                "column 2 has a name of 101 characters; the limit is 100".into()
+            ))
+        );
+        let text = format!("name,{}\nAcme,x\n", "é".repeat(100));
+        assert!(
+            parse(&text).is_ok(),
+            "100 characters are allowed, whatever their bytes"
+        );
+    }
+
+    #[test]
+    fn column_names_repeated_on_every_record_are_bounded_in_total() {
+        // 100 columns of 100-character names over 1,000 near-empty rows: an
+        // 11 KB header and 100 KB of rows that would store 10 MB of names.
+        let names: Vec<String> = (0..100).map(|i| format!("{i:0>100}")).collect();
+        let mut text = format!("name,{}\n", names[1..].join(","));
+        for i in 0..1_000 {
+            text.push_str(&format!("r{i}{}\n", ",".repeat(99)));
+        }
+        let limits = ImportLimits {
+            max_stored_bytes: 1_000_000,
+            ..Default::default()
+        };
+        assert_eq!(
+            parse_csv(text.as_bytes(), limits),
+            Err(ImportError::TooMuchStored {
+                line: 102,
+                limit: 1_000_000
+            })
+        );
+        assert_eq!(
+            parse_csv(text.as_bytes(), ImportLimits::default())
+                .unwrap()
+                .records
+                .len(),
+            1_000
+        );
+    }
+
+    #[test]
+    fn the_report_lists_the_first_bad_lines_and_counts_them_all() {
+        let mut text = "name,city\nAcme,Lyon\n".to_owned();
+        for _ in 0..5_000 {
+            text.push_str(",nowhere\n");
+        }
+        let p = parse(&text).unwrap();
+        assert_eq!(p.records.len(), 1);
+        assert_eq!(p.rejected_count, 5_000);
+        assert_eq!(p.rejected.len(), 1_000);
+        assert_eq!(p.rejected[0].line, 3);
+        assert_eq!(p.rejected[999].line, 1_002);
     }
 
     #[test]

@@ -31,7 +31,7 @@ impl Engine {
         workspace_id: i64,
         name: &str,
         bundle_id: &str,
-        csv: &[u8],
+        csv: Vec<u8>,
         limits: ImportLimits,
     ) -> Result<ImportReport, ImportFailure> {
         let name = name.trim();
@@ -52,19 +52,24 @@ impl Engine {
                 known.join(", ")
             )));
         }
-        let parsed = parse_csv(csv, limits).map_err(|e| match e {
-            ImportError::TooLarge { .. } | ImportError::TooManyRecords { .. } => {
-                ImportFailure::TooLarge(e.to_string())
-            }
-            other => ImportFailure::Invalid(format!("CSV: {other}")),
-        })?;
+        // Parsing 20 MB is CPU work: it must not hold up the runtime's threads.
+        let parsed = tokio::task::spawn_blocking(move || parse_csv(&csv, limits))
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "The CSV parser stopped.");
+                ImportFailure::Invalid("CSV: the file could not be read".to_owned())
+            })?
+            .map_err(|e| match e {
+                ImportError::TooLarge { .. }
+                | ImportError::TooManyRecords { .. }
+                | ImportError::TooMuchStored { .. } => ImportFailure::TooLarge(e.to_string()),
+                other => ImportFailure::Invalid(format!("CSV: {other}")),
+            })?;
         if parsed.records.is_empty() {
             return Err(ImportFailure::Invalid(match parsed.rejected.first() {
                 Some(r) => format!(
                     "CSV: no line could be imported ({} rejected; line {}: {})",
-                    parsed.rejected.len(),
-                    r.line,
-                    r.reason
+                    parsed.rejected_count, r.line, r.reason
                 ),
                 None => "CSV: the file has a header but no records".to_owned(),
             }));
@@ -76,13 +81,14 @@ impl Engine {
         tracing::info!(
             record_set = id,
             imported = parsed.records.len(),
-            rejected = parsed.rejected.len(),
+            rejected = parsed.rejected_count,
             "Record set imported."
         );
         Ok(ImportReport {
             id,
             imported: parsed.records.len() as u64,
             rejected: parsed.rejected,
+            rejected_count: parsed.rejected_count,
         })
     }
 

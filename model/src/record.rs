@@ -46,7 +46,10 @@ pub struct ImportReport {
     /// The new record set.
     pub id: i64,
     pub imported: u64,
+    /// The first bad lines (at most 1,000), in file order.
     pub rejected: Vec<Rejection>,
+    /// Every bad line, listed or not.
+    pub rejected_count: u64,
 }
 
 /// Which records a triage view shows.

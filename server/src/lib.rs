@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod body_limit;
 pub mod cli;
 pub mod config;
 pub mod metrics;

@@ -2,7 +2,7 @@
 //! the Leptos pages and server functions, and the static site files, all
 //! behind [`crate::auth::gate`].
 
-use axum::extract::FromRef;
+use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::http::Method;
 use axum::routing::post;
 use axum::Router;
@@ -69,6 +69,8 @@ pub fn app(state: AppState) -> Router {
             auth::gate,
         ))
         .layer(auth::session_layer(&state, state.secure_cookies))
+        .layer(axum::middleware::from_fn(crate::body_limit::limit_body))
+        .layer(DefaultBodyLimit::disable())
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -634,6 +634,7 @@ async fn csv_import_keeps_good_lines_and_reports_bad_ones() {
         let (code, report) = server.import("Mixed", "test", csv).await;
         assert_eq!(code, 201, "{report}");
         assert_eq!(report["imported"], 2);
+        assert_eq!(report["rejected_count"], 2);
         assert_eq!(
             report["rejected"],
             json!([
@@ -674,7 +675,7 @@ async fn an_oversized_import_is_refused_with_413() {
 }
 
 fn api_limit() -> usize {
-    server::api::MAX_IMPORT_BYTES
+    engine::import::MAX_IMPORT_BYTES
 }
 
 #[tokio::test]

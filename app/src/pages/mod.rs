@@ -12,4 +12,4 @@ pub use inventory::InventoryPage;
 pub use members::MembersPage;
 pub use not_found::NotFoundPage;
 pub use packs::PacksPage;
-pub use record_sets::RecordSetsPage;
+pub use record_sets::{ImportCsv, RecordSetsPage};

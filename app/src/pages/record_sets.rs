@@ -42,7 +42,7 @@ pub async fn import_csv(
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
     let limits = engine::import::ImportLimits::default();
     engine
-        .import_record_set(who.workspace_id, &name, &bundle, csv.as_bytes(), limits)
+        .import_record_set(who.workspace_id, &name, &bundle, csv.into_bytes(), limits)
         .await
         .map_err(|e| match e {
             engine::ops::ImportFailure::Store(e) => {
@@ -184,7 +184,7 @@ fn ImportForm(version: RwSignal<u32>) -> impl IntoView {
                 <CsvFile csv/>
                 <textarea
                     rows="8"
-                    placeholder="name,website,city&#10;Acme,https://acme.example,Lyon"
+                    placeholder="name,website,city\nAcme,https://acme.example,Lyon"
                     aria-label="CSV"
                     prop:value=move || csv.get()
                     on:input=move |ev| csv.set(event_target_value(&ev))
@@ -200,7 +200,7 @@ fn ImportForm(version: RwSignal<u32>) -> impl IntoView {
                             <a href=format!("/record-sets/{}", report.id)>"Open the set →"</a>
                         </p>
                         {(!report.rejected.is_empty()).then(|| view! {
-                            <p>{format!("{} lines were not imported:", report.rejected.len())}</p>
+                            <p>{rejected_summary(&report)}</p>
                             <ul class="rejected">
                                 {report.rejected.iter().map(|r| view! { <li>{format!("line {}: {}", r.line, r.reason)}</li> }).collect_view()}
                             </ul>
@@ -240,4 +240,17 @@ fn CsvFile(csv: RwSignal<String>) -> impl IntoView {
         let _ = (ev, csv);
     };
     view! { <label>"File "<input type="file" accept=".csv,text/csv" on:change=on_change/></label> }
+}
+
+/// "N lines were not imported", saying when only the first are listed.
+fn rejected_summary(report: &ImportReport) -> String {
+    let listed = report.rejected.len() as u64;
+    if report.rejected_count > listed {
+        format!(
+            "{} lines were not imported; the first {listed} are:",
+            report.rejected_count
+        )
+    } else {
+        format!("{} lines were not imported:", report.rejected_count)
+    }
 }

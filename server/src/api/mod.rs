@@ -13,7 +13,7 @@ mod jobs;
 mod manifests;
 mod record_sets;
 
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::handler::Handler;
 use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
@@ -22,7 +22,6 @@ use model::Health;
 
 pub use error::ApiError;
 pub use extract::{AdminCaller, Caller};
-pub use record_sets::MAX_IMPORT_BYTES;
 
 use crate::router::AppState;
 
@@ -51,7 +50,6 @@ where
 /// the access tests walk. All but `/health` need a session or a token
 /// ([`crate::auth::gate`]).
 pub fn routes() -> Vec<Route> {
-    let import = route(Method::POST, "/record-sets", record_sets::import);
     vec![
         route(Method::GET, "/health", health),
         route(Method::GET, "/capabilities", catalog::capabilities),
@@ -75,12 +73,7 @@ pub fn routes() -> Vec<Route> {
         route(Method::PUT, "/bundles/{id}", catalog::save_bundle),
         route(Method::DELETE, "/bundles/{id}", catalog::remove_bundle),
         route(Method::GET, "/record-sets", record_sets::list),
-        Route {
-            handler: import
-                .handler
-                .layer(DefaultBodyLimit::max(MAX_IMPORT_BYTES + 1)),
-            ..import
-        },
+        route(Method::POST, "/record-sets", record_sets::import),
         route(Method::DELETE, "/record-sets/{id}", record_sets::remove),
         route(
             Method::GET,

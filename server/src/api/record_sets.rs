@@ -14,9 +14,6 @@ use super::extract::{ApiBytes, ApiQuery, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
-/// The largest CSV file an import accepts.
-pub const MAX_IMPORT_BYTES: usize = 20 * 1024 * 1024;
-
 /// `GET /api/record-sets`
 pub async fn list(
     State(state): State<AppState>,
@@ -45,17 +42,14 @@ pub async fn import(
     ApiQuery(params): ApiQuery<ImportParams>,
     ApiBytes(body): ApiBytes,
 ) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
-    let limits = ImportLimits {
-        max_bytes: MAX_IMPORT_BYTES,
-        ..ImportLimits::default()
-    };
+    let limits = ImportLimits::default();
     let report = state
         .engine
         .import_record_set(
             who.workspace_id,
             &params.name,
             &params.bundle,
-            &body,
+            body.to_vec(),
             limits,
         )
         .await?;
