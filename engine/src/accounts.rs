@@ -9,6 +9,7 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use argon2::Argon2;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use hmac::{Hmac, Mac};
 use model::{Role, Viewer};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
@@ -103,9 +104,30 @@ pub fn generate_token() -> (String, String) {
 /// The SHA-256 of a high-entropy secret (token, session id) as hex: what the
 /// database keeps instead of the secret.
 pub fn secret_hash(secret: &str) -> String {
-    Sha256::digest(secret.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
+    hex(&Sha256::digest(secret.as_bytes()))
+}
+
+/// The MAC behind a browser's mark: the user's id keyed by their password
+/// hash, which only the server reads and which changes with the password
+/// (so a new password forgets every browser).
+fn browser_mac(user_id: i64, password_hash: &str) -> Option<Hmac<Sha256>> {
+    // HMAC takes keys of every length; the error is only in the signature.
+    let mut mac = Hmac::<Sha256>::new_from_slice(password_hash.as_bytes()).ok()?;
+    mac.update(format!("switchyard known browser v1:{user_id}").as_bytes());
+    Some(mac)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || text.len() > 128 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
         .collect()
 }
 
@@ -230,6 +252,36 @@ impl Engine {
             .await
             .unwrap_or(false);
         Ok(id.filter(|_| matches))
+    }
+
+    /// What a browser that signed in as `email` keeps to show it did (see
+    /// [`browser_mark`]); `None` for no such account.
+    pub async fn browser_mark(&self, email: &str) -> Result<Option<String>, StoreError> {
+        let Ok(email) = normalize_email(email) else {
+            return Ok(None);
+        };
+        Ok(self
+            .store
+            .user_by_email(&email)
+            .await?
+            .and_then(|u| browser_mac(u.id, &u.password_hash))
+            .map(|mac| hex(&mac.finalize().into_bytes())))
+    }
+
+    /// Whether `mark` is the one a browser got by signing in as `email`
+    /// with the account's current password.
+    pub async fn is_known_browser(&self, email: &str, mark: &str) -> Result<bool, StoreError> {
+        let Ok(email) = normalize_email(email) else {
+            return Ok(false);
+        };
+        let Some(user) = self.store.user_by_email(&email).await? else {
+            return Ok(false);
+        };
+        let Some(bytes) = unhex(mark) else {
+            return Ok(false);
+        };
+        Ok(browser_mac(user.id, &user.password_hash)
+            .is_some_and(|mac| mac.verify_slice(&bytes).is_ok()))
     }
 
     /// The workspace a user starts in after signing in: the first by name.

@@ -170,6 +170,11 @@ pub struct ServeArgs {
     /// times its latency).
     #[arg(long, env = "SWITCHYARD_MAX_INFLIGHT", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_inflight: u32,
+    /// Reverse proxies in front of the server, as addresses or CIDR ranges
+    /// separated by commas: only their `X-Forwarded-For` is believed when
+    /// sign-in attempts are counted per client address.
+    #[arg(long, env = "SWITCHYARD_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: String,
 }
 
 impl Cli {
@@ -214,6 +219,8 @@ impl TryFrom<&ServeArgs> for Config {
             secrets: None,
             leases,
             max_inflight: args.max_inflight as usize,
+            trusted_proxies: crate::auth::TrustedProxies::parse(&args.trusted_proxies)
+                .map_err(|e| format!("--trusted-proxies: {e}"))?,
         })
     }
 }

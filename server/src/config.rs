@@ -40,6 +40,8 @@ pub struct Config {
     pub leases: engine::lease::LeaseConfig,
     /// The most fan-out fires in flight in this process.
     pub max_inflight: usize,
+    /// The reverse proxies whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: crate::auth::TrustedProxies,
 }
 
 impl Config {

@@ -49,7 +49,8 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
     Ok(AppState {
         leptos_options: config.leptos_options(),
         engine,
-        sign_in_limits: crate::auth::SignInLimits::default(),
+        sign_in_limits: crate::auth::SignInLimits::default()
+            .with_trusted_proxies(config.trusted_proxies.clone()),
         secure_cookies: config.secure_cookies,
     })
 }

@@ -1,5 +1,6 @@
 //! What a member or a stranger could do to exhaust or trick the server,
-//! through the real server: oversized bodies on every door.
+//! through the real server: oversized bodies on every door, and password
+//! guessing that must slow the guesser without locking the owner out.
 
 mod common;
 
@@ -86,5 +87,110 @@ async fn every_body_is_bounded_and_the_import_names_its_limit() {
     // And the server still answers.
     let (code, _) = server.get_json("/api/record-sets").await;
     assert_eq!(code, 200);
+    server.stop().await;
+}
+
+/// A sign-in from `address` (through the trusted local proxy), answered
+/// with where it sends the browser.
+async fn sign_in_from(
+    server: &TestServer,
+    client: &reqwest::Client,
+    address: &str,
+    email: &str,
+    password: &str,
+) -> String {
+    let res = client
+        .post(server.at("/auth/sign-in"))
+        .header("x-forwarded-for", address)
+        .form(&[("email", email), ("password", password), ("next", "/")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    res.headers()["location"].to_str().unwrap().to_owned()
+}
+
+fn browser_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn guessing_slows_the_guesser_and_never_locks_the_owner_out() {
+    let server = TestServer::start_configured(
+        engine::store::testing::sqlite(),
+        |config| {
+            config.trusted_proxies = server::auth::TrustedProxies::parse("127.0.0.1").unwrap();
+        },
+        |_| {},
+    )
+    .await;
+    // The owner signs in once from their browser, which keeps its mark.
+    let owner = browser_client();
+    assert_eq!(
+        sign_in_from(&server, &owner, "198.51.100.7", TEST_EMAIL, TEST_PASSWORD).await,
+        "/"
+    );
+
+    // A guesser at one address: three free failures, then waits that grow.
+    let guesser = browser_client();
+    for _ in 0..4 {
+        let to = sign_in_from(&server, &guesser, "203.0.113.1", TEST_EMAIL, "guess guess").await;
+        assert!(to.contains("error=invalid"), "{to}");
+    }
+    let to = sign_in_from(&server, &guesser, "203.0.113.1", TEST_EMAIL, TEST_PASSWORD).await;
+    assert!(to.contains("error=limited&wait=1"), "{to}");
+
+    // Guessers spread over many addresses use up the account's rate for
+    // strangers (10 a minute)...
+    let mut limited = 0;
+    for i in 2..14 {
+        let to = sign_in_from(
+            &server,
+            &browser_client(),
+            &format!("203.0.113.{i}"),
+            TEST_EMAIL,
+            "guess guess",
+        )
+        .await;
+        limited += usize::from(to.contains("error=limited"));
+    }
+    assert!(limited >= 1, "the strangers' rate never held");
+    // ...so a stranger with the right password waits too...
+    let to = sign_in_from(
+        &server,
+        &browser_client(),
+        "192.0.2.1",
+        TEST_EMAIL,
+        TEST_PASSWORD,
+    )
+    .await;
+    assert!(to.contains("error=limited"), "{to}");
+    // ...but the owner's browser, from a new address, goes straight in.
+    assert_eq!(
+        sign_in_from(&server, &owner, "192.0.2.99", TEST_EMAIL, TEST_PASSWORD).await,
+        "/"
+    );
+    // A made-up mark is no mark.
+    let forger = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let res = forger
+        .post(server.at("/auth/sign-in"))
+        .header("x-forwarded-for", "192.0.2.50")
+        .header(
+            "cookie",
+            format!("{}={}", server::auth::BROWSER_COOKIE, "ab".repeat(32)),
+        )
+        .form(&[("email", TEST_EMAIL), ("password", TEST_PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    let to = res.headers()["location"].to_str().unwrap();
+    assert!(to.contains("error=limited"), "{to}");
     server.stop().await;
 }

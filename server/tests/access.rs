@@ -655,8 +655,28 @@ async fn sessions_outlive_a_restart_and_revoked_tokens_stop_at_once() {
         .send()
         .await
         .unwrap();
-    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_owned();
-    assert!(cookie.starts_with("switchyard.sid="), "{cookie}");
+    let cookies: Vec<String> = res
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    let cookie = cookies
+        .iter()
+        .find(|c| c.starts_with("switchyard.sid="))
+        .unwrap_or_else(|| panic!("no session cookie in {cookies:?}"))
+        .clone();
+    // The browser's mark goes only to the sign-in form, never to a script.
+    let mark = cookies
+        .iter()
+        .find(|c| c.starts_with(server::auth::BROWSER_COOKIE))
+        .unwrap_or_else(|| panic!("no browser mark in {cookies:?}"));
+    assert!(
+        mark.contains("HttpOnly")
+            && mark.contains("SameSite=Strict")
+            && mark.contains("Path=/auth/"),
+        "{mark}"
+    );
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
         "{cookie}"

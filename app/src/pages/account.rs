@@ -60,26 +60,35 @@ pub fn provide_viewer() -> ViewerResource {
     resource
 }
 
-fn sign_in_message(code: &str) -> Option<&'static str> {
-    match code {
-        "invalid" => Some("Wrong email or password."),
-        "limited" => Some("Too many attempts. Wait a minute, then try again."),
+/// What the sign-in page says after `error=code` (and `wait=seconds`).
+fn sign_in_message(code: &str, wait: Option<u64>) -> Option<String> {
+    Some(match code {
+        "invalid" => "Wrong email or password.".to_owned(),
+        "limited" => match wait {
+            Some(s) if s > 90 => format!(
+                "Too many attempts. Wait {} minutes, then try again.",
+                s.div_ceil(60)
+            ),
+            Some(s) => format!("Too many attempts. Wait {s} seconds, then try again."),
+            None => "Too many attempts. Wait a little, then try again.".to_owned(),
+        },
         "no-workspace" => {
-            Some("This account belongs to no workspace yet. Ask an admin to add you.")
+            "This account belongs to no workspace yet. Ask an admin to add you.".to_owned()
         }
-        "signed-out" => Some("You are signed out."),
-        _ => None,
-    }
+        "signed-out" => "You are signed out.".to_owned(),
+        _ => return None,
+    })
 }
 
 #[component]
 pub fn SignInPage() -> impl IntoView {
     let query = use_query_map();
     let message = move || {
+        let query = query.read();
+        let wait = query.get("wait").and_then(|w| w.parse().ok());
         query
-            .read()
             .get("error")
-            .and_then(|code| sign_in_message(&code))
+            .and_then(|code| sign_in_message(&code, wait))
     };
     let next = move || query.read().get("next").unwrap_or_else(|| "/".to_owned());
     view! {

@@ -4,11 +4,10 @@
 //! request outside [`is_public`] that carries neither. Sign-in, sign-out and
 //! the workspace switch are plain HTML form posts handled here.
 
+mod limiter;
 mod session_store;
 
-use std::net::{IpAddr, SocketAddr};
-use std::num::NonZeroU32;
-use std::sync::Arc;
+use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -16,11 +15,11 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use engine::store::Principal;
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::Deserialize;
-use tower_sessions::cookie::SameSite;
+use tower_sessions::cookie::{Cookie, SameSite};
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 
+pub use limiter::{SignInLimits, TrustedProxies};
 pub use session_store::DbSessionStore;
 
 use crate::api::ApiError;
@@ -62,43 +61,6 @@ pub fn session_layer(state: &AppState, secure: bool) -> SessionManagerLayer<DbSe
         .with_expiry(Expiry::OnInactivity(time::Duration::days(
             SESSION_IDLE_DAYS,
         )))
-}
-
-/// Sign-in attempts allowed per account and per client address.
-#[derive(Clone, Debug)]
-pub struct SignInLimits {
-    by_email: Arc<DefaultKeyedRateLimiter<String>>,
-    by_address: Arc<DefaultKeyedRateLimiter<IpAddr>>,
-}
-
-impl SignInLimits {
-    /// `per_email` and `per_address` attempts a minute, without a burst.
-    pub fn new(per_email: NonZeroU32, per_address: NonZeroU32) -> Self {
-        Self {
-            by_email: Arc::new(RateLimiter::keyed(Quota::per_minute(per_email))),
-            by_address: Arc::new(RateLimiter::keyed(Quota::per_minute(per_address))),
-        }
-    }
-
-    fn allow(&self, email: &str, address: IpAddr) -> bool {
-        // Both are charged, so guessing across many accounts from one address
-        // and at one account from many addresses are both slowed.
-        let by_address = self.by_address.check_key(&address).is_ok();
-        let by_email = self
-            .by_email
-            .check_key(&email.trim().to_lowercase())
-            .is_ok();
-        by_address && by_email
-    }
-}
-
-impl Default for SignInLimits {
-    fn default() -> Self {
-        Self::new(
-            NonZeroU32::new(5).unwrap_or(NonZeroU32::MIN),
-            NonZeroU32::new(30).unwrap_or(NonZeroU32::MIN),
-        )
-    }
 }
 
 /// Resolves who is asking and stops requests that need someone and have
@@ -298,18 +260,42 @@ fn back_to_sign_in(error: &str, next: &str) -> Response {
     .into_response()
 }
 
+/// The cookie a browser keeps after signing in, proving it did (see
+/// [`limiter`]): the account's limit for strangers does not hold it back.
+pub const BROWSER_COOKIE: &str = "switchyard.browser";
+
 /// `POST /auth/sign-in`: checks the password, starts a fresh session in the
-/// user's first workspace, and goes back where they were headed.
+/// user's first workspace, and goes back where they were headed. Guessing
+/// is slowed by [`SignInLimits`], never turned into a lockout.
 pub async fn sign_in(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     session: Session,
     Form(form): Form<SignInForm>,
 ) -> Response {
     let next = safe_next(form.next.as_deref());
-    if !state.sign_in_limits.allow(&form.email, peer.ip()) {
-        tracing::warn!(address = %peer.ip(), "Sign-in attempts over the limit.");
-        return back_to_sign_in("limited", &next);
+    let limits = &state.sign_in_limits;
+    let address = limits.trusted_proxies.client_address(peer.ip(), &headers);
+    let mark = browser_mark_in(&headers);
+    let known_browser = || async {
+        match mark {
+            Some(mark) => state
+                .engine
+                .is_known_browser(&form.email, &mark)
+                .await
+                .unwrap_or(false),
+            None => false,
+        }
+    };
+    if let Err(wait) = limits.admit(&form.email, address, known_browser).await {
+        tracing::warn!(%address, "Sign-in attempts over the limit.");
+        let seconds = wait.as_secs().max(1);
+        return Redirect::to(&format!(
+            "{SIGN_IN_PAGE}?error=limited&wait={seconds}&next={}",
+            encode(&next)
+        ))
+        .into_response();
     }
     let user_id = match state
         .engine
@@ -317,12 +303,16 @@ pub async fn sign_in(
         .await
     {
         Ok(Some(id)) => id,
-        Ok(None) => return back_to_sign_in("invalid", &next),
+        Ok(None) => {
+            limits.failed(&form.email, address);
+            return back_to_sign_in("invalid", &next);
+        }
         Err(e) => {
             tracing::error!(error = %e, "Sign-in failed inside the server.");
             return StatusCode::INTERNAL_SERVER_ERROR.into_response();
         }
     };
+    limits.succeeded(&form.email, address);
     let principal = match state.engine.default_principal(user_id).await {
         Ok(Some(p)) => p,
         Ok(None) => return back_to_sign_in("no-workspace", &next),
@@ -340,7 +330,36 @@ pub async fn sign_in(
         workspace = principal.workspace_id,
         "Signed in."
     );
-    Redirect::to(&next).into_response()
+    let mut response = Redirect::to(&next).into_response();
+    match state.engine.browser_mark(&form.email).await {
+        Ok(Some(mark)) => {
+            let cookie = Cookie::build((BROWSER_COOKIE, mark))
+                .path("/auth/")
+                .http_only(true)
+                .secure(state.secure_cookies)
+                .same_site(SameSite::Strict)
+                .max_age(time::Duration::days(365))
+                .build();
+            if let Ok(value) = cookie.to_string().parse() {
+                response.headers_mut().append(header::SET_COOKIE, value);
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "Cannot mark the browser as known."),
+    }
+    response
+}
+
+/// The browser's mark from its cookies, if it sent one.
+fn browser_mark_in(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == BROWSER_COOKIE)
+        .map(|c| c.value().to_owned())
 }
 
 /// A new session id for a new sign-in, so an id known before it is worthless.
@@ -432,19 +451,5 @@ mod tests {
         }
         assert_eq!(safe_next(None), "/");
         assert_eq!(encode("/a b?c=d&e"), "/a%20b%3Fc%3Dd%26e");
-    }
-
-    #[test]
-    fn sign_in_attempts_are_limited_per_account_and_per_address() {
-        let limits = SignInLimits::new(NonZeroU32::new(2).unwrap(), NonZeroU32::new(2).unwrap());
-        let a: IpAddr = "10.0.0.1".parse().unwrap();
-        let b: IpAddr = "10.0.0.2".parse().unwrap();
-        assert!(limits.allow("ada@example.org", a));
-        assert!(limits.allow("ADA@example.org", b));
-        // Ada's account has had its two attempts, from any address.
-        assert!(!limits.allow("ada@example.org", b));
-        // Address a has one attempt left, and spends it on another account.
-        assert!(limits.allow("bob@example.org", a));
-        assert!(!limits.allow("carol@example.org", a));
     }
 }

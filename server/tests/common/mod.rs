@@ -82,6 +82,7 @@ impl TestServer {
             ),
             leases: engine::lease::LeaseConfig::default(),
             max_inflight: 256,
+            trusted_proxies: server::auth::TrustedProxies::default(),
         }
     }
 
