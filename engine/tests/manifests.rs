@@ -2,7 +2,8 @@
 //! dropped in the folder registers and fires with mapped, paged results; an
 //! edit updates it; a broken edit is reported while the last good version
 //! keeps serving; a deleted file unregisters. The outbound guard and the
-//! error rules apply to manifests as to coded adapters.
+//! error rules apply to manifests as to coded adapters, and an answer too big
+//! to map is refused before its JSONPath runs.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -51,6 +52,11 @@ async fn provider(seen: Seen) -> String {
                     Json(json!({ "data": { "hits": hits } }))
                 }
             }),
+        )
+        .route(
+            "/huge",
+            // 600 KB, inside the size cap, but 300,001 JSON values.
+            get(|| async { Json(json!({ "data": { "hits": vec![0; 300_000] } })) }),
         )
         .route(
             "/limited",
@@ -312,6 +318,27 @@ async fn a_manifest_cannot_reach_internal_addresses_unless_allowed_and_its_error
         .unwrap_err();
     assert!(matches!(err, FireError::RateLimited { .. }), "{err:?}");
     assert!(!format!("{err:?}").contains("fake-secret-key"));
+
+    // An answer of too many values is refused before its JSONPath runs.
+    std::fs::write(
+        dir.join("huge.toml"),
+        manifest(&base, "Huge")
+            .replace("fake-search", "huge")
+            .replace("/search", "/huge"),
+    )
+    .unwrap();
+    allowed.reload(&dir.join("huge.toml"));
+    let err = registry
+        .by_id("huge")
+        .unwrap()
+        .connector
+        .fire(&B::SearchWeb.into(), "acme", &opts(2))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, FireError::Malformed { reason } if reason.contains("more than 200000 JSON values")),
+        "{err:?}"
+    );
 
     // A second file claiming a taken id is refused with a reason.
     std::fs::write(dir.join("twin.toml"), manifest(&base, "Twin")).unwrap();

@@ -23,6 +23,13 @@ use crate::registry::EnvLookup;
 
 /// The largest answer one page may be.
 const MAX_BODY: usize = 2 * 1024 * 1024;
+/// The most JSON values (objects, arrays, strings, numbers...) one answer
+/// may hold before its JSONPath runs over it.
+const MAX_NODES: usize = 200_000;
+/// The longest mapping one answer may take.
+const MAPPING_TIME: Duration = Duration::from_secs(2);
+/// The most items one answer may give (each is kept as raw evidence).
+const MAX_ITEMS: usize = 1_000;
 
 /// A manifest as a connector.
 pub struct ManifestConnector {
@@ -65,11 +72,29 @@ impl ManifestConnector {
             .collect()
     }
 
-    fn first_string(path: &JsonPath, item: &Value) -> Option<String> {
-        match path.query(item).first()? {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
+    /// Maps one answer through the manifest's JSONPath on a blocking thread
+    /// within [`MAPPING_TIME`]: a manifest's paths are its author's, and a
+    /// costly one must neither hold up the runtime nor outlive the fire.
+    async fn map(&self, answer: Value) -> Result<MappedPage, FireError> {
+        let who = self.who().to_owned();
+        if let Some(limit) = over_node_limit(&answer) {
+            return Err(FireError::Malformed {
+                reason: format!("{who}: the answer holds more than {limit} JSON values"),
+            });
+        }
+        let manifest = self.manifest.clone();
+        let mapping = tokio::task::spawn_blocking(move || map_page(&manifest, &answer));
+        match tokio::time::timeout(MAPPING_TIME, mapping).await {
+            Ok(Ok(mapped)) => Ok(mapped),
+            Ok(Err(e)) => Err(FireError::Malformed {
+                reason: format!("{who}: mapping the answer failed: {e}"),
+            }),
+            Err(_) => Err(FireError::Malformed {
+                reason: format!(
+                    "{who}: mapping the answer took over {} s; simplify the manifest's JSONPath",
+                    MAPPING_TIME.as_secs()
+                ),
+            }),
         }
     }
 
@@ -223,33 +248,12 @@ impl Connector for ManifestConnector {
             if answer.is_null() {
                 break;
             }
-            let items: Vec<&Value> = manifest.items.query(&answer).all();
-            if items.is_empty() {
+            let mapped = self.map(answer).await?;
+            if mapped.items == 0 {
                 break;
             }
-            seen += items.len();
-            for item in &items {
-                let (Some(url), Some(title)) = (
-                    Self::first_string(&manifest.url, item),
-                    Self::first_string(&manifest.title, item),
-                ) else {
-                    continue;
-                };
-                if !url.starts_with("https://") && !url.starts_with("http://") {
-                    continue;
-                }
-                let snippet = manifest
-                    .snippet
-                    .as_ref()
-                    .and_then(|p| Self::first_string(p, item))
-                    .unwrap_or_default();
-                results.push(ConnectorResult {
-                    url,
-                    title: plain_text(&title),
-                    snippet: plain_text(&snippet),
-                    raw: (*item).clone(),
-                });
-            }
+            seen += mapped.items;
+            results.extend(mapped.results);
             if results.len() >= opts.max_results {
                 break;
             }
@@ -259,20 +263,86 @@ impl Connector for ManifestConnector {
                     Some((p.param.clone(), (p.start + u64::from(page) + 1).to_string()))
                 }
                 PageKind::Offset => Some((p.param.clone(), seen.to_string())),
-                PageKind::Cursor => {
-                    let cursor = manifest
-                        .cursor
-                        .as_ref()
-                        .and_then(|c| Self::first_string(c, &answer))
-                        .filter(|c| !c.is_empty());
-                    match cursor {
-                        Some(c) => Some((p.param.clone(), c)),
-                        None => break,
-                    }
-                }
+                PageKind::Cursor => match mapped.cursor {
+                    Some(c) => Some((p.param.clone(), c)),
+                    None => break,
+                },
             };
         }
         results.truncate(opts.max_results.max(1));
         Ok(results)
+    }
+}
+
+/// What one answer gave: its results, how many items it held (results or
+/// not, for offset paging), and the cursor to the next page.
+#[derive(Debug)]
+struct MappedPage {
+    results: Vec<ConnectorResult>,
+    items: usize,
+    cursor: Option<String>,
+}
+
+/// `Some(limit)` when `answer` holds more than [`MAX_NODES`] values; stops
+/// counting there.
+fn over_node_limit(answer: &Value) -> Option<usize> {
+    let mut stack = vec![answer];
+    let mut count = 0usize;
+    while let Some(v) = stack.pop() {
+        count += 1;
+        if count > MAX_NODES {
+            return Some(MAX_NODES);
+        }
+        match v {
+            Value::Array(a) => stack.extend(a),
+            Value::Object(o) => stack.extend(o.values()),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn map_page(manifest: &Manifest, answer: &Value) -> MappedPage {
+    let items: Vec<&Value> = manifest.items.query(answer).all();
+    let mut results = Vec::new();
+    for item in items.iter().take(MAX_ITEMS) {
+        let (Some(url), Some(title)) = (
+            first_string(&manifest.url, item),
+            first_string(&manifest.title, item),
+        ) else {
+            continue;
+        };
+        if !url.starts_with("https://") && !url.starts_with("http://") {
+            continue;
+        }
+        let snippet = manifest
+            .snippet
+            .as_ref()
+            .and_then(|p| first_string(p, item))
+            .unwrap_or_default();
+        results.push(ConnectorResult {
+            url,
+            title: plain_text(&title),
+            snippet: plain_text(&snippet),
+            raw: (*item).clone(),
+        });
+    }
+    let cursor = manifest
+        .cursor
+        .as_ref()
+        .and_then(|c| first_string(c, answer))
+        .filter(|c| !c.is_empty());
+    MappedPage {
+        results,
+        items: items.len(),
+        cursor,
+    }
+}
+
+fn first_string(path: &JsonPath, item: &Value) -> Option<String> {
+    match path.query(item).first()? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }

@@ -41,6 +41,8 @@ use crate::registry::Registration;
 
 /// The most pages one fire may read.
 pub const MAX_PAGES: u32 = 10;
+/// The longest JSONPath a manifest may give.
+pub const MAX_PATH_CHARS: usize = 300;
 
 /// A manifest as written.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -300,6 +302,23 @@ impl Manifest {
 
         // The response.
         let path = |field: &str, text: &str, bad: &mut dyn FnMut(&str, String)| {
+            if text.chars().count() > MAX_PATH_CHARS {
+                bad(
+                    field,
+                    format!("a JSONPath of at most {MAX_PATH_CHARS} characters"),
+                );
+                return None;
+            }
+            if text.matches("..").count() > 1 {
+                bad(
+                    field,
+                    format!(
+                        "{text:?} has more than one descendant step (..): each one more \
+                         multiplies the work over the whole answer"
+                    ),
+                );
+                return None;
+            }
             match JsonPath::parse(text) {
                 Ok(p) => Some(p),
                 Err(e) => {

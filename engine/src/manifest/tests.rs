@@ -157,6 +157,19 @@ fn every_kind_of_mistake_is_named_with_its_field() {
             "JSONPath",
         ),
         (
+            broken("items = \"$.hits[*]\"", "items = \"$..hits..*\""),
+            "response.items",
+            "more than one descendant step",
+        ),
+        (
+            broken(
+                "items = \"$.hits[*]\"",
+                &format!("items = \"$.{}\"", "a".repeat(300)),
+            ),
+            "response.items",
+            "at most 300 characters",
+        ),
+        (
             broken("max_pages = 3", "max_pages = 50"),
             "pagination.max_pages",
             "1 to 10",
