@@ -89,6 +89,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     const context = await request.newContext({ baseURL: url });
     const res = await context.post("/auth/sign-in", {
       form: { email: user.email, password: PASSWORD, next: "/" },
+      // As the site's sign-in page would send it: the CSRF check wants the origin.
+      headers: { origin: url },
       maxRedirects: 0,
     });
     if (res.status() !== 303 || res.headers()["location"] !== "/") {

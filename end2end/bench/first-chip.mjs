@@ -27,14 +27,16 @@ const [url, password] = await new Promise((resolve, reject) => {
 const signIn = await fetch(`${url}/auth/sign-in`, {
   method: "POST",
   redirect: "manual",
+  // As the site's own sign-in page would: the CSRF check wants the origin.
+  headers: { origin: url },
   body: new URLSearchParams({ email: "admin@switchyard.local", password, next: "/" }),
 });
-const session = signIn.headers.get("set-cookie").split(";")[0];
+const session = signIn.headers.getSetCookie().find((c) => c.startsWith("switchyard.sid=")).split(";")[0];
 const [cookieName, cookieValue] = session.split("=");
 
 let csv = "name,city\n";
 for (let i = 0; i < 1000; i++) csv += `Company ${i},City ${i}\n`;
-const res = await fetch(`${url}/api/record-sets?name=Bench&bundle=social-profiles`, { method: "POST", body: csv, headers: { cookie: session } });
+const res = await fetch(`${url}/api/record-sets?name=Bench&bundle=social-profiles`, { method: "POST", body: csv, headers: { cookie: session, origin: url } });
 const { id } = await res.json();
 
 const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--headless",

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod body_limit;
 pub mod cli;
 pub mod config;
+pub mod csrf;
 pub mod metrics;
 pub mod operator;
 pub mod router;

@@ -69,6 +69,7 @@ pub fn app(state: AppState) -> Router {
             auth::gate,
         ))
         .layer(auth::session_layer(&state, state.secure_cookies))
+        .layer(axum::middleware::from_fn(crate::csrf::same_origin_only))
         .layer(axum::middleware::from_fn(crate::body_limit::limit_body))
         .layer(DefaultBodyLimit::disable())
         .layer(TraceLayer::new_for_http())

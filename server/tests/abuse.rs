@@ -111,11 +111,7 @@ async fn sign_in_from(
 }
 
 fn browser_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
+    common::page_client().cookie_store(true).build().unwrap()
 }
 
 #[tokio::test]
@@ -175,10 +171,7 @@ async fn guessing_slows_the_guesser_and_never_locks_the_owner_out() {
         "/"
     );
     // A made-up mark is no mark.
-    let forger = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let forger = common::page_client().build().unwrap();
     let res = forger
         .post(server.at("/auth/sign-in"))
         .header("x-forwarded-for", "192.0.2.50")
@@ -193,4 +186,119 @@ async fn guessing_slows_the_guesser_and_never_locks_the_owner_out() {
     let to = res.headers()["location"].to_str().unwrap();
     assert!(to.contains("error=limited"), "{to}");
     server.stop().await;
+}
+
+#[tokio::test]
+async fn another_site_cannot_act_or_sign_in_as_a_person() {
+    let server = TestServer::start().await;
+    let session = session_of(&server).await;
+    let (_, report) = server
+        .import("Kept", "social-profiles", "name\nAcme\n")
+        .await;
+    let set = report["id"].as_i64().unwrap();
+    let delete = server_fn::axum::server_fn_paths()
+        .map(|(path, _)| path.to_owned())
+        .find(|p| p.contains("delete_record_set"))
+        .expect("the delete server function");
+
+    // A form on another site posts with the person's cookie: refused, and
+    // nothing happens. Browsers that send no Sec-Fetch-Site send Origin.
+    for (name, value) in [
+        ("sec-fetch-site", "cross-site"),
+        ("sec-fetch-site", "same-site"),
+        ("origin", "https://evil.example"),
+    ] {
+        let res = reqwest::Client::builder()
+            .build()
+            .unwrap()
+            .post(server.at(&delete))
+            .header("cookie", &session)
+            .header(name, value)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("id={set}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 403, "{name}: {value}");
+        let body = res.text().await.unwrap();
+        assert!(body.contains("cross-site request refused"), "{body}");
+    }
+    let (code, _) = server
+        .get_json(&format!("/api/record-sets/{set}/records"))
+        .await;
+    assert_eq!(code, 200, "the set survived");
+
+    // Login CSRF: another site cannot sign a browser in as someone else.
+    let res = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(server.at("/auth/sign-in"))
+        .header("origin", "https://evil.example")
+        .form(&[("email", TEST_EMAIL), ("password", TEST_PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 403);
+    assert!(res.headers().get("set-cookie").is_none());
+
+    // A JSON or TOML route takes no text/plain body (what a form can send).
+    let res = server
+        .client
+        .post(server.at("/api/manifests"))
+        .header("content-type", "text/plain")
+        .body("id = \"x\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 415);
+    let err: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(
+        err["detail"],
+        "Content-Type: send application/toml or application/json (got text/plain)"
+    );
+    let res = server
+        .client
+        .post(server.at(&format!("/api/record-sets/{set}/fanout")))
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 415);
+
+    // The site's own page does the same and it happens.
+    let res = common::page_client()
+        .build()
+        .unwrap()
+        .post(server.at(&delete))
+        .header("cookie", &session)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("id={set}"))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    let (code, _) = server
+        .get_json(&format!("/api/record-sets/{set}/records"))
+        .await;
+    assert_eq!(code, 404);
+    server.stop().await;
+}
+
+/// The `Cookie` header of a session signed in through the site's form.
+async fn session_of(server: &TestServer) -> String {
+    let res = common::page_client()
+        .build()
+        .unwrap()
+        .post(server.at("/auth/sign-in"))
+        .form(&[("email", TEST_EMAIL), ("password", TEST_PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    common::session_cookie(&res)
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned()
 }

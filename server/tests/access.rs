@@ -61,11 +61,9 @@ async fn server(db: TestDatabase) -> TestServer {
     .await
 }
 
+/// A browser on the site's pages, without cookies.
 fn no_redirects() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
+    common::page_client().build().unwrap()
 }
 
 /// A route's path with its parameters filled in.
@@ -655,22 +653,15 @@ async fn sessions_outlive_a_restart_and_revoked_tokens_stop_at_once() {
         .send()
         .await
         .unwrap();
-    let cookies: Vec<String> = res
+    let cookie = common::session_cookie(&res);
+    // The browser's mark goes only to the sign-in form, never to a script.
+    let mark = res
         .headers()
         .get_all("set-cookie")
         .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .collect();
-    let cookie = cookies
-        .iter()
-        .find(|c| c.starts_with("switchyard.sid="))
-        .unwrap_or_else(|| panic!("no session cookie in {cookies:?}"))
-        .clone();
-    // The browser's mark goes only to the sign-in form, never to a script.
-    let mark = cookies
-        .iter()
+        .map(|v| v.to_str().unwrap())
         .find(|c| c.starts_with(server::auth::BROWSER_COOKIE))
-        .unwrap_or_else(|| panic!("no browser mark in {cookies:?}"));
+        .expect("the browser's mark");
     assert!(
         mark.contains("HttpOnly")
             && mark.contains("SameSite=Strict")

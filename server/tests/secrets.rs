@@ -72,18 +72,14 @@ async fn no_response_or_log_line_holds_a_secret() {
 
     let served = serve(&db.url);
     let url = served.url.clone();
-    let browser = reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let browser = common::page_client().cookie_store(true).build().unwrap();
     let res = browser
         .post(format!("{url}/auth/sign-in"))
         .form(&[("email", "ada@example.org"), ("password", PASSWORD)])
         .send()
         .await
         .unwrap();
-    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_owned();
+    let cookie = common::session_cookie(&res);
     let session_id = cookie
         .split(';')
         .next()

@@ -32,6 +32,9 @@ pub enum ApiError {
     },
     #[error("{0}")]
     TooLarge(String),
+    /// A body in a media type the route does not take.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// Well-formed but wrong (a manifest that does not check): every
     /// mistake, each naming its field.
     #[error("{detail}")]
@@ -66,6 +69,9 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
             ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            ApiError::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
             ApiError::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
             ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Internal(source) => {

@@ -56,17 +56,27 @@ impl<S: Send + Sync> FromRequestParts<S> for AdminCaller {
     }
 }
 
-/// A raw body; one over the route's size limit is a 413 `{error, detail}`.
+/// A raw body and the media type it was sent as; one over the route's size
+/// limit is a 413 `{error, detail}`.
 #[derive(Debug)]
-pub struct ApiBytes(pub axum::body::Bytes);
+pub struct ApiBytes {
+    pub bytes: axum::body::Bytes,
+    /// `Content-Type` without parameters, lower-cased.
+    media_type: Option<String>,
+}
 
 impl<S: Send + Sync> FromRequest<S> for ApiBytes {
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
-        axum::body::Bytes::from_request(req, state)
+        let media_type = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|v| v.trim().to_ascii_lowercase());
+        let bytes = axum::body::Bytes::from_request(req, state)
             .await
-            .map(ApiBytes)
             .map_err(|e| {
                 if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::TooLarge(format!(
@@ -76,17 +86,41 @@ impl<S: Send + Sync> FromRequest<S> for ApiBytes {
                 } else {
                     ApiError::BadRequest(format!("request body: {}", e.body_text()))
                 }
-            })
+            })?;
+        Ok(ApiBytes { bytes, media_type })
     }
 }
 
 impl ApiBytes {
-    /// Parses the body as JSON, or gives `T::default()` when it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.iter().all(u8::is_ascii_whitespace)
+    }
+
+    /// The body's media type when it is one of `accepted`; 415 naming them
+    /// otherwise (a `text/plain` body is what a cross-site form can send).
+    pub fn media_type(&self, accepted: &[&'static str]) -> Result<&'static str, ApiError> {
+        let sent = self.media_type.as_deref();
+        accepted
+            .iter()
+            .find(|a| Some(**a) == sent)
+            .copied()
+            .ok_or_else(|| {
+                ApiError::UnsupportedMediaType(format!(
+                    "Content-Type: send {} (got {})",
+                    accepted.join(" or "),
+                    sent.unwrap_or("none")
+                ))
+            })
+    }
+
+    /// Parses the body as JSON (sent as `application/json`), or gives
+    /// `T::default()` when it is empty.
     pub fn json_or_default<T: serde::de::DeserializeOwned + Default>(&self) -> Result<T, ApiError> {
-        if self.0.iter().all(u8::is_ascii_whitespace) {
+        if self.is_empty() {
             return Ok(T::default());
         }
-        serde_json::from_slice(&self.0)
+        self.media_type(&["application/json"])?;
+        serde_json::from_slice(&self.bytes)
             .map_err(|e| ApiError::BadRequest(format!("request body: {e}")))
     }
 }

@@ -3,7 +3,7 @@
 //! out); re-check a connector.
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::Json;
 use model::{
     check_secret_name, ConnectorInfo, ManifestFormat, ManifestTest, SavedManifest, SecretInfo,
@@ -15,30 +15,22 @@ use super::extract::{AdminCaller, ApiBytes, ApiJson, ApiQuery, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
-/// The manifest in a request body: JSON when the content type says so,
-/// TOML otherwise.
-fn manifest_body(
-    headers: &HeaderMap,
-    body: &ApiBytes,
-) -> Result<(String, ManifestFormat), ApiError> {
-    let json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("application/json"));
-    let text = std::str::from_utf8(&body.0).map_err(|_| {
-        ApiError::BadRequest("request body: the manifest is not UTF-8 text".to_owned())
-    })?;
-    if text.trim().is_empty() {
+/// The manifest in a request body: TOML sent as `application/toml`, or JSON
+/// as `application/json`.
+fn manifest_body(body: &ApiBytes) -> Result<(String, ManifestFormat), ApiError> {
+    if body.is_empty() {
         return Err(ApiError::BadRequest(
-            "request body: send the manifest (TOML, or JSON with Content-Type: application/json)"
+            "request body: send the manifest (TOML as application/toml, or JSON as application/json)"
                 .to_owned(),
         ));
     }
-    let format = if json {
-        ManifestFormat::Json
-    } else {
-        ManifestFormat::Toml
+    let format = match body.media_type(&["application/toml", "application/json"])? {
+        "application/json" => ManifestFormat::Json,
+        _ => ManifestFormat::Toml,
     };
+    let text = std::str::from_utf8(&body.bytes).map_err(|_| {
+        ApiError::BadRequest("request body: the manifest is not UTF-8 text".to_owned())
+    })?;
     Ok((text.to_owned(), format))
 }
 
@@ -57,10 +49,9 @@ pub async fn list(
 pub async fn save(
     State(state): State<AppState>,
     AdminCaller(who): AdminCaller,
-    headers: HeaderMap,
     body: ApiBytes,
 ) -> Result<(StatusCode, Json<ConnectorInfo>), ApiError> {
-    let (text, format) = manifest_body(&headers, &body)?;
+    let (text, format) = manifest_body(&body)?;
     let info = state.engine.save_manifest(&who, &text, format).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
@@ -79,11 +70,10 @@ pub struct TestParams {
 pub async fn test(
     State(state): State<AppState>,
     AdminCaller(who): AdminCaller,
-    headers: HeaderMap,
     ApiQuery(params): ApiQuery<TestParams>,
     body: ApiBytes,
 ) -> Result<Json<TestReport>, ApiError> {
-    let (text, format) = manifest_body(&headers, &body)?;
+    let (text, format) = manifest_body(&body)?;
     let test = ManifestTest {
         text,
         format,

@@ -40,7 +40,7 @@ pub async fn import(
     State(state): State<AppState>,
     Caller(who): Caller,
     ApiQuery(params): ApiQuery<ImportParams>,
-    ApiBytes(body): ApiBytes,
+    body: ApiBytes,
 ) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
     let limits = ImportLimits::default();
     let report = state
@@ -49,7 +49,7 @@ pub async fn import(
             who.workspace_id,
             &params.name,
             &params.bundle,
-            body.to_vec(),
+            body.bytes.to_vec(),
             limits,
         )
         .await?;

@@ -27,6 +27,8 @@ use crate::router::AppState;
 
 /// Where people sign in.
 pub const SIGN_IN_PAGE: &str = "/sign-in";
+/// The session cookie's name.
+pub const SESSION_COOKIE: &str = "switchyard.sid";
 /// A session ends after this long without a request.
 pub const SESSION_IDLE_DAYS: i64 = 7;
 const USER_ID: &str = "user_id";
@@ -53,7 +55,7 @@ fn is_static(path: &str) -> bool {
 /// is https, ending after [`SESSION_IDLE_DAYS`] idle.
 pub fn session_layer(state: &AppState, secure: bool) -> SessionManagerLayer<DbSessionStore> {
     SessionManagerLayer::new(DbSessionStore::new(state.engine.store.clone()))
-        .with_name("switchyard.sid")
+        .with_name(SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_secure(secure)

@@ -134,11 +134,7 @@ impl TestServer {
 
     /// A browser-like client (cookies kept) signed in through the sign-in form.
     pub async fn browser(&self, email: &str, password: &str) -> reqwest::Client {
-        let client = reqwest::Client::builder()
-            .cookie_store(true)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap();
+        let client = page_client().cookie_store(true).build().unwrap();
         let res = client
             .post(self.at("/auth/sign-in"))
             .form(&[("email", email), ("password", password), ("next", "/")])
@@ -167,6 +163,35 @@ impl TestServer {
         }
         std::mem::replace(&mut self._db, engine::store::testing::sqlite())
     }
+}
+
+/// A client acting like this site's own pages in a browser: it follows no
+/// redirect and says its requests come from the site (`Sec-Fetch-Site:
+/// same-origin`, as browsers send), so cookie requests pass the CSRF check.
+pub fn page_client() -> reqwest::ClientBuilder {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        "sec-fetch-site",
+        reqwest::header::HeaderValue::from_static("same-origin"),
+    );
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .redirect(reqwest::redirect::Policy::none())
+}
+
+/// The session's `Set-Cookie` line of a sign-in's answer.
+pub fn session_cookie(res: &reqwest::Response) -> String {
+    let cookies: Vec<&str> = res
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    cookies
+        .iter()
+        .find(|c| c.starts_with(&format!("{}=", server::auth::SESSION_COOKIE)))
+        .unwrap_or_else(|| panic!("no session cookie in {cookies:?}"))
+        .to_string()
 }
 
 /// A response's status and JSON body (`null` when it has none).
