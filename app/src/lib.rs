@@ -16,7 +16,7 @@ pub mod triage;
 
 use pages::{
     provide_viewer, AccountCorner, InventoryPage, MembersPage, NotFoundPage, PacksPage,
-    RecordSetsPage, SettingsPage, SignInPage,
+    RecordSetsPage, SetPasswordPage, SettingsPage, SignInPage,
 };
 
 /// The whole HTML document the server renders around the app.
@@ -73,6 +73,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/members") view=MembersPage/>
                     <Route path=path!("/settings") view=SettingsPage/>
                     <Route path=path!("/sign-in") view=SignInPage/>
+                    <Route path=path!("/set-password") view=SetPasswordPage/>
                 </Routes>
             </main>
         </Router>

@@ -32,15 +32,25 @@ pub enum AccountError {
     Store(#[from] StoreError),
 }
 
-/// What `add_user` did.
+/// How long a set-password link lasts.
+pub const PASSWORD_LINK_DAYS: i64 = 7;
+/// The page a set-password link opens. The link's secret follows `#`, so
+/// it reaches neither a server log nor a `Referer`.
+pub const SET_PASSWORD_PATH: &str = "/set-password";
+/// The stored hash of an account that has no password yet (invited, link
+/// not used): no password matches it.
+const NO_PASSWORD: &str = "!";
+
+/// What `add_user` or `add_member` did.
 #[derive(Debug)]
 pub struct AddedUser {
     pub user_id: i64,
     pub workspace_id: i64,
     pub created_user: bool,
     pub created_workspace: bool,
-    /// The password made up for a new user who was given none: show it once.
-    pub generated_password: Option<String>,
+    /// A one-time link (path and secret) for the person to choose their
+    /// password with, when they have none yet: show it once, to hand over.
+    pub set_password_link: Option<String>,
 }
 
 /// Lower-cases and checks an email address.
@@ -166,9 +176,10 @@ fn decoy_hash() -> &'static str {
 }
 
 impl Engine {
-    /// Adds a user to a workspace with a role, creating either when missing.
-    /// A new user without a password gets a generated one (returned once);
-    /// an existing user given a password gets it as their new one.
+    /// Adds a user to a workspace with a role, creating either when missing
+    /// (the operator's `user add`). A user given no password who has none
+    /// yet gets a one-time set-password link; an existing user given a
+    /// password gets it as their new one.
     pub async fn add_user(
         &self,
         email: &str,
@@ -182,55 +193,127 @@ impl Engine {
             check_password(password)?;
         }
         let (workspace_id, created_workspace) = self.store.ensure_workspace(&workspace).await?;
-        if role != Role::Admin {
-            // Adding someone again with a lesser role is a change of role:
-            // the last admin stays an admin.
-            let current = self
-                .store
-                .members_of(workspace_id)
-                .await?
-                .into_iter()
-                .find(|m| m.email == email);
-            if let Some(member) = current.filter(|m| m.role == Role::Admin) {
-                self.keep_an_admin(workspace_id, &workspace, &member)
-                    .await?;
-            }
-        }
+        self.keep_an_admin_if_demoted(workspace_id, &workspace, &email, role)
+            .await?;
         let existing = self.store.user_by_email(&email).await?;
-        let (user_id, created_user, generated_password) = match existing {
+        let (user_id, created_user, needs_link) = match existing {
             Some(user) => {
-                if let Some(password) = password {
-                    let hash = hash_password_blocking(password).await?;
-                    self.store.set_password_hash(user.id, &hash).await?;
-                }
-                (user.id, false, None)
+                let needs_link = match password {
+                    Some(password) => {
+                        self.set_password(user.id, password).await?;
+                        false
+                    }
+                    None => user.password_hash == NO_PASSWORD,
+                };
+                (user.id, false, needs_link)
             }
             None => {
-                let (password, generated) = match password {
-                    Some(p) => (p, None),
-                    None => {
-                        let p = generate_password();
-                        (p.clone(), Some(p))
-                    }
+                let hash = match &password {
+                    Some(p) => hash_password_blocking(p.clone()).await?,
+                    None => NO_PASSWORD.to_owned(),
                 };
-                let hash = hash_password_blocking(password).await?;
                 (
                     self.store.create_user(&email, &hash).await?,
                     true,
-                    generated,
+                    password.is_none(),
                 )
             }
         };
         self.store
             .set_membership(user_id, workspace_id, role)
             .await?;
+        let set_password_link = match needs_link {
+            true => Some(self.password_link(user_id).await?),
+            false => None,
+        };
         Ok(AddedUser {
             user_id,
             workspace_id,
             created_user,
             created_workspace,
-            generated_password,
+            set_password_link,
         })
+    }
+
+    /// A new one-time link for a user to choose their password with; their
+    /// earlier unused links stop working.
+    pub async fn password_link(&self, user_id: i64) -> Result<String, StoreError> {
+        self.store.retire_password_links(user_id).await?;
+        let token = URL_SAFE_NO_PAD.encode(random_bytes::<32>());
+        let expires = crate::time::now_ms() + PASSWORD_LINK_DAYS * 24 * 3600 * 1000;
+        self.store
+            .create_password_link(user_id, &secret_hash(&token), expires)
+            .await?;
+        Ok(format!("{SET_PASSWORD_PATH}#{token}"))
+    }
+
+    /// A set-password link for `email` (the operator's `user link`, for a
+    /// forgotten password): the account's password stays until it is used.
+    pub async fn password_link_for(&self, email: &str) -> Result<String, AccountError> {
+        let email = normalize_email(email)?;
+        let user = self
+            .store
+            .user_by_email(&email)
+            .await?
+            .ok_or_else(|| AccountError::Invalid(format!("email {email:?}: no such user")))?;
+        Ok(self.password_link(user.id).await?)
+    }
+
+    /// Uses a set-password link: the person's new password, every session
+    /// of theirs ended. A password too short leaves the link unused.
+    pub async fn set_password_with_link(
+        &self,
+        token: &str,
+        password: String,
+    ) -> Result<i64, AccountError> {
+        check_password(&password)?;
+        let user_id = self
+            .store
+            .take_password_link(&secret_hash(token.trim()))
+            .await?
+            .ok_or_else(|| {
+                AccountError::Invalid(
+                    "this link was used already, has expired or is not one we made: ask an \
+                     admin for a new one"
+                        .to_owned(),
+                )
+            })?;
+        self.set_password(user_id, password).await?;
+        self.store.delete_sessions_of(user_id, None).await?;
+        Ok(user_id)
+    }
+
+    /// A person changes their own password, proving the current one; their
+    /// other sessions end (the one whose id hashes to `keep` stays).
+    pub async fn change_password(
+        &self,
+        user_id: i64,
+        current: &str,
+        new: String,
+        keep: Option<&str>,
+    ) -> Result<(), AccountError> {
+        check_password(&new)?;
+        let email = self
+            .store
+            .email_of(user_id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("user {user_id}")))?;
+        if self.check_password(&email, current).await? != Some(user_id) {
+            return Err(AccountError::Invalid(
+                "current password: it is not this account's password".to_owned(),
+            ));
+        }
+        self.set_password(user_id, new).await?;
+        self.store.retire_password_links(user_id).await?;
+        self.store.delete_sessions_of(user_id, keep).await?;
+        Ok(())
+    }
+
+    async fn set_password(&self, user_id: i64, password: String) -> Result<(), AccountError> {
+        check_password(&password)?;
+        let hash = hash_password_blocking(password).await?;
+        self.store.set_password_hash(user_id, &hash).await?;
+        Ok(())
     }
 
     /// Checks an email and password; the user's id when they match.
@@ -329,14 +412,42 @@ impl Engine {
         self.store.principal_by_token(&secret_hash(token)).await
     }
 
-    /// Adds a person to the caller's workspace (admins); a new user gets a
-    /// generated password, returned once for the admin to hand over.
+    /// Adds a person to the caller's workspace (admins). A new account gets
+    /// no password: the answer carries a one-time link for the person to
+    /// choose one. An existing account gets nothing but the membership (an
+    /// admin never holds a credential of someone who has one); one still
+    /// waiting for its first password gets a fresh link only when it belongs
+    /// to no other workspace, so an admin elsewhere cannot claim it.
     pub async fn add_member(
         &self,
         who: &Principal,
         email: &str,
         role: Role,
     ) -> Result<AddedUser, AccountError> {
+        let normalized = normalize_email(email)?;
+        if let Some(user) = self.store.user_by_email(&normalized).await? {
+            let elsewhere = self
+                .store
+                .workspaces_of(user.id)
+                .await?
+                .iter()
+                .any(|w| w.id != who.workspace_id);
+            if elsewhere || user.password_hash != NO_PASSWORD {
+                let (workspace_id, _) = self.store.ensure_workspace(&who.workspace_name).await?;
+                self.keep_an_admin_if_demoted(workspace_id, &who.workspace_name, &normalized, role)
+                    .await?;
+                self.store
+                    .set_membership(user.id, workspace_id, role)
+                    .await?;
+                return Ok(AddedUser {
+                    user_id: user.id,
+                    workspace_id,
+                    created_user: false,
+                    created_workspace: false,
+                    set_password_link: None,
+                });
+            }
+        }
         self.add_user(email, &who.workspace_name, role, None).await
     }
 
@@ -407,6 +518,30 @@ impl Engine {
             .into_iter()
             .find(|m| m.user_id == user_id)
             .ok_or_else(|| StoreError::NotFound(format!("member {user_id}")).into())
+    }
+
+    /// Adding someone again with a lesser role is a change of role: the last
+    /// admin stays an admin.
+    async fn keep_an_admin_if_demoted(
+        &self,
+        workspace_id: i64,
+        workspace: &str,
+        email: &str,
+        role: Role,
+    ) -> Result<(), AccountError> {
+        if role == Role::Admin {
+            return Ok(());
+        }
+        let current = self
+            .store
+            .members_of(workspace_id)
+            .await?
+            .into_iter()
+            .find(|m| m.email == email);
+        if let Some(member) = current.filter(|m| m.role == Role::Admin) {
+            self.keep_an_admin(workspace_id, workspace, &member).await?;
+        }
+        Ok(())
     }
 
     async fn keep_an_admin(
@@ -511,16 +646,19 @@ impl Engine {
         &self,
         email: &str,
         workspace: &str,
-    ) -> Result<Option<(AddedUser, u64)>, AccountError> {
+    ) -> Result<Option<(AddedUser, String, u64)>, AccountError> {
         if self.store.user_count().await? > 0 {
             return Ok(None);
         }
-        let added = self.add_user(email, workspace, Role::Admin, None).await?;
+        let password = generate_password();
+        let added = self
+            .add_user(email, workspace, Role::Admin, Some(password.clone()))
+            .await?;
         let adopted = self
             .store
             .adopt_unowned_record_sets(added.workspace_id)
             .await?;
-        Ok(Some((added, adopted)))
+        Ok(Some((added, password, adopted)))
     }
 }
 
@@ -581,7 +719,13 @@ mod tests {
                 .await
                 .unwrap();
             assert!(ada.created_user && ada.created_workspace);
-            let password = ada.generated_password.clone().unwrap();
+            let link = ada.set_password_link.clone().unwrap();
+            let token = link.strip_prefix("/set-password#").unwrap();
+            let password = "ada's own long password".to_owned();
+            engine
+                .set_password_with_link(token, password.clone())
+                .await
+                .unwrap();
             assert_eq!(
                 engine
                     .check_password("ada@EXAMPLE.org", &password)
@@ -647,6 +791,230 @@ mod tests {
                 db.kind()
             );
             assert!(!engine.store.revoke_token(id).await.unwrap());
+        }
+    }
+
+    fn token_of(link: &str) -> &str {
+        link.strip_prefix("/set-password#")
+            .expect("a set-password link")
+    }
+
+    #[tokio::test]
+    async fn an_invitation_sets_a_password_once_and_no_admin_holds_another_s() {
+        for db in crate::store::testing::all().await {
+            let engine = crate::store::testing::engine(&db).await;
+            let ada = engine
+                .add_user(
+                    "ada@example.org",
+                    "one",
+                    Role::Admin,
+                    Some("ada's long password".into()),
+                )
+                .await
+                .unwrap();
+            assert!(ada.set_password_link.is_none());
+            let in_one = engine
+                .default_principal(ada.user_id)
+                .await
+                .unwrap()
+                .unwrap();
+
+            // A new member has no password until they choose one.
+            let carol = engine
+                .add_member(&in_one, "carol@example.org", Role::Member)
+                .await
+                .unwrap();
+            let link = carol.set_password_link.clone().unwrap();
+            assert_eq!(
+                engine
+                    .check_password("carol@example.org", NO_PASSWORD)
+                    .await
+                    .unwrap(),
+                None
+            );
+            assert_eq!(
+                engine
+                    .check_password("carol@example.org", "")
+                    .await
+                    .unwrap(),
+                None
+            );
+            // Too short: refused, and the link still works.
+            assert!(engine
+                .set_password_with_link(token_of(&link), "short".into())
+                .await
+                .is_err());
+            let id = engine
+                .set_password_with_link(token_of(&link), "carol's own password".into())
+                .await
+                .unwrap();
+            assert_eq!(id, carol.user_id);
+            assert_eq!(
+                engine
+                    .check_password("carol@example.org", "carol's own password")
+                    .await
+                    .unwrap(),
+                Some(carol.user_id)
+            );
+            // Once only.
+            let again = engine
+                .set_password_with_link(token_of(&link), "someone else's password".into())
+                .await
+                .unwrap_err();
+            assert!(again.to_string().contains("used already"), "{again}");
+
+            // An admin of another workspace adding Carol gets no link, and
+            // Carol's password stays hers.
+            let bob = engine
+                .add_user(
+                    "bob@example.org",
+                    "two",
+                    Role::Admin,
+                    Some("bob's long password".into()),
+                )
+                .await
+                .unwrap();
+            let in_two = engine
+                .default_principal(bob.user_id)
+                .await
+                .unwrap()
+                .unwrap();
+            let added = engine
+                .add_member(&in_two, "Carol@example.org", Role::Member)
+                .await
+                .unwrap();
+            assert!(added.set_password_link.is_none() && !added.created_user);
+            assert_eq!(
+                engine
+                    .check_password("carol@example.org", "carol's own password")
+                    .await
+                    .unwrap(),
+                Some(carol.user_id)
+            );
+
+            // Someone invited in one workspace who has not chosen a password:
+            // re-adding there gives a fresh link (the old one stops); an admin
+            // elsewhere gets none, so cannot claim the account.
+            let dan = engine
+                .add_member(&in_one, "dan@example.org", Role::Member)
+                .await
+                .unwrap();
+            let first = dan.set_password_link.unwrap();
+            let fresh = engine
+                .add_member(&in_one, "dan@example.org", Role::Member)
+                .await
+                .unwrap()
+                .set_password_link
+                .unwrap();
+            assert!(engine
+                .set_password_with_link(token_of(&first), "dan's long password".into())
+                .await
+                .is_err());
+            let elsewhere = engine
+                .add_member(&in_two, "dan@example.org", Role::Member)
+                .await
+                .unwrap();
+            assert!(elsewhere.set_password_link.is_none());
+            assert!(engine
+                .set_password_with_link(token_of(&fresh), "dan's long password".into())
+                .await
+                .is_ok());
+
+            // An expired link is refused.
+            let eve = engine
+                .add_member(&in_one, "eve@example.org", Role::Member)
+                .await
+                .unwrap();
+            sqlx::query("UPDATE password_links SET expires_at = 0")
+                .execute(engine.store.pool())
+                .await
+                .unwrap();
+            let expired = engine
+                .set_password_with_link(
+                    token_of(&eve.set_password_link.unwrap()),
+                    "eve's long password".into(),
+                )
+                .await
+                .unwrap_err();
+            assert!(
+                expired.to_string().contains("expired"),
+                "{expired} ({})",
+                db.kind()
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_new_password_needs_the_current_one_and_ends_the_other_sessions() {
+        for db in crate::store::testing::all().await {
+            let engine = crate::store::testing::engine(&db).await;
+            let ada = engine
+                .add_user(
+                    "ada@example.org",
+                    "one",
+                    Role::Admin,
+                    Some("ada's long password".into()),
+                )
+                .await
+                .unwrap();
+            for id in ["this", "phone", "laptop"] {
+                engine
+                    .store
+                    .insert_session(id, Some(ada.user_id), "{}", i64::MAX)
+                    .await
+                    .unwrap();
+            }
+            engine
+                .store
+                .insert_session("someone", Some(ada.user_id + 1), "{}", i64::MAX)
+                .await
+                .unwrap();
+            let wrong = engine
+                .change_password(
+                    ada.user_id,
+                    "not it at all",
+                    "a brand new password".into(),
+                    Some("this"),
+                )
+                .await
+                .unwrap_err();
+            assert!(wrong.to_string().starts_with("current password"), "{wrong}");
+            engine
+                .change_password(
+                    ada.user_id,
+                    "ada's long password",
+                    "a brand new password".into(),
+                    Some("this"),
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                engine
+                    .check_password("ada@example.org", "a brand new password")
+                    .await
+                    .unwrap(),
+                Some(ada.user_id)
+            );
+            assert_eq!(
+                engine
+                    .check_password("ada@example.org", "ada's long password")
+                    .await
+                    .unwrap(),
+                None
+            );
+            for (id, kept) in [
+                ("this", true),
+                ("phone", false),
+                ("laptop", false),
+                ("someone", true),
+            ] {
+                assert_eq!(
+                    engine.store.load_session(id).await.unwrap().is_some(),
+                    kept,
+                    "{id} ({})",
+                    db.kind()
+                );
+            }
         }
     }
 

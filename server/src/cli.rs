@@ -62,7 +62,8 @@ pub struct DatabaseArgs {
 pub enum UserCommand {
     /// Add a user to a workspace with a role, creating either when missing.
     /// The password is read from standard input when it is not a terminal;
-    /// otherwise a new user gets a generated one, printed once.
+    /// otherwise a user without a password gets a one-time link to choose
+    /// one, printed once.
     Add {
         #[arg(long)]
         email: String,
@@ -70,6 +71,21 @@ pub enum UserCommand {
         workspace: String,
         #[arg(long, value_parser = parse_role)]
         role: model::Role,
+        /// The address people reach the site at, to print the whole link.
+        #[arg(long, env = "SWITCHYARD_PUBLIC_URL")]
+        public_url: Option<String>,
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Print a one-time link (valid 7 days) for a user to choose a new
+    /// password with, for a forgotten one: the current password works until
+    /// the link is used.
+    Link {
+        #[arg(long)]
+        email: String,
+        /// The address people reach the site at, to print the whole link.
+        #[arg(long, env = "SWITCHYARD_PUBLIC_URL")]
+        public_url: Option<String>,
         #[command(flatten)]
         db: DatabaseArgs,
     },

@@ -1,4 +1,4 @@
-//! The operator commands of the `switchyard` binary: `user add`,
+//! The operator commands of the `switchyard` binary: `user add | link | remove`,
 //! `token create | revoke | list` and `connector clear`. They open the same database as `serve`
 //! (and may run while it serves). Secrets go to standard output once and
 //! nowhere else: never to the log.
@@ -40,18 +40,38 @@ fn piped_line() -> anyhow::Result<Option<String>> {
     Ok(Some(line))
 }
 
+/// Prints a set-password link, whole when the site's address is known.
+fn print_link(out: &mut impl Write, public_url: Option<&str>, link: &str) -> anyhow::Result<()> {
+    let days = engine::accounts::PASSWORD_LINK_DAYS;
+    match public_url {
+        Some(base) => {
+            writeln!(
+                out,
+                "Send them this link to choose their password (works once, for {days} days):"
+            )?;
+            writeln!(out, "{}{link}", base.trim_end_matches('/'))?;
+        }
+        None => {
+            writeln!(out, "Send them this link, after your site's address, to choose their password (works once, for {days} days):")?;
+            writeln!(out, "{link}")?;
+        }
+    }
+    Ok(())
+}
+
 pub async fn user(command: UserCommand, out: &mut impl Write) -> anyhow::Result<()> {
     match command {
         UserCommand::Add {
             email,
             workspace,
             role,
+            public_url,
             db,
         } => {
             let engine = open(&db.database_url).await?;
             let password = piped_line()?;
             if password.as_deref() == Some("") {
-                anyhow::bail!("standard input is empty: pipe the password, or run from a terminal to have one generated");
+                anyhow::bail!("standard input is empty: pipe the password, or run from a terminal to print a link that lets the user choose one");
             }
             let added = engine.add_user(&email, &workspace, role, password).await?;
             writeln!(
@@ -69,11 +89,19 @@ pub async fn user(command: UserCommand, out: &mut impl Write) -> anyhow::Result<
                     ""
                 }
             )?;
-            if let Some(password) = added.generated_password {
-                writeln!(out, "Password (shown once, keep it safe):")?;
-                writeln!(out, "{password}")?;
+            if let Some(link) = added.set_password_link {
+                print_link(out, public_url.as_deref(), &link)?;
             }
             Ok(())
+        }
+        UserCommand::Link {
+            email,
+            public_url,
+            db,
+        } => {
+            let engine = open(&db.database_url).await?;
+            let link = engine.password_link_for(&email).await?;
+            print_link(out, public_url.as_deref(), &link)
         }
         UserCommand::Remove {
             email,

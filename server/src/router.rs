@@ -42,11 +42,14 @@ impl FromRef<AppState> for Engine {
 /// Prometheus scrapes this, with a token.
 pub const METRICS_PATH: &str = "/metrics";
 
-/// The form posts of signing in and out and of switching workspace.
-const AUTH_ROUTES: [(Method, &str); 3] = [
+/// The form posts of signing in and out, switching workspace, and choosing
+/// or changing one's password.
+const AUTH_ROUTES: [(Method, &str); 5] = [
     (Method::POST, "/auth/sign-in"),
     (Method::POST, "/auth/sign-out"),
     (Method::POST, "/auth/workspace"),
+    (Method::POST, "/auth/set-password"),
+    (Method::POST, "/auth/password"),
 ];
 
 /// Builds the whole router; tests call it with their own state.
@@ -58,6 +61,8 @@ pub fn app(state: AppState) -> Router {
         .route(AUTH_ROUTES[0].1, post(auth::sign_in))
         .route(AUTH_ROUTES[1].1, post(auth::sign_out))
         .route(AUTH_ROUTES[2].1, post(auth::switch_workspace))
+        .route(AUTH_ROUTES[3].1, post(auth::set_password))
+        .route(AUTH_ROUTES[4].1, post(auth::change_password))
         .route(METRICS_PATH, axum::routing::get(crate::metrics::metrics))
         .leptos_routes_with_context(&state, routes, move || provide_context(engine.clone()), {
             let options = state.leptos_options.clone();

@@ -129,7 +129,7 @@ pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<Option<
         .bootstrap(&config.first_admin, workspace)
         .await
         .context("creating the first admin")?;
-    let first = first.map(|(added, adopted)| {
+    let first = first.map(|(_, password, adopted)| {
         if adopted > 0 {
             tracing::info!(
                 record_sets = adopted,
@@ -140,7 +140,7 @@ pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<Option<
         FirstAdmin {
             workspace: workspace.to_owned(),
             email: config.first_admin.trim().to_lowercase(),
-            password: added.generated_password.unwrap_or_default(),
+            password,
         }
     });
     if config.demo {

@@ -930,6 +930,56 @@ async fn the_operator_commands_work_on_a_running_server_database() {
         200
     );
 
+    // A forgotten password: the operator prints a link; the old password
+    // works until the link is used.
+    let out = run(
+        &[
+            "user",
+            "link",
+            "--email",
+            "carol@example.org",
+            "--public-url",
+            "https://sy.example/",
+        ],
+        None,
+    );
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let link = printed.lines().last().unwrap().trim();
+    assert!(
+        link.starts_with("https://sy.example/set-password#"),
+        "{printed}"
+    );
+    let path = link.trim_start_matches("https://sy.example");
+    let (_, to) = server.use_link(path, "carol's second password").await;
+    assert_eq!(to, "/");
+    let res = no_redirects()
+        .post(server.at("/auth/sign-in"))
+        .form(&[
+            ("email", "carol@example.org"),
+            ("password", "carol's long password"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert!(res.headers()["location"]
+        .to_str()
+        .unwrap()
+        .contains("error=invalid"));
+    // Using the link ended Carol's sessions; she signs in anew.
+    assert_eq!(
+        browser
+            .get(server.at("/api/me"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        401
+    );
+    let browser = server
+        .browser("carol@example.org", "carol's second password")
+        .await;
+
     let out = run(&["token", "list", "--email", "carol@example.org"], None);
     let listed = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
@@ -1021,9 +1071,28 @@ async fn admins_manage_members_and_a_removed_member_is_out_at_once() {
         )
         .await;
     assert_eq!(code, 201, "{added}");
-    let password = added["password"].as_str().unwrap().to_owned();
+    // No password is made up and shown: a link lets the person choose one.
+    assert!(added.get("password").is_none(), "{added}");
+    let link = added["set_password_link"].as_str().unwrap().to_owned();
+    assert!(link.starts_with("/set-password#"), "{link}");
     let new_id = added["user_id"].as_i64().unwrap();
-    let browser = server.browser("new@example.org", &password).await;
+    let (browser, to) = server.use_link(&link, "new's own long password").await;
+    assert_eq!(to, "/");
+    // Once only.
+    let (_, to) = server.use_link(&link, "someone else's password").await;
+    assert_eq!(to, "/set-password?error=link#");
+    assert_eq!(
+        server
+            .browser("new@example.org", "new's own long password")
+            .await
+            .get(server.at("/api/me"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
     let me: Value = browser
         .get(server.at("/api/me"))
         .send()
@@ -1041,7 +1110,7 @@ async fn admins_manage_members_and_a_removed_member_is_out_at_once() {
         .await
         .unwrap();
 
-    // Adding someone who has an account reveals no password.
+    // Adding someone who has an account gives no credential at all.
     let (code, again) = server
         .post_json(
             "/api/members",
@@ -1049,7 +1118,7 @@ async fn admins_manage_members_and_a_removed_member_is_out_at_once() {
         )
         .await;
     assert_eq!(code, 201);
-    assert!(again.get("password").is_none(), "{again}");
+    assert_eq!(again, serde_json::json!({"user_id": new_id}));
 
     // The last admin cannot step down or be removed.
     let tester = server
@@ -1242,4 +1311,78 @@ async fn a_connector_switched_off_in_one_workspace_still_serves_the_others() {
             "{kind}: {again}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_changes_their_own_password_and_their_other_sessions_end() {
+    let server = server(testing::sqlite()).await;
+    let phone = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
+    let laptop = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
+    let change = |current: &'static str, new: &'static str, again: &'static str| {
+        laptop
+            .post(server.at("/auth/password"))
+            .form(&[("current", current), ("password", new), ("again", again)])
+            .send()
+    };
+    let outcome = |res: reqwest::Response| res.headers()["location"].to_str().unwrap().to_owned();
+    let status = |client: &reqwest::Client| {
+        let request = client.get(server.at("/api/me")).send();
+        async move { request.await.unwrap().status().as_u16() }
+    };
+    for (current, new, again, said) in [
+        (
+            "not my password",
+            "a new long password",
+            "a new long password",
+            "wrong",
+        ),
+        (
+            TEST_PASSWORD,
+            "a new long password",
+            "a new long passwort",
+            "mismatch",
+        ),
+        (TEST_PASSWORD, "short", "short", "short"),
+    ] {
+        let to = outcome(change(current, new, again).await.unwrap());
+        assert_eq!(to, format!("/settings?password={said}"));
+        assert_eq!(status(&phone).await, 200, "nothing changed after {said}");
+    }
+    let to = outcome(
+        change(TEST_PASSWORD, "a new long password", "a new long password")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(to, "/settings?password=changed");
+    // This browser goes on; the other is signed out; only the new password works.
+    assert_eq!(status(&laptop).await, 200);
+    assert_eq!(status(&phone).await, 401);
+    let res = no_redirects()
+        .post(server.at("/auth/sign-in"))
+        .form(&[("email", TEST_EMAIL), ("password", TEST_PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert!(res.headers()["location"]
+        .to_str()
+        .unwrap()
+        .contains("error=invalid"));
+    server.browser(TEST_EMAIL, "a new long password").await;
+    // Nobody signed in cannot change a password.
+    let res = no_redirects()
+        .post(server.at("/auth/password"))
+        .form(&[
+            ("current", "x"),
+            ("password", "a third long password"),
+            ("again", "a third long password"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    assert!(res.headers()["location"]
+        .to_str()
+        .unwrap()
+        .starts_with("/sign-in"));
+    server.stop().await;
 }

@@ -166,6 +166,7 @@ pub fn SettingsPage() -> impl IntoView {
     };
     view! {
         <Title text="Settings"/>
+        <PasswordForm/>
         <h1>"Your pack labels"</h1>
         <p class="muted">"The short label on each chip, as only you see it. Leave one blank to use the pack's own."</p>
         {move || message.get().map(|m| match m {
@@ -216,5 +217,87 @@ pub fn SettingsPage() -> impl IntoView {
                 })}
             </ErrorBoundary>
         </Transition>
+    }
+}
+
+/// What the Settings page says after `password=outcome`.
+fn password_message(outcome: &str) -> Option<(bool, &'static str)> {
+    Some(match outcome {
+        "changed" => (
+            true,
+            "Your password is changed. Your other sessions are signed out.",
+        ),
+        "wrong" => (false, "That is not your current password. Nothing changed."),
+        "short" => (false, "Use at least 10 characters. Nothing changed."),
+        "mismatch" => (false, "The two new passwords differ. Nothing changed."),
+        _ => return None,
+    })
+}
+
+/// Changing one's own password: a plain form post, so it works before the
+/// page is interactive.
+#[component]
+fn PasswordForm() -> impl IntoView {
+    let query = use_query_map();
+    let message = move || {
+        query
+            .read()
+            .get("password")
+            .and_then(|o| password_message(&o))
+    };
+    view! {
+        <h1>"Your password"</h1>
+        {move || message().map(|(ok, text)| if ok {
+            view! { <p class="notice" role="status">{text}</p> }.into_any()
+        } else {
+            view! { <p class="error" role="alert">{text}</p> }.into_any()
+        })}
+        <form class="password" method="post" action="/auth/password">
+            <label>"Current password" <input type="password" name="current" autocomplete="current-password" required/></label>
+            <label>"New password" <input type="password" name="password" autocomplete="new-password" minlength="10" required/></label>
+            <label>"New password again" <input type="password" name="again" autocomplete="new-password" minlength="10" required/></label>
+            <button type="submit">"Change password"</button>
+        </form>
+    }
+}
+
+/// What the set-password page says after `error=code`.
+fn set_password_message(code: &str) -> Option<&'static str> {
+    match code {
+        "link" => Some("This link was used already, has expired or is not one we made. Ask an admin for a new one."),
+        "short" => Some("Use at least 10 characters."),
+        "mismatch" => Some("The two passwords differ."),
+        _ => None,
+    }
+}
+
+/// Where a set-password link lands. The link's secret is after `#`, which
+/// the browser never sends: the page copies it into the form.
+#[component]
+pub fn SetPasswordPage() -> impl IntoView {
+    let query = use_query_map();
+    let message = move || {
+        query
+            .read()
+            .get("error")
+            .and_then(|c| set_password_message(&c))
+    };
+    let token = RwSignal::new(String::new());
+    Effect::new(move |_| {
+        let hash = window().location().hash().unwrap_or_default();
+        token.set(hash.trim_start_matches('#').to_owned());
+    });
+    view! {
+        <Title text="Choose your password"/>
+        <section class="sign-in">
+            <h1>"Choose your password"</h1>
+            {move || message().map(|m| view! { <p class="notice" role="alert">{m}</p> })}
+            <form method="post" action="/auth/set-password">
+                <input type="hidden" name="token" prop:value=move || token.get()/>
+                <label>"Password" <input type="password" name="password" autocomplete="new-password" minlength="10" required autofocus/></label>
+                <label>"Password again" <input type="password" name="again" autocomplete="new-password" minlength="10" required/></label>
+                <button type="submit" disabled=move || token.get().is_empty()>"Set password and sign in"</button>
+            </form>
+        </section>
     }
 }

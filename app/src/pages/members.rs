@@ -1,6 +1,7 @@
 //! The members page: who belongs to the workspace and with which role. Admins
-//! add people (a new account gets a generated password, shown to the admin
-//! once), change roles and take people out.
+//! add people (someone without a password gets a one-time link to choose
+//! one, shown to the admin to pass on; nobody's password is ever shown),
+//! change roles and take people out.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -30,7 +31,8 @@ pub async fn list_members() -> Result<Vec<Member>, ServerFnError> {
         .map_err(ssr::fail)
 }
 
-/// Adds a person; returns the generated password of a new account.
+/// Adds a person; returns the set-password link (a path) of someone who
+/// has no password yet.
 #[server]
 pub async fn add_member(email: String, role: Role) -> Result<Option<String>, ServerFnError> {
     let (engine, who) = (ssr::engine()?, ssr::admin()?);
@@ -38,7 +40,21 @@ pub async fn add_member(email: String, role: Role) -> Result<Option<String>, Ser
         .add_member(&who, &email, role)
         .await
         .map_err(account_error)?;
-    Ok(added.generated_password)
+    Ok(added.set_password_link)
+}
+
+/// What the admin is told after adding someone.
+fn added_message(address: &str, link: Option<String>) -> String {
+    match link {
+        Some(path) => {
+            let origin = window().location().origin().unwrap_or_default();
+            format!(
+                "Added {address}. They choose their password with this link, which works once, \
+                 for 7 days; send it to them: {origin}{path}"
+            )
+        }
+        None => format!("Added {address}. They sign in with their own password."),
+    }
 }
 
 #[server]
@@ -84,10 +100,7 @@ pub fn MembersPage() -> impl IntoView {
         spawn_local(async move {
             let result = add_member(address.clone(), role)
                 .await
-                .map(|password| match password {
-                    Some(p) => format!("Added {address}. Their password, shown once, is: {p}"),
-                    None => format!("Added {address} (they already had an account)."),
-                });
+                .map(|link| added_message(&address, link));
             done(result);
         });
     };

@@ -7,7 +7,9 @@ mod not_found;
 mod packs;
 mod record_sets;
 
-pub use account::{provide_viewer, AccountCorner, SettingsPage, SignInPage, ViewerResource};
+pub use account::{
+    provide_viewer, AccountCorner, SetPasswordPage, SettingsPage, SignInPage, ViewerResource,
+};
 pub use inventory::InventoryPage;
 pub use members::MembersPage;
 pub use not_found::NotFoundPage;

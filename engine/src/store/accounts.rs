@@ -169,6 +169,14 @@ impl Store {
         .transpose()
     }
 
+    /// A user's (lower-cased) email by id.
+    pub async fn email_of(&self, user_id: i64) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
+            .bind(user_id)
+            .fetch_optional(self.pool())
+            .await?)
+    }
+
     pub async fn create_user(&self, email: &str, password_hash: &str) -> Result<i64, StoreError> {
         Ok(sqlx::query_scalar(
             "INSERT INTO users (email, password_hash, created_at) VALUES ($1, $2, $3) RETURNING id",
@@ -474,18 +482,21 @@ impl Store {
             .transpose()
     }
 
-    /// Stores a new session; `false` when the id is taken.
+    /// Stores a new session of `user_id` (if signed in yet); `false` when
+    /// the id is taken.
     pub async fn insert_session(
         &self,
         id_hash: &str,
+        user_id: Option<i64>,
         data: &str,
         expires_at: i64,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "INSERT INTO sessions (id_hash, data, expires_at) VALUES ($1, $2, $3) \
+            "INSERT INTO sessions (id_hash, user_id, data, expires_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (id_hash) DO NOTHING",
         )
         .bind(id_hash)
+        .bind(user_id)
         .bind(data)
         .bind(expires_at)
         .execute(self.pool())
@@ -496,17 +507,80 @@ impl Store {
     pub async fn save_session(
         &self,
         id_hash: &str,
+        user_id: Option<i64>,
         data: &str,
         expires_at: i64,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO sessions (id_hash, data, expires_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (id_hash) DO UPDATE SET data = excluded.data, \
-             expires_at = excluded.expires_at",
+            "INSERT INTO sessions (id_hash, user_id, data, expires_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (id_hash) DO UPDATE SET user_id = excluded.user_id, \
+             data = excluded.data, expires_at = excluded.expires_at",
         )
         .bind(id_hash)
+        .bind(user_id)
         .bind(data)
         .bind(expires_at)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Ends every session of a user but the one whose id hashes to `keep`;
+    /// returns how many ended.
+    pub async fn delete_sessions_of(
+        &self,
+        user_id: i64,
+        keep: Option<&str>,
+    ) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2")
+            .bind(user_id)
+            .bind(keep.unwrap_or(""))
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Keeps a set-password link of `user_id` (by the hash of its secret).
+    pub async fn create_password_link(
+        &self,
+        user_id: i64,
+        token_hash: &str,
+        expires_at: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO password_links (token_hash, user_id, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(token_hash)
+        .bind(user_id)
+        .bind(now_ms())
+        .bind(expires_at)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Uses a live set-password link, once: the user it is for, or `None`
+    /// when it is unknown, used or expired. Two uses at once: one wins.
+    pub async fn take_password_link(&self, token_hash: &str) -> Result<Option<i64>, StoreError> {
+        let now = now_ms();
+        Ok(sqlx::query_scalar(
+            "UPDATE password_links SET used_at = $1 \
+             WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1 RETURNING user_id",
+        )
+        .bind(now)
+        .bind(token_hash)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
+    /// Makes a user's unused links worthless (a new one replaces them).
+    pub async fn retire_password_links(&self, user_id: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE password_links SET used_at = $1 WHERE user_id = $2 AND used_at IS NULL",
+        )
+        .bind(now_ms())
+        .bind(user_id)
         .execute(self.pool())
         .await?;
         Ok(())

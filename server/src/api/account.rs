@@ -59,13 +59,16 @@ pub struct NewMember {
 #[derive(Debug, Serialize)]
 pub struct AddedMember {
     pub user_id: i64,
-    /// Set when the person had no account: hand it to them; it is not kept.
+    /// Set when the person has no password yet: the path (after the site's
+    /// address) of a one-time link to choose one, valid 7 days. Hand it to
+    /// them; it is not kept.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub password: Option<String>,
+    pub set_password_link: Option<String>,
 }
 
 /// `POST /api/members` `{"email": "...", "role": "member"}` (admins): adds a
-/// person, creating their account with a generated password when new.
+/// person. A new account has no password: the answer carries a link for the
+/// person to choose one. An existing account only gains the membership.
 pub async fn add_member(
     State(state): State<AppState>,
     AdminCaller(who): AdminCaller,
@@ -79,7 +82,7 @@ pub async fn add_member(
         StatusCode::CREATED,
         Json(AddedMember {
             user_id: added.user_id,
-            password: added.generated_password,
+            set_password_link: added.set_password_link,
         }),
     ))
 }

@@ -1,10 +1,11 @@
 //! Who is asking: browser sessions (cookie, kept in the database) and API
 //! tokens (`Authorization: Bearer`), resolved once per request into an
 //! [`engine::store::Principal`] by [`gate`], which also turns away every
-//! request outside [`is_public`] that carries neither. Sign-in, sign-out and
-//! the workspace switch are plain HTML form posts handled here.
+//! request outside [`is_public`] that carries neither. Sign-in, sign-out,
+//! the workspace switch and passwords are plain HTML form posts handled here.
 
 mod limiter;
+mod password;
 mod session_store;
 
 use std::net::SocketAddr;
@@ -20,6 +21,7 @@ use tower_sessions::cookie::{Cookie, SameSite};
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 
 pub use limiter::{SignInLimits, TrustedProxies};
+pub use password::{change_password, set_password, SET_PASSWORD_PAGE};
 pub use session_store::DbSessionStore;
 
 use crate::api::ApiError;
@@ -40,8 +42,8 @@ const WORKSPACE_ID: &str = "workspace_id";
 pub fn is_public(method: &axum::http::Method, path: &str) -> bool {
     match path {
         "/api/health" => true,
-        SIGN_IN_PAGE => *method == axum::http::Method::GET,
-        "/auth/sign-in" => *method == axum::http::Method::POST,
+        SIGN_IN_PAGE | SET_PASSWORD_PAGE => *method == axum::http::Method::GET,
+        "/auth/sign-in" | "/auth/set-password" => *method == axum::http::Method::POST,
         _ => is_static(path),
     }
 }
@@ -333,7 +335,14 @@ pub async fn sign_in(
         "Signed in."
     );
     let mut response = Redirect::to(&next).into_response();
-    match state.engine.browser_mark(&form.email).await {
+    mark_browser(&state, &form.email, &mut response).await;
+    response
+}
+
+/// Gives the browser the mark of `email`'s current password (see
+/// [`BROWSER_COOKIE`]).
+async fn mark_browser(state: &AppState, email: &str, response: &mut Response) {
+    match state.engine.browser_mark(email).await {
         Ok(Some(mark)) => {
             let cookie = Cookie::build((BROWSER_COOKIE, mark))
                 .path("/auth/")
@@ -349,7 +358,6 @@ pub async fn sign_in(
         Ok(None) => {}
         Err(e) => tracing::warn!(error = %e, "Cannot mark the browser as known."),
     }
-    response
 }
 
 /// The browser's mark from its cookies, if it sent one.

@@ -30,6 +30,15 @@ fn expires_ms(record: &Record) -> i64 {
     i64::try_from(record.expiry_date.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }
 
+/// The signed-in user a session belongs to, kept beside it so a new
+/// password can end the person's other sessions.
+fn user_of(record: &Record) -> Option<i64> {
+    record
+        .data
+        .get(super::USER_ID)
+        .and_then(serde_json::Value::as_i64)
+}
+
 fn backend(e: impl std::fmt::Display) -> Error {
     Error::Backend(e.to_string())
 }
@@ -41,7 +50,7 @@ impl SessionStore for DbSessionStore {
         // A colliding id (astronomically unlikely) gets a fresh one.
         while !self
             .store
-            .insert_session(&key(&record.id), &data, expires_ms(record))
+            .insert_session(&key(&record.id), user_of(record), &data, expires_ms(record))
             .await
             .map_err(backend)?
         {
@@ -53,7 +62,7 @@ impl SessionStore for DbSessionStore {
     async fn save(&self, record: &Record) -> Result<()> {
         let data = serde_json::to_string(&record.data).map_err(|e| Error::Encode(e.to_string()))?;
         self.store
-            .save_session(&key(&record.id), &data, expires_ms(record))
+            .save_session(&key(&record.id), user_of(record), &data, expires_ms(record))
             .await
             .map_err(backend)
     }

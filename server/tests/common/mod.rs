@@ -146,6 +146,31 @@ impl TestServer {
         client
     }
 
+    /// Uses a set-password link (`/set-password#secret`) as the person would:
+    /// a browser-like client, signed in by it, or the page it was sent back
+    /// to with an error.
+    pub async fn use_link(&self, link: &str, password: &str) -> (reqwest::Client, String) {
+        let token = link.split_once('#').map_or("", |(_, t)| t).to_owned();
+        let client = page_client().cookie_store(true).build().unwrap();
+        let res = client
+            .post(self.at("/auth/set-password"))
+            .form(&[
+                ("token", token.as_str()),
+                ("password", password),
+                ("again", password),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status().as_u16(),
+            303,
+            "setting a password should redirect"
+        );
+        let to = res.headers()["location"].to_str().unwrap().to_owned();
+        (client, to)
+    }
+
     /// Asks the server to stop and waits until it has.
     pub async fn stop(self) {
         self.stop_keeping_database().await;
