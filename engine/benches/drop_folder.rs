@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::connectors::guard::AllowList;
+use engine::connectors::guard::{AllowList, Outbound};
 use engine::events::EventBus;
 use engine::manifest::folder::DropFolder;
 use engine::registry::Registry;
@@ -46,7 +46,7 @@ async fn main() {
     let folder = DropFolder::new(
         &dir,
         registry.clone(),
-        AllowList::default(),
+        Outbound::new(AllowList::default()),
         Arc::new(|_| None),
     );
     folder.load_all();

@@ -65,8 +65,10 @@ pub struct Engine {
     pub dispatcher: Dispatcher,
     pub jobs: JobRunner,
     pub presence: presence::Presence,
-    /// Internal destinations manifest connectors may reach.
-    pub fetch_allow: connectors::guard::AllowList,
+    /// The one client for addresses someone else chose (workspace
+    /// manifests, the crawler, a workspace's SearXNG), with the internal
+    /// destinations they may reach.
+    pub outbound: connectors::guard::Outbound,
     /// The manifest drop folder, once the server has set one up.
     pub drop_folder: Arc<std::sync::OnceLock<manifest::folder::DropFolder>>,
     /// This process as the owner of running work.
@@ -115,7 +117,7 @@ impl Engine {
             leases: config.leases,
             upkeep: tokio_util::sync::CancellationToken::new(),
             drop_folder: Arc::default(),
-            fetch_allow: config.fetch_allow,
+            outbound: connectors::guard::Outbound::new(config.fetch_allow),
             store,
             registry,
             events,

@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Json;
 use engine::connector::{FireError, FireOpts};
-use engine::connectors::guard::AllowList;
+use engine::connectors::guard::{AllowList, Outbound};
 use engine::events::EventBus;
 use engine::manifest::folder::DropFolder;
 use engine::registry::{EnvLookup, Registry};
@@ -152,7 +152,12 @@ async fn the_drop_folder_registers_updates_reports_and_unregisters_while_running
     let base = provider(seen.clone()).await;
     let registry = registry().await;
     let dir = tempdir();
-    let folder = DropFolder::new(&dir, registry.clone(), AllowList::parse("127.0.0.1"), env());
+    let folder = DropFolder::new(
+        &dir,
+        registry.clone(),
+        Outbound::new(AllowList::parse("127.0.0.1")),
+        env(),
+    );
     let _watching = folder.watch().unwrap();
     let file = dir.join("fake.toml");
 
@@ -243,13 +248,18 @@ async fn a_registration_changes_only_when_its_file_s_content_does() {
     let file = dir.join("fake.toml");
     std::fs::write(&file, manifest(&base, "Fake search")).unwrap();
     // Two processes watching one folder: each reads the file when it loads it.
-    let here = DropFolder::new(&dir, registry.clone(), AllowList::parse("127.0.0.1"), env());
+    let here = DropFolder::new(
+        &dir,
+        registry.clone(),
+        Outbound::new(AllowList::parse("127.0.0.1")),
+        env(),
+    );
     let _watching = here.watch().unwrap();
     here.load_all();
     let elsewhere = DropFolder::new(
         &dir,
         registry_on(EventBus::new()).await,
-        AllowList::parse("127.0.0.1"),
+        Outbound::new(AllowList::parse("127.0.0.1")),
         env(),
     );
     let _watching_too = elsewhere.watch().unwrap();
@@ -291,7 +301,12 @@ async fn a_manifest_cannot_reach_internal_addresses_unless_allowed_and_its_error
     std::fs::write(dir.join("notes.txt"), "not a manifest").unwrap();
 
     // Not allow-listed: the loopback provider is refused before any request.
-    let strict = DropFolder::new(&dir, registry.clone(), AllowList::default(), env());
+    let strict = DropFolder::new(
+        &dir,
+        registry.clone(),
+        Outbound::new(AllowList::default()),
+        env(),
+    );
     strict.load_all();
     assert_eq!(strict.files().len(), 2, "{:?}", strict.files());
     let handle = registry.by_id("fake-search").unwrap();
@@ -307,7 +322,12 @@ async fn a_manifest_cannot_reach_internal_addresses_unless_allowed_and_its_error
 
     // Allowed: a 403 that says "rate limit" is a rate limit, not refused keys.
     let registry = self::registry().await;
-    let allowed = DropFolder::new(&dir, registry.clone(), AllowList::parse("127.0.0.1"), env());
+    let allowed = DropFolder::new(
+        &dir,
+        registry.clone(),
+        Outbound::new(AllowList::parse("127.0.0.1")),
+        env(),
+    );
     allowed.load_all();
     let err = registry
         .by_id("limited")

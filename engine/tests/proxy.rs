@@ -1,7 +1,7 @@
-//! A proxy named in the environment does not carry the requests of
-//! connectors pinned to a checked address: through a proxy the pin (and the
-//! internal-address guard with it) would not hold, since the proxy resolves
-//! the name again. (Its own test binary: it sets process-wide variables.)
+//! A proxy named in the environment does not carry the requests of the
+//! outbound client: through a proxy the internal-address guard would not
+//! hold, since the proxy resolves the name again. (Its own test binary: it
+//! sets process-wide variables.)
 
 mod common;
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::provider::{Behaviour, FakeProvider};
 use engine::connector::{Connector, FireOpts};
-use engine::connectors::guard::AllowList;
+use engine::connectors::guard::{AllowList, Outbound};
 use engine::manifest::{Format, Manifest, ManifestConnector};
 use model::BuiltinCapability as B;
 
@@ -34,7 +34,7 @@ async fn proxy() -> (String, Arc<AtomicUsize>) {
 }
 
 #[tokio::test]
-async fn a_pinned_connector_ignores_proxies_in_the_environment() {
+async fn the_outbound_client_ignores_proxies_in_the_environment() {
     let provider = FakeProvider::start(Behaviour::unlimited(Duration::ZERO)).await;
     let (proxy_url, offered) = proxy().await;
     for var in [
@@ -53,7 +53,7 @@ async fn a_pinned_connector_ignores_proxies_in_the_environment() {
         Manifest::parse(&provider.manifest("direct", "/search", None), Format::Toml).unwrap();
     let connector = ManifestConnector::new(
         Arc::new(manifest),
-        AllowList::parse("127.0.0.1"),
+        Outbound::new(AllowList::parse("127.0.0.1")),
         Arc::new(|_: &str| None),
     );
     let results = connector

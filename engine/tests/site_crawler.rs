@@ -1,15 +1,23 @@
 //! The site crawler against a local site: allowed by the allow-list it reads
-//! the page and its social links; redirects are followed and checked again.
+//! the page and its social links over one pooled connection; redirects are
+//! followed and checked again.
 
 use std::time::Duration;
 
 use axum::response::{Html, Redirect};
 use axum::routing::get;
 use engine::connector::{Connector, FireError, FireOpts};
-use engine::connectors::site::{AllowList, SiteCrawler};
+use engine::connectors::site::{AllowList, Outbound, SiteCrawler};
 use model::BuiltinCapability as B;
 
+/// The client addresses (one per connection) the site was reached from.
+type Peers = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<std::net::SocketAddr>>>;
+
 async fn site() -> String {
+    site_seeing(Peers::default()).await
+}
+
+async fn site_seeing(peers: Peers) -> String {
     let app = axum::Router::new()
         .route(
             "/",
@@ -27,22 +35,40 @@ async fn site() -> String {
             tokio::time::sleep(Duration::from_secs(3)).await;
             Html("late")
         }));
+    let app = app.layer(axum::middleware::from_fn(
+        move |axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<
+            std::net::SocketAddr,
+        >,
+              req: axum::extract::Request,
+              next: axum::middleware::Next| {
+            peers.lock().unwrap().insert(peer);
+            next.run(req)
+        },
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .await
+        .unwrap()
+    });
     url
 }
 
 fn crawler(allow: &str) -> SiteCrawler {
     SiteCrawler {
-        allow: AllowList::parse(allow),
+        outbound: Outbound::new(AllowList::parse(allow)),
         timeout: Some(Duration::from_millis(500)),
     }
 }
 
 #[tokio::test]
 async fn reads_the_page_and_its_profiles_when_allowed() {
-    let base = site().await;
+    let peers = Peers::default();
+    let base = site_seeing(peers.clone()).await;
     let crawler = crawler("127.0.0.1");
     let page = crawler
         .fire(
@@ -57,6 +83,8 @@ async fn reads_the_page_and_its_profiles_when_allowed() {
     assert_eq!(page[0].title, "Acme Rockets");
     assert_eq!(page[0].snippet, "We build rockets");
     assert_eq!(page[0].raw["social_links"].as_array().unwrap().len(), 2);
+    // The redirect and the page came over one pooled connection.
+    assert_eq!(peers.lock().unwrap().len(), 1);
 
     // A social intent reads the website from the record and keeps that platform.
     let mut opts = FireOpts {

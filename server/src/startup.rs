@@ -62,14 +62,17 @@ pub fn register_connectors(
     config: &Config,
     state: &AppState,
 ) -> anyhow::Result<Option<engine::manifest::folder::Watching>> {
-    let http = engine::connectors::http::Http::new().context("building the HTTP client")?;
+    // One outbound client for every address someone else chose.
+    let http = engine::connectors::http::Http::new()
+        .context("building the HTTP client")?
+        .with_outbound(state.engine.outbound.clone());
     let demo = config.demo.then_some(config.demo_latency);
     engine::connectors::register_builtin(&state.engine.registry, &http, demo)
         .context("registering the built-in connectors")?;
     let folder = engine::manifest::folder::DropFolder::new(
         &config.connectors_dir,
         state.engine.registry.clone(),
-        config.fetch_allow.clone(),
+        state.engine.outbound.clone(),
         std::sync::Arc::new(|name| std::env::var(name).ok()),
     );
     folder.load_all();

@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing;
 use axum::Json;
 use common::{on_every_backend, TestServer, TEST_PACKS};
-use engine::connectors::guard::AllowList;
+use engine::connectors::guard::{AllowList, Outbound};
 use engine::manifest::{Format, Manifest, ManifestConnector};
 use engine::packs::Catalog;
 use engine::store::testing::{self, TestDatabase};
@@ -645,7 +645,7 @@ async fn a_key_refused_in_one_workspace_switches_the_connector_off_there_only() 
             let registry = &state.engine.registry;
             let connector = ManifestConnector::new(
                 Arc::new(shared.clone()),
-                AllowList::parse("127.0.0.1"),
+                Outbound::new(AllowList::parse("127.0.0.1")),
                 Arc::new(|name: &str| std::env::var(name).ok()),
             );
             registry

@@ -1,9 +1,9 @@
 //! Where outbound requests may go: connectors that fetch a URL someone else
-//! chose (the site crawler, manifest connectors) resolve the host first and
-//! refuse loopback, private, link-local and other internal addresses (an
-//! IPv4 address carried in IPv6 judged as itself) unless
-//! `SWITCHYARD_FETCH_ALLOW` lists them; the caller then pins the connection
-//! to the checked address, with no proxy, so DNS cannot change in between.
+//! chose (the site crawler, manifest connectors, a workspace's SearXNG) go
+//! through [`Outbound`], one pooled client whose resolver refuses loopback,
+//! private, link-local and other internal addresses (an IPv4 address carried
+//! in IPv6 judged as itself) unless `SWITCHYARD_FETCH_ALLOW` lists them, with
+//! no proxy and no redirect followed on its own.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -148,71 +148,148 @@ fn carried_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
     None
 }
 
-/// Resolves `url`'s host and returns an address it may connect to: every
-/// address the name has must be public or allow-listed.
-pub async fn public_address(
-    who: &str,
-    url: &Url,
-    allow: &AllowList,
-) -> Result<SocketAddr, FireError> {
-    let host = url
-        .host_str()
-        .unwrap_or_default()
-        .trim_matches(['[', ']'])
-        .to_owned();
-    let port = url.port_or_known_default().unwrap_or(443);
-    let refused = |why: String| FireError::Malformed {
-        reason: format!("{who} refused {host}: {why}"),
-    };
-    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
-        Ok(ip) => vec![SocketAddr::new(ip, port)],
-        Err(_) => tokio::net::lookup_host((host.as_str(), port))
-            .await
-            .map_err(|e| FireError::Upstream {
-                reason: format!("{who} cannot resolve {host}: {e}"),
-            })?
-            .collect(),
-    };
-    if addrs.is_empty() {
-        return Err(refused("it has no address".to_owned()));
-    }
-    // Every address must pass: a name resolving to an internal address among
-    // public ones is refused as a whole.
-    for addr in &addrs {
-        if let Some(why) = internal(addr.ip()) {
-            if !allow.allows(&host, addr.ip()) {
-                return Err(refused(format!(
-                    "{} is {why} (allow it with {ALLOW_VAR})",
-                    addr.ip()
-                )));
+/// A destination refused: an address of the host is internal and not
+/// allowed. Found among a request error's sources (the resolver raises it).
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("refused {host}: {ip} is {why} (allow it with {ALLOW_VAR})")]
+pub struct Refused {
+    host: String,
+    ip: IpAddr,
+    why: &'static str,
+}
+
+/// Checks every address of `host`: one internal address among public ones
+/// refuses the name as a whole.
+fn check_addresses(host: &str, ips: &[IpAddr], allow: &AllowList) -> Result<(), Refused> {
+    for ip in ips {
+        if let Some(why) = internal(*ip) {
+            if !allow.allows(host, *ip) {
+                return Err(Refused {
+                    host: host.to_owned(),
+                    ip: *ip,
+                    why,
+                });
             }
         }
     }
-    Ok(addrs[0])
+    Ok(())
 }
 
-/// A client for one request to `url`, pinned to a checked address of its
-/// host (see [`public_address`]): no proxy (a proxy would resolve the name
-/// again, past the pin) and no redirect (a caller that follows one checks
-/// the next address itself).
-pub async fn pinned_client(
-    who: &str,
-    url: &Url,
-    allow: &AllowList,
-    timeout: std::time::Duration,
-) -> Result<reqwest::Client, FireError> {
-    let addr = public_address(who, url, allow).await?;
-    let host = url.host_str().unwrap_or_default().to_owned();
-    reqwest::Client::builder()
-        .user_agent(super::http::USER_AGENT)
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(timeout)
-        .resolve(&host, addr)
-        .build()
-        .map_err(|e| FireError::Upstream {
-            reason: format!("{who}: {}", e.without_url()),
+/// Resolves names for [`Outbound`] and refuses internal answers: the
+/// connection goes to exactly the addresses checked, so a name cannot
+/// change between the check and the connection.
+#[derive(Debug)]
+struct GuardedResolver {
+    allow: AllowList,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow = self.allow.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if addrs.is_empty() {
+                return Err(format!("{host} has no address").into());
+            }
+            let ips: Vec<IpAddr> = addrs.iter().map(SocketAddr::ip).collect();
+            check_addresses(&host, &ips, &allow)?;
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
+    }
+}
+
+/// The one pooled client for requests to addresses someone else chose
+/// (manifests, the site crawler, a workspace's SearXNG): its resolver
+/// refuses internal addresses unless allowed, an address written in the URL
+/// is checked before the request, no proxy is used (a proxy would resolve
+/// the name again, past the check) and no redirect is followed (a caller
+/// that follows one asks for the next URL here again). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Outbound {
+    /// Built on first use; a client that cannot be built fails each request
+    /// that needs it, with the reason.
+    client: std::sync::Arc<std::sync::OnceLock<Result<reqwest::Client, String>>>,
+    allow: AllowList,
+}
+
+impl Outbound {
+    pub fn new(allow: AllowList) -> Self {
+        Self {
+            client: std::sync::Arc::default(),
+            allow,
+        }
+    }
+
+    fn client(&self, who: &str) -> Result<&reqwest::Client, FireError> {
+        self.client
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .user_agent(super::http::USER_AGENT)
+                    .no_proxy()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .connect_timeout(std::time::Duration::from_secs(5))
+                    .dns_resolver(std::sync::Arc::new(GuardedResolver {
+                        allow: self.allow.clone(),
+                    }))
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| FireError::Upstream {
+                reason: format!("{who}: the outbound client cannot be built: {e}"),
+            })
+    }
+
+    /// Internal destinations this client may reach.
+    pub fn allow(&self) -> &AllowList {
+        &self.allow
+    }
+
+    /// A request to `url` by `who`, if it may go there: http or https, and an
+    /// address written in the URL must pass the check (a name is checked
+    /// when it is resolved). `timeout` bounds the whole request.
+    pub fn request(
+        &self,
+        who: &str,
+        method: reqwest::Method,
+        url: &Url,
+        timeout: std::time::Duration,
+    ) -> Result<reqwest::RequestBuilder, FireError> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(FireError::Malformed {
+                reason: format!("{who}: only http and https addresses are fetched"),
+            });
+        }
+        let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']);
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            check_addresses(host, &[ip], &self.allow).map_err(|e| refused(who, &e))?;
+        }
+        Ok(self
+            .client(who)?
+            .request(method, url.clone())
+            .timeout(timeout))
+    }
+}
+
+/// The error of a fire whose destination was refused.
+pub fn refused(who: &str, e: &Refused) -> FireError {
+    FireError::Malformed {
+        reason: format!("{who} {e}"),
+    }
+}
+
+/// The refusal behind a request error, if the guard refused it.
+pub fn refusal_in(e: &(dyn std::error::Error + 'static)) -> Option<Refused> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(r) = c.downcast_ref::<Refused>() {
+            return Some(r.clone());
+        }
+        cause = c.source();
+    }
+    None
 }
 
 #[cfg(test)]

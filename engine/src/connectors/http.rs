@@ -10,6 +10,7 @@ use reqwest::header::{HeaderMap, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
 
+use super::guard::{refusal_in, refused, AllowList, Outbound};
 use crate::connector::FireError;
 
 /// The User-Agent every request carries.
@@ -21,15 +22,19 @@ pub const USER_AGENT: &str = concat!(
 /// The largest answer read from a provider.
 pub const MAX_BODY: usize = 4 * 1024 * 1024;
 
-/// The process's HTTP client. Cheap to clone (the pool is shared).
+/// The process's HTTP clients. Cheap to clone (the pools are shared).
 #[derive(Clone, Debug)]
 pub struct Http {
+    /// For the providers' own addresses, written in code.
     client: reqwest::Client,
+    /// For addresses someone else chose (see [`Outbound`]).
+    outbound: Outbound,
     max_body: usize,
 }
 
 impl Http {
-    /// A client with pooling, rustls, compression and sane timeouts.
+    /// A client with pooling, rustls, compression and sane timeouts, and an
+    /// outbound client that reaches no internal address.
     pub fn new() -> Result<Self, reqwest::Error> {
         let client = reqwest::Client::builder()
             .user_agent(USER_AGENT)
@@ -39,8 +44,20 @@ impl Http {
             .build()?;
         Ok(Self {
             client,
+            outbound: Outbound::new(AllowList::default()),
             max_body: MAX_BODY,
         })
+    }
+
+    /// The same clients, with `outbound` for addresses someone else chose
+    /// (the deployment's one, with its allow list).
+    pub fn with_outbound(mut self, outbound: Outbound) -> Self {
+        self.outbound = outbound;
+        self
+    }
+
+    pub fn outbound(&self) -> &Outbound {
+        &self.outbound
     }
 
     /// The same client with another answer size cap (tests).
@@ -57,6 +74,7 @@ impl Http {
             .build()?;
         Ok(Self {
             client,
+            outbound: Outbound::new(AllowList::default()),
             max_body: MAX_BODY,
         })
     }
@@ -176,9 +194,12 @@ fn echoes(secret: &str) -> [String; 4] {
     ]
 }
 
-fn transport_error(provider: &str, e: reqwest::Error, secrets: &[&str]) -> FireError {
+pub(crate) fn transport_error(provider: &str, e: reqwest::Error, secrets: &[&str]) -> FireError {
     // The URL may carry a key in its query string: never show it.
     let e = e.without_url();
+    if let Some(refusal) = refusal_in(&e) {
+        return refused(provider, &refusal);
+    }
     if e.is_timeout() {
         return FireError::Timeout {
             after: Duration::from_secs(15),

@@ -110,7 +110,7 @@ pub fn register_builtin(
         )?;
     }
     let crawler = site::SiteCrawler {
-        allow: site::AllowList::from_env(),
+        outbound: http.outbound().clone(),
         timeout: None,
     };
     registry.register(site::registration(), Arc::new(crawler))?;

@@ -9,7 +9,6 @@ use async_trait::async_trait;
 use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 
-use super::guard::{pinned_client, AllowList};
 use super::Endpoint;
 use super::{env, social};
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
@@ -86,21 +85,22 @@ impl Connector for Searxng {
             _ => "general",
         };
         let url = format!("{}/search", base.trim_end_matches('/'));
-        let client = if opts.secrets.get(URL_VAR).is_some() {
+        // A workspace's own address goes through the outbound guard; the
+        // operator's is theirs to choose.
+        let request = if opts.secrets.get(URL_VAR).is_some() {
             let parsed = url::Url::parse(&url).map_err(|e| FireError::Malformed {
                 reason: format!("SearXNG: {URL_VAR} is not a valid address: {e}"),
             })?;
-            pinned_client(
+            self.0.http.outbound().request(
                 "SearXNG",
+                reqwest::Method::GET,
                 &parsed,
-                &AllowList::from_env(),
                 WORKSPACE_TIMEOUT,
-            )
-            .await?
+            )?
         } else {
-            self.0.http.client().clone()
+            self.0.http.client().get(url)
         };
-        let request = client.get(url).query(&[
+        let request = request.query(&[
             ("q", q.as_str()),
             ("format", "json"),
             ("categories", category),

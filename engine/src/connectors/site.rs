@@ -19,8 +19,7 @@ use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
 use crate::registry::Registration;
 use crate::urlnorm::parse_web_url;
 
-use super::guard::pinned_client;
-pub use super::guard::{internal, AllowList, ALLOW_VAR};
+pub use super::guard::{internal, AllowList, Outbound, ALLOW_VAR};
 
 pub const ID: &str = "site-crawler";
 const MAX_BYTES: usize = 2 * 1024 * 1024;
@@ -48,9 +47,10 @@ pub fn registration() -> Registration {
 }
 
 /// The site crawler.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SiteCrawler {
-    pub allow: AllowList,
+    /// Every hop, redirects included, goes through the outbound guard.
+    pub outbound: Outbound,
     /// How long one request may take.
     pub timeout: Option<Duration>,
 }
@@ -62,23 +62,15 @@ impl SiteCrawler {
         let mut url = start;
         for _ in 0..=MAX_REDIRECTS {
             let host = url.host_str().unwrap_or_default().to_owned();
-            let client = pinned_client(
-                "site crawler",
-                &url,
-                &self.allow,
-                self.timeout.unwrap_or(Duration::from_secs(10)),
-            )
-            .await?;
-            let mut response = client.get(url.clone()).send().await.map_err(|e| {
-                let e = e.without_url();
+            let timeout = self.timeout.unwrap_or(Duration::from_secs(10));
+            let request =
+                self.outbound
+                    .request("site crawler", reqwest::Method::GET, &url, timeout)?;
+            let mut response = request.send().await.map_err(|e| {
                 if e.is_timeout() {
-                    FireError::Timeout {
-                        after: self.timeout.unwrap_or(Duration::from_secs(10)),
-                    }
+                    FireError::Timeout { after: timeout }
                 } else {
-                    FireError::Upstream {
-                        reason: format!("site crawler cannot read {host}: {e}"),
-                    }
+                    super::http::transport_error(&format!("site crawler ({host})"), e, &[])
                 }
             })?;
             let status = response.status();
@@ -318,8 +310,13 @@ mod tests {
 
     #[tokio::test]
     async fn internal_targets_are_refused_before_connecting() {
-        let crawler = SiteCrawler::default();
+        let crawler = SiteCrawler {
+            outbound: Outbound::new(AllowList::default()),
+            timeout: None,
+        };
         for target in [
+            // A name is checked by the resolver, an address before sending.
+            "http://localhost:9/",
             "http://127.0.0.1:9/",
             "http://[::1]:9/",
             "http://169.254.169.254/latest/meta-data/",
@@ -329,7 +326,10 @@ mod tests {
                 .fire(&B::CrawlSite.into(), target, &FireOpts::default())
                 .await
                 .unwrap_err();
-            assert!(err.to_string().contains("refused"), "{target}: {err}");
+            assert!(
+                matches!(&err, FireError::Malformed { reason } if reason.contains("refused")),
+                "{target}: {err:?}"
+            );
         }
     }
 

@@ -15,7 +15,7 @@ use url::Url;
 
 use super::{render, Manifest, Meaning, PageKind, RenderError};
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
-use crate::connectors::guard::{pinned_client, AllowList};
+use crate::connectors::guard::Outbound;
 use crate::connectors::http::{
     classify_status, parse_json, plain_text, redact, retry_after, send_capped,
 };
@@ -34,16 +34,16 @@ const MAX_ITEMS: usize = 1_000;
 /// A manifest as a connector.
 pub struct ManifestConnector {
     manifest: Arc<Manifest>,
-    allow: AllowList,
+    outbound: Outbound,
     env: EnvLookup,
     timeout: Duration,
 }
 
 impl ManifestConnector {
-    pub fn new(manifest: Arc<Manifest>, allow: AllowList, env: EnvLookup) -> Self {
+    pub fn new(manifest: Arc<Manifest>, outbound: Outbound, env: EnvLookup) -> Self {
         Self {
             manifest,
-            allow,
+            outbound,
             env,
             timeout: Duration::from_secs(15),
         }
@@ -139,12 +139,12 @@ impl ManifestConnector {
                 pairs.append_pair(name, value);
             }
         }
-        let client = pinned_client(who, &url, &self.allow, self.timeout).await?;
-        let mut request = if spec.method.eq_ignore_ascii_case("POST") {
-            client.post(url)
+        let method = if spec.method.eq_ignore_ascii_case("POST") {
+            reqwest::Method::POST
         } else {
-            client.get(url)
+            reqwest::Method::GET
         };
+        let mut request = self.outbound.request(who, method, &url, self.timeout)?;
         for (name, value) in &spec.headers {
             let value = fill(value)?;
             let (Ok(name), Ok(value)) = (

@@ -19,7 +19,7 @@ use serde::Serialize;
 use model::ConnectorSource;
 
 use super::{Format, Manifest, ManifestConnector};
-use crate::connectors::guard::AllowList;
+use crate::connectors::guard::Outbound;
 use crate::registry::{EnvLookup, Registry};
 
 /// What became of one file in the folder.
@@ -36,7 +36,7 @@ pub struct FileState {
 pub struct DropFolder {
     dir: PathBuf,
     registry: Registry,
-    allow: AllowList,
+    outbound: Outbound,
     env: EnvLookup,
     files: Arc<Mutex<BTreeMap<PathBuf, FileState>>>,
     /// The content each serving file was registered from.
@@ -82,13 +82,13 @@ impl DropFolder {
     pub fn new(
         dir: impl Into<PathBuf>,
         registry: Registry,
-        allow: AllowList,
+        outbound: Outbound,
         env: EnvLookup,
     ) -> Self {
         Self {
             dir: dir.into(),
             registry,
-            allow,
+            outbound,
             env,
             files: Arc::default(),
             serving: Arc::default(),
@@ -195,7 +195,7 @@ impl DropFolder {
         }
         let registration = manifest.registration();
         let connector =
-            ManifestConnector::new(Arc::new(manifest), self.allow.clone(), self.env.clone());
+            ManifestConnector::new(Arc::new(manifest), self.outbound.clone(), self.env.clone());
         let source = ConnectorSource::File {
             path: path.display().to_string(),
         };

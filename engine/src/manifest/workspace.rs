@@ -118,7 +118,7 @@ impl Engine {
     fn manifest_connector(&self, manifest: Manifest) -> ManifestConnector {
         ManifestConnector::new(
             Arc::new(manifest),
-            self.fetch_allow.clone(),
+            self.outbound.clone(),
             Arc::new(|_| None),
         )
     }

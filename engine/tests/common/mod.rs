@@ -8,7 +8,7 @@ pub mod provider;
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::connectors::guard::AllowList;
+use engine::connectors::guard::{AllowList, Outbound};
 use engine::import::{parse_csv, ImportLimits};
 use engine::manifest::{Format, Manifest, ManifestConnector};
 use engine::packs::Catalog;
@@ -83,7 +83,7 @@ pub fn register_manifest(engine: &Engine, text: &str) {
             registration,
             Arc::new(ManifestConnector::new(
                 Arc::new(manifest),
-                AllowList::parse("127.0.0.1"),
+                Outbound::new(AllowList::parse("127.0.0.1")),
                 Arc::new(|_| None),
             )),
         )
