@@ -73,4 +73,6 @@ clippy:
 
 rust-test:
 	@echo "==> Rust tests on SQLite and PostgreSQL"
-	./scripts/with-postgres.sh cargo test --workspace --exclude frontend
+	./scripts/with-postgres.sh cargo test --workspace --exclude frontend -- --skip fuzz_
+	@echo "==> Fuzz targets (importer, manifests, JSONPath, URLs, adapters' answers)"
+	cargo test -p engine --features test-support fuzz_ -- --nocapture

@@ -235,11 +235,16 @@ impl<'a> LineCounter<'a> {
             target += 1;
         }
         if target > self.offset {
-            let newlines = self.bytes[self.offset..target]
-                .iter()
-                .filter(|b| **b == b'\n')
+            // A line ends with `\n`, `\r\n` or a lone `\r`, as the csv
+            // crate reads it.
+            let breaks = (self.offset..target)
+                .filter(|&i| match self.bytes[i] {
+                    b'\n' => true,
+                    b'\r' => self.bytes.get(i + 1) != Some(&b'\n'),
+                    _ => false,
+                })
                 .count();
-            self.line += newlines as u64;
+            self.line += breaks as u64;
             self.offset = target;
         }
         self.line
@@ -457,6 +462,13 @@ mod tests {
         assert_eq!(p.rejected.len(), 1_000);
         assert_eq!(p.rejected[0].line, 3);
         assert_eq!(p.rejected[999].line, 1_002);
+    }
+
+    #[test]
+    fn lines_ending_in_a_lone_carriage_return_are_numbered_too() {
+        let p = parse("name,city\rAcme,Lyon\r,Paris\rBolt,Oslo\r").unwrap();
+        assert_eq!(p.records.len(), 2);
+        assert_eq!(p.rejected[0].line, 3);
     }
 
     #[test]

@@ -11,6 +11,8 @@ pub mod demo;
 pub mod dispatch;
 pub mod events;
 pub mod flow;
+#[cfg(test)]
+mod fuzz;
 pub mod import;
 pub mod jobs;
 pub mod lease;

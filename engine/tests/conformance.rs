@@ -3,7 +3,8 @@
 //! Retry-After, refused key, 5xx, timeout, malformed JSON, an oversized body,
 //! an HTML error page) and the suite checks the classified outcome, the
 //! results' fields, that the key never shows in anything the adapter returns,
-//! and that nothing panics. An adapter without fixtures fails the suite.
+//! and that nothing panics. An adapter without fixtures fails the suite. Its
+//! fuzz half replaces parts of each success answer with arbitrary JSON.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -506,4 +507,95 @@ async fn every_adapter_classifies_every_documented_answer() {
         "the suite captured no log at all: the check below would prove nothing"
     );
     assert!(!logged.contains(KEY), "a key reached the log");
+}
+
+/// Arbitrary JSON to put where a provider's answer had something else.
+fn json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    use proptest::prelude::*;
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        prop_oneof![
+            "\\PC{0,20}",
+            "https?://[a-z]{1,8}\\.example/[a-z]{0,6}",
+            "javascript:[a-z]{0,10}",
+            "<b>[a-z]{0,8}</b>",
+        ]
+        .prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 40, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-z_]{1,8}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// `value` with its `at`-th node (in document order, wrapping) replaced.
+fn replace_node(value: &mut serde_json::Value, at: &mut usize, with: &serde_json::Value) -> bool {
+    if *at == 0 {
+        *value = with.clone();
+        return true;
+    }
+    *at -= 1;
+    match value {
+        serde_json::Value::Array(items) => items.iter_mut().any(|v| replace_node(v, at, with)),
+        serde_json::Value::Object(map) => map.values_mut().any(|v| replace_node(v, at, with)),
+        _ => false,
+    }
+}
+
+/// The fuzz half of the suite: each adapter's documented success answer
+/// with one node replaced by arbitrary JSON. Nothing may panic, the key
+/// never shows, and what comes back is results or a classified error.
+#[test]
+fn fuzz_every_adapter_survives_mutated_answers() {
+    use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
+    const CASES: u32 = 150;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let fixtures = fixtures();
+    let mut fuzzed = 0;
+    for adapter in adapters() {
+        let id = (adapter.registration)().id;
+        let Some(fixture) = fixtures.get(id.as_str()) else {
+            continue;
+        };
+        let (word, body) = fixture.success[0];
+        let seed: serde_json::Value = serde_json::from_str(body).unwrap();
+        let config = Config {
+            cases: CASES,
+            source_file: Some(file!()),
+            failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel(
+                "proptest-regressions",
+            ))),
+            ..Config::default()
+        };
+        let strategy = (0usize..64, json());
+        TestRunner::new(config)
+            .run(&strategy, |(at, with)| {
+                let mut mutated = seed.clone();
+                let mut at = at;
+                replace_node(&mut mutated, &mut at, &with);
+                let mut answers = all_json(&fixture.success);
+                answers.retain(|(w, _)| *w != word);
+                answers.insert(0, (word, Answer::json(200, &mutated.to_string())));
+                let (outcome, _) =
+                    runtime.block_on(fire_with(&adapter, fixture, answers, Http::new().unwrap()));
+                assert_no_key(&id, &outcome);
+                // Results whose URL is not http(s) are the store's to drop;
+                // an answer that came at once is never a timeout.
+                proptest::prop_assert!(
+                    !matches!(outcome, Err(FireError::Timeout { .. })),
+                    "{id}: {outcome:?}"
+                );
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("fuzz {id}: {e}"));
+        fuzzed += 1;
+    }
+    eprintln!("fuzz coded adapters' answers: {fuzzed} adapters x {CASES} cases, none failed");
 }

@@ -277,15 +277,15 @@ impl Connector for ManifestConnector {
 /// What one answer gave: its results, how many items it held (results or
 /// not, for offset paging), and the cursor to the next page.
 #[derive(Debug)]
-struct MappedPage {
-    results: Vec<ConnectorResult>,
-    items: usize,
-    cursor: Option<String>,
+pub(crate) struct MappedPage {
+    pub(crate) results: Vec<ConnectorResult>,
+    pub(crate) items: usize,
+    pub(crate) cursor: Option<String>,
 }
 
 /// `Some(limit)` when `answer` holds more than [`MAX_NODES`] values; stops
 /// counting there.
-fn over_node_limit(answer: &Value) -> Option<usize> {
+pub(crate) fn over_node_limit(answer: &Value) -> Option<usize> {
     let mut stack = vec![answer];
     let mut count = 0usize;
     while let Some(v) = stack.pop() {
@@ -302,7 +302,9 @@ fn over_node_limit(answer: &Value) -> Option<usize> {
     None
 }
 
-fn map_page(manifest: &Manifest, answer: &Value) -> MappedPage {
+/// Maps one answer through the manifest's JSONPath (CPU work: callers on
+/// the runtime go through `ManifestConnector::map`).
+pub(crate) fn map_page(manifest: &Manifest, answer: &Value) -> MappedPage {
     let items: Vec<&Value> = manifest.items.query(answer).all();
     let mut results = Vec::new();
     for item in items.iter().take(MAX_ITEMS) {

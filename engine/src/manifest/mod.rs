@@ -33,6 +33,8 @@ use serde::{Deserialize, Serialize};
 use serde_json_path::JsonPath;
 
 pub use fire::ManifestConnector;
+#[cfg(test)]
+pub(crate) use fire::{map_page, over_node_limit};
 pub use model::Problem;
 pub use workspace::SaveError;
 pub(crate) use workspace::{probe, report};
