@@ -163,10 +163,19 @@ fn verify_password(password: &str, hash: &str) -> bool {
 }
 
 async fn hash_password_blocking(password: String) -> Result<String, AccountError> {
+    let _turn = HASHING.acquire().await.ok();
     tokio::task::spawn_blocking(move || hash_password(&password))
         .await
         .map_err(|e| AccountError::Invalid(format!("password hashing stopped: {e}")))?
 }
+
+/// Password hashes computed at once, in the whole process. Each argon2
+/// computation holds its memory cost (19 MiB) while it runs: 200 sign-ins
+/// at once held 2.8 GB that the allocator then kept, and a crowd of wrong
+/// passwords from many addresses could have exhausted memory. The rest wait
+/// their turn.
+static HASHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(HASHING_AT_ONCE);
+const HASHING_AT_ONCE: usize = 4;
 
 /// A hash of nothing anyone knows, checked when the email is unknown so that
 /// an unknown address takes as long to refuse as a wrong password.
@@ -327,13 +336,16 @@ impl Engine {
             Err(_) => None,
         };
         let (id, hash) = match user {
-            Some(user) => (Some(user.id), user.password_hash),
-            None => (None, decoy_hash().to_owned()),
+            Some(user) => (Some(user.id), Some(user.password_hash)),
+            None => (None, None),
         };
         let password = password.to_owned();
-        let matches = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-            .await
-            .unwrap_or(false);
+        let _turn = HASHING.acquire().await.ok();
+        let matches = tokio::task::spawn_blocking(move || {
+            verify_password(&password, hash.as_deref().unwrap_or_else(|| decoy_hash()))
+        })
+        .await
+        .unwrap_or(false);
         Ok(id.filter(|_| matches))
     }
 
