@@ -42,4 +42,20 @@ if [ ! -f "$pkg/switchyard_bg.wasm" ] || [ "$wasm" -nt "$pkg/switchyard_bg.wasm"
 fi
 cp style/main.css "$pkg/switchyard.css"
 cp -r public/. "$site/"
-echo "==> Site ready in $site ($(du -h "$pkg/switchyard_bg.wasm" | cut -f1) wasm)"
+
+# Precompressed copies the server sends to browsers that accept them:
+# gzip always, brotli when its tool is installed (make test installs it).
+# Only what changed is compressed again.
+level=5
+[ "$profile" = release ] && level=11
+for f in "$pkg"/*.wasm "$pkg"/*.js "$pkg"/*.css; do
+  if [ ! -f "$f.gz" ] || [ "$f" -nt "$f.gz" ]; then
+    gzip -9 -k -f -n "$f"
+  fi
+  if command -v brotli >/dev/null && { [ ! -f "$f.br" ] || [ "$f" -nt "$f.br" ]; }; then
+    brotli -q "$level" -k -f "$f"
+  fi
+done
+sizes="$(du -h "$pkg/switchyard_bg.wasm" | cut -f1) wasm, $(du -h "$pkg/switchyard_bg.wasm.gz" | cut -f1) gzipped"
+[ -f "$pkg/switchyard_bg.wasm.br" ] && sizes="$sizes, $(du -h "$pkg/switchyard_bg.wasm.br" | cut -f1) brotli"
+echo "==> Site ready in $site ($sizes)"

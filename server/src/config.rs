@@ -51,7 +51,7 @@ impl Config {
         LeptosOptions::builder()
             .output_name(OUTPUT_NAME)
             .site_root(self.site_root.as_str())
-            .site_pkg_dir("pkg")
+            .site_pkg_dir(crate::delivery::PKG_PATH.trim_start_matches('/'))
             .site_addr(self.addr)
             .build()
     }

@@ -8,6 +8,7 @@ pub mod body_limit;
 pub mod cli;
 pub mod config;
 pub mod csrf;
+pub mod delivery;
 pub mod metrics;
 pub mod operator;
 pub mod router;

@@ -56,8 +56,10 @@ const AUTH_ROUTES: [(Method, &str); 5] = [
 pub fn app(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let engine = state.engine.clone();
+    let site_files = crate::delivery::site_files(&state.leptos_options.site_root);
     Router::new()
         .nest("/api", crate::api::router())
+        .nest_service(crate::delivery::PKG_PATH, site_files)
         .route(AUTH_ROUTES[0].1, post(auth::sign_in))
         .route(AUTH_ROUTES[1].1, post(auth::sign_out))
         .route(AUTH_ROUTES[2].1, post(auth::switch_workspace))
@@ -77,6 +79,8 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(crate::csrf::same_origin_only))
         .layer(axum::middleware::from_fn(crate::body_limit::limit_body))
         .layer(DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn(crate::delivery::cache_rules))
+        .layer(crate::delivery::compression())
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
