@@ -81,7 +81,8 @@ pub fn check_workspace_name(name: &str) -> Result<String, AccountError> {
     Ok(name.to_owned())
 }
 
-fn check_password(password: &str) -> Result<(), AccountError> {
+/// Whether a password someone chooses is long enough; the error says how long.
+pub fn check_new_password(password: &str) -> Result<(), AccountError> {
     if password.chars().count() < MIN_PASSWORD_CHARS {
         return Err(AccountError::Invalid(format!(
             "password: use at least {MIN_PASSWORD_CHARS} characters"
@@ -177,6 +178,18 @@ async fn hash_password_blocking(password: String) -> Result<String, AccountError
 static HASHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(HASHING_AT_ONCE);
 const HASHING_AT_ONCE: usize = 4;
 
+/// Checks a password against a stored hash (the decoy when there is none,
+/// so an unknown account takes as long), on a blocking thread, in turn.
+async fn verify_in_turn(password: &str, hash: Option<String>) -> bool {
+    let password = password.to_owned();
+    let _turn = HASHING.acquire().await.ok();
+    tokio::task::spawn_blocking(move || {
+        verify_password(&password, hash.as_deref().unwrap_or_else(|| decoy_hash()))
+    })
+    .await
+    .unwrap_or(false)
+}
+
 /// A hash of nothing anyone knows, checked when the email is unknown so that
 /// an unknown address takes as long to refuse as a wrong password.
 fn decoy_hash() -> &'static str {
@@ -199,7 +212,7 @@ impl Engine {
         let email = normalize_email(email)?;
         let workspace = check_workspace_name(workspace)?;
         if let Some(password) = &password {
-            check_password(password)?;
+            check_new_password(password)?;
         }
         let (workspace_id, created_workspace) = self.store.ensure_workspace(&workspace).await?;
         self.keep_an_admin_if_demoted(workspace_id, &workspace, &email, role)
@@ -275,7 +288,7 @@ impl Engine {
         token: &str,
         password: String,
     ) -> Result<i64, AccountError> {
-        check_password(&password)?;
+        check_new_password(&password)?;
         let user_id = self
             .store
             .take_password_link(&secret_hash(token.trim()))
@@ -301,13 +314,13 @@ impl Engine {
         new: String,
         keep: Option<&str>,
     ) -> Result<(), AccountError> {
-        check_password(&new)?;
-        let email = self
+        check_new_password(&new)?;
+        let user = self
             .store
-            .email_of(user_id)
+            .user(user_id)
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("user {user_id}")))?;
-        if self.check_password(&email, current).await? != Some(user_id) {
+        if !verify_in_turn(current, Some(user.password_hash)).await {
             return Err(AccountError::Invalid(
                 "current password: it is not this account's password".to_owned(),
             ));
@@ -318,8 +331,8 @@ impl Engine {
         Ok(())
     }
 
+    /// Stores a password its caller has checked (`check_new_password`).
     async fn set_password(&self, user_id: i64, password: String) -> Result<(), AccountError> {
-        check_password(&password)?;
         let hash = hash_password_blocking(password).await?;
         self.store.set_password_hash(user_id, &hash).await?;
         Ok(())
@@ -339,25 +352,16 @@ impl Engine {
             Some(user) => (Some(user.id), Some(user.password_hash)),
             None => (None, None),
         };
-        let password = password.to_owned();
-        let _turn = HASHING.acquire().await.ok();
-        let matches = tokio::task::spawn_blocking(move || {
-            verify_password(&password, hash.as_deref().unwrap_or_else(|| decoy_hash()))
-        })
-        .await
-        .unwrap_or(false);
+        let matches = verify_in_turn(password, hash).await;
         Ok(id.filter(|_| matches))
     }
 
-    /// What a browser that signed in as `email` keeps to show it did (see
-    /// [`browser_mark`]); `None` for no such account.
-    pub async fn browser_mark(&self, email: &str) -> Result<Option<String>, StoreError> {
-        let Ok(email) = normalize_email(email) else {
-            return Ok(None);
-        };
+    /// What a browser that signed in as `user_id` keeps to show it did (see
+    /// [`browser_mac`]); `None` for no such account.
+    pub async fn browser_mark(&self, user_id: i64) -> Result<Option<String>, StoreError> {
         Ok(self
             .store
-            .user_by_email(&email)
+            .user(user_id)
             .await?
             .and_then(|u| browser_mac(u.id, &u.password_hash))
             .map(|mac| hex(&mac.finalize().into_bytes())))

@@ -12,7 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::api::ApiError;
-use crate::auth::SESSION_COOKIE;
+use crate::auth::{cookie, SESSION_COOKIE};
 
 /// Refuses a cross-site state change with 403 naming why.
 pub async fn same_origin_only(req: Request, next: Next) -> Response {
@@ -29,7 +29,8 @@ pub fn check(method: &Method, path: &str, headers: &HeaderMap) -> Result<(), &'s
         return Ok(());
     }
     let signs_in = path.starts_with("/auth/");
-    let ambient = has_session_cookie(headers) && !headers.contains_key(header::AUTHORIZATION);
+    let ambient =
+        cookie(headers, SESSION_COOKIE).is_some() && !headers.contains_key(header::AUTHORIZATION);
     if !signs_in && !ambient {
         return Ok(());
     }
@@ -45,19 +46,6 @@ pub fn check(method: &Method, path: &str, headers: &HeaderMap) -> Result<(), &'s
         Some(_) => Err("the request came from another site's page"),
         None => Err("the browser did not say where the request came from (no Origin)"),
     }
-}
-
-fn has_session_cookie(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .any(|c| {
-            c.trim()
-                .split_once('=')
-                .is_some_and(|(name, _)| name == SESSION_COOKIE)
-        })
 }
 
 /// `Origin` names the host the request was sent to (scheme aside: a proxy

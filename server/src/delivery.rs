@@ -44,7 +44,11 @@ pub fn compression() -> CompressionLayer<impl Predicate> {
 /// varies with `Accept-Encoding` (the file server says so only of some), so
 /// no cache hands a brotli copy to a browser that asked for gzip.
 pub async fn cache_rules(req: Request, next: Next) -> Response {
-    let site_file = req.uri().path().starts_with(&format!("{PKG_PATH}/"));
+    let site_file = req
+        .uri()
+        .path()
+        .strip_prefix(PKG_PATH)
+        .is_some_and(|rest| rest.starts_with('/'));
     let mut response = next.run(req).await;
     let varies = response.headers().get_all(header::VARY).iter().any(|v| {
         v.to_str()

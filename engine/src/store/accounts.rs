@@ -18,6 +18,14 @@ pub struct UserRow {
     pub password_hash: String,
 }
 
+fn user_row(row: &AnyRow) -> Result<UserRow, StoreError> {
+    Ok(UserRow {
+        id: row.try_get("id")?,
+        email: row.try_get("email")?,
+        password_hash: row.try_get("password_hash")?,
+    })
+}
+
 /// Who is acting and where: a user in one of their workspaces, with the role
 /// they hold there. Every request that reaches data carries one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,22 +167,16 @@ impl Store {
             .bind(email)
             .fetch_optional(self.pool())
             .await?;
-        row.map(|row| {
-            Ok(UserRow {
-                id: row.try_get("id")?,
-                email: row.try_get("email")?,
-                password_hash: row.try_get("password_hash")?,
-            })
-        })
-        .transpose()
+        row.as_ref().map(user_row).transpose()
     }
 
-    /// A user's (lower-cased) email by id.
-    pub async fn email_of(&self, user_id: i64) -> Result<Option<String>, StoreError> {
-        Ok(sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
+    /// A user by id.
+    pub async fn user(&self, user_id: i64) -> Result<Option<UserRow>, StoreError> {
+        let row = sqlx::query("SELECT id, email, password_hash FROM users WHERE id = $1")
             .bind(user_id)
             .fetch_optional(self.pool())
-            .await?)
+            .await?;
+        row.as_ref().map(user_row).transpose()
     }
 
     pub async fn create_user(&self, email: &str, password_hash: &str) -> Result<i64, StoreError> {

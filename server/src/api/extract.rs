@@ -92,7 +92,8 @@ impl<S: Send + Sync> FromRequest<S> for ApiBytes {
 }
 
 impl ApiBytes {
-    pub fn is_empty(&self) -> bool {
+    /// Nothing but whitespace was sent.
+    pub fn is_blank(&self) -> bool {
         self.bytes.iter().all(u8::is_ascii_whitespace)
     }
 
@@ -116,7 +117,7 @@ impl ApiBytes {
     /// Parses the body as JSON (sent as `application/json`), or gives
     /// `T::default()` when it is empty.
     pub fn json_or_default<T: serde::de::DeserializeOwned + Default>(&self) -> Result<T, ApiError> {
-        if self.is_empty() {
+        if self.is_blank() {
             return Ok(T::default());
         }
         self.media_type(&["application/json"])?;

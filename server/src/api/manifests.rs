@@ -18,7 +18,7 @@ use crate::router::AppState;
 /// The manifest in a request body: TOML sent as `application/toml`, or JSON
 /// as `application/json`.
 fn manifest_body(body: &ApiBytes) -> Result<(String, ManifestFormat), ApiError> {
-    if body.is_empty() {
+    if body.is_blank() {
         return Err(ApiError::BadRequest(
             "request body: send the manifest (TOML as application/toml, or JSON as application/json)"
                 .to_owned(),

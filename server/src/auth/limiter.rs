@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use axum::http::HeaderMap;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use ipnet::IpNet;
 
 /// Failures of one account from one address allowed before waits start.
 const FREE_FAILURES: u32 = 3;
@@ -34,35 +35,26 @@ const PRUNE_EVERY: u64 = 1_024;
 /// The proxies whose `X-Forwarded-For` is believed (addresses or CIDR
 /// ranges, from `SWITCHYARD_TRUSTED_PROXIES`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TrustedProxies(Vec<(IpAddr, u8)>);
+pub struct TrustedProxies(Vec<IpNet>);
 
 impl TrustedProxies {
     /// Parses `10.0.0.1, 10.1.0.0/16, ::1`; an error names the bad entry.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let mut ranges = Vec::new();
-        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            let (addr, bits) = match entry.split_once('/') {
-                Some((a, b)) => (a, Some(b)),
-                None => (entry, None),
-            };
-            let addr: IpAddr = addr
-                .parse()
-                .map_err(|_| format!("{entry:?} is not an address or CIDR range"))?;
-            let max = if addr.is_ipv4() { 32 } else { 128 };
-            let bits =
-                match bits {
-                    None => max,
-                    Some(b) => b.parse::<u8>().ok().filter(|b| *b <= max).ok_or_else(|| {
-                        format!("{entry:?} has a prefix length outside 0..={max}")
-                    })?,
-                };
-            ranges.push((addr, bits));
-        }
-        Ok(Self(ranges))
+        text.split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(|entry| {
+                entry
+                    .parse::<IpNet>()
+                    .or_else(|_| entry.parse::<IpAddr>().map(IpNet::from))
+                    .map_err(|_| format!("{entry:?} is not an address or CIDR range"))
+            })
+            .collect::<Result<_, _>>()
+            .map(Self)
     }
 
     fn contains(&self, ip: IpAddr) -> bool {
-        self.0.iter().any(|(net, bits)| in_range(ip, *net, *bits))
+        self.0.iter().any(|net| net.contains(&ip))
     }
 
     /// The client's address: the peer, unless the peer is a trusted proxy;
@@ -89,20 +81,6 @@ impl TrustedProxies {
             }
         }
         peer
-    }
-}
-
-fn in_range(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
-    match (ip, net) {
-        (IpAddr::V4(ip), IpAddr::V4(net)) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
-            u32::from(ip) & mask == u32::from(net) & mask
-        }
-        (IpAddr::V6(ip), IpAddr::V6(net)) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
-            u128::from(ip) & mask == u128::from(net) & mask
-        }
-        _ => false,
     }
 }
 
@@ -395,6 +373,11 @@ mod tests {
             .unwrap_err()
             .contains("10.0.0.0/33"));
         assert!(TrustedProxies::parse("proxy.local").is_err());
-        assert!(in_range(ip("0.0.0.1"), ip("0.0.0.0"), 0));
+        let everyone = TrustedProxies::parse("0.0.0.0/0").unwrap();
+        assert_eq!(
+            everyone.client_address(ip("192.0.2.9"), &headers),
+            ip("192.0.2.9"),
+            "a garbled hop stops the walk"
+        );
     }
 }

@@ -281,7 +281,7 @@ pub async fn sign_in(
     let next = safe_next(form.next.as_deref());
     let limits = &state.sign_in_limits;
     let address = limits.trusted_proxies.client_address(peer.ip(), &headers);
-    let mark = browser_mark_in(&headers);
+    let mark = cookie(&headers, BROWSER_COOKIE);
     let known_browser = || async {
         match mark {
             Some(mark) => state
@@ -335,14 +335,14 @@ pub async fn sign_in(
         "Signed in."
     );
     let mut response = Redirect::to(&next).into_response();
-    mark_browser(&state, &form.email, &mut response).await;
+    mark_browser(&state, user_id, &mut response).await;
     response
 }
 
-/// Gives the browser the mark of `email`'s current password (see
+/// Gives the browser the mark of the user's current password (see
 /// [`BROWSER_COOKIE`]).
-async fn mark_browser(state: &AppState, email: &str, response: &mut Response) {
-    match state.engine.browser_mark(email).await {
+async fn mark_browser(state: &AppState, user_id: i64, response: &mut Response) {
+    match state.engine.browser_mark(user_id).await {
         Ok(Some(mark)) => {
             let cookie = Cookie::build((BROWSER_COOKIE, mark))
                 .path("/auth/")
@@ -360,15 +360,15 @@ async fn mark_browser(state: &AppState, email: &str, response: &mut Response) {
     }
 }
 
-/// The browser's mark from its cookies, if it sent one.
-fn browser_mark_in(headers: &HeaderMap) -> Option<String> {
+/// The value of the cookie `name` the request sent, if any.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(Cookie::split_parse)
         .filter_map(Result::ok)
-        .find(|c| c.name() == BROWSER_COOKIE)
+        .find(|c| c.name() == name)
         .map(|c| c.value().to_owned())
 }
 

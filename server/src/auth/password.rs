@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
-use engine::accounts::{secret_hash, AccountError, MIN_PASSWORD_CHARS};
+use engine::accounts::{check_new_password, secret_hash, AccountError};
 use engine::store::Principal;
 use serde::Deserialize;
 use tower_sessions::Session;
@@ -35,10 +35,6 @@ fn back_to_link(error: &str, token: &str) -> Response {
     .into_response()
 }
 
-fn too_short(password: &str) -> bool {
-    password.chars().count() < MIN_PASSWORD_CHARS
-}
-
 /// `POST /auth/set-password`: uses the link, ends every session of the
 /// person, and signs this browser in.
 pub async fn set_password(
@@ -49,7 +45,7 @@ pub async fn set_password(
     if form.password != form.again {
         return back_to_link("mismatch", &form.token);
     }
-    if too_short(&form.password) {
+    if check_new_password(&form.password).is_err() {
         return back_to_link("short", &form.token);
     }
     let user_id = match state
@@ -71,9 +67,7 @@ pub async fn set_password(
         return internal(&e);
     }
     let mut response = Redirect::to("/").into_response();
-    if let Ok(Some(email)) = state.engine.store.email_of(user_id).await {
-        mark_browser(&state, &email, &mut response).await;
-    }
+    mark_browser(&state, user_id, &mut response).await;
     response
 }
 
@@ -96,7 +90,7 @@ pub async fn change_password(
     if form.password != form.again {
         return back("mismatch").into_response();
     }
-    if too_short(&form.password) {
+    if check_new_password(&form.password).is_err() {
         return back("short").into_response();
     }
     let keep = session.id().map(|id| secret_hash(&id.to_string()));
@@ -115,9 +109,7 @@ pub async fn change_password(
         return internal(&e);
     }
     let mut response = back("changed").into_response();
-    if let Ok(Some(email)) = state.engine.store.email_of(who.user_id).await {
-        mark_browser(&state, &email, &mut response).await;
-    }
+    mark_browser(&state, who.user_id, &mut response).await;
     response
 }
 
