@@ -9,41 +9,18 @@
 //! through their fake provider.)
 
 use std::collections::BTreeMap;
-use std::fmt::Debug;
 
 use proptest::collection::vec;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
-use serde_json::Value;
+use proptest::test_runner::TestCaseError;
+
+#[path = "../tests/common/fuzzing.rs"]
+mod fuzzing;
+use fuzzing::{fuzz, json};
 
 use crate::import::{parse_csv, ImportError, ImportLimits};
 use crate::manifest::{map_page, over_node_limit, render, Format, Manifest};
 use crate::urlnorm::{parse_web_url, url_key};
-
-/// Runs `check` over `cases` values of `strategy`, replaying kept failures
-/// first, and says how many held.
-fn fuzz<S>(
-    name: &str,
-    cases: u32,
-    strategy: S,
-    check: impl Fn(S::Value) -> Result<(), TestCaseError>,
-) where
-    S: Strategy,
-    S::Value: Debug,
-{
-    let config = Config {
-        cases,
-        source_file: Some(file!()),
-        failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel(
-            "proptest-regressions",
-        ))),
-        ..Config::default()
-    };
-    match TestRunner::new(config).run(&strategy, check) {
-        Ok(()) => eprintln!("fuzz {name}: {cases} cases, none failed"),
-        Err(e) => panic!("fuzz {name}: {e}"),
-    }
-}
 
 /// A CSV cell as people and tools write them, and as an attacker would.
 fn cell() -> impl Strategy<Value = String> {
@@ -117,10 +94,11 @@ fn fuzz_csv_import() {
     fuzz(
         "CSV import (bytes)",
         2_000,
+        file!(),
         vec(any::<u8>(), 0..2_000),
         |bytes| check_import(&bytes),
     );
-    fuzz("CSV import (files)", 3_000, csv_file(), |text| {
+    fuzz("CSV import (files)", 3_000, file!(), csv_file(), |text| {
         check_import(text.as_bytes())
     });
 }
@@ -179,13 +157,20 @@ fn fuzz_manifest_checker() {
         Manifest::parse(SHIPPED, Format::Toml).is_ok(),
         "the seed must check"
     );
-    fuzz("manifest checker (text)", 1_000, "\\PC{0,300}", |text| {
-        check_manifest(&text, Format::Toml)?;
-        check_manifest(&text, Format::Json)
-    });
+    fuzz(
+        "manifest checker (text)",
+        1_000,
+        file!(),
+        "\\PC{0,300}",
+        |text| {
+            check_manifest(&text, Format::Toml)?;
+            check_manifest(&text, Format::Json)
+        },
+    );
     fuzz(
         "manifest checker (shipped, one value changed)",
         3_000,
+        file!(),
         mutated_manifest(),
         |text| check_manifest(&text, Format::Toml),
     );
@@ -202,6 +187,7 @@ fn fuzz_manifest_templates() {
     fuzz(
         "manifest templates",
         3_000,
+        file!(),
         (template, "\\PC{0,30}", fields, "\\PC{0,20}"),
         |(template, query, record, name): (String, String, BTreeMap<String, String>, String)| {
             let secret = |var: &str| (var == "KEY").then(|| "sk-fuzz-secret".to_owned());
@@ -215,40 +201,6 @@ fn fuzz_manifest_templates() {
             Ok(())
         },
     );
-}
-
-/// Arbitrary JSON, as deep and odd as a provider might send.
-fn json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_map(Value::from),
-        prop_oneof![
-            "\\PC{0,20}",
-            "https?://[a-z]{1,8}\\.example/[a-z]{0,6}",
-            "(javascript|data):[a-z]{0,10}",
-            "<[a-z]{1,6}>[a-z]{0,8}</[a-z]{1,6}>",
-        ]
-        .prop_map(Value::String),
-    ];
-    leaf.prop_recursive(6, 200, 8, |inner| {
-        let key = prop_oneof![
-            Just("hits".to_owned()),
-            Just("url".to_owned()),
-            Just("title".to_owned()),
-            Just("story_text".to_owned()),
-            Just("objectID".to_owned()),
-            Just("data".to_owned()),
-            Just("items".to_owned()),
-            "[a-z_]{1,10}",
-        ];
-        prop_oneof![
-            vec(inner.clone(), 0..8).prop_map(Value::Array),
-            proptest::collection::btree_map(key, inner, 0..8)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
 }
 
 /// Whether `text` holds something like `<b>` or `</b>`.
@@ -270,7 +222,7 @@ fn fuzz_jsonpath_mapping() {
     .iter()
     .map(|t| Manifest::parse(t, Format::Toml).expect("shipped manifests check"))
     .collect();
-    fuzz("JSONPath mapping", 2_000, json(), |answer| {
+    fuzz("JSONPath mapping", 2_000, file!(), json(6, 200), |answer| {
         prop_assume!(over_node_limit(&answer).is_none());
         for manifest in &shipped {
             let page = map_page(manifest, &answer);
@@ -295,7 +247,7 @@ fn fuzz_url_identity() {
         "\\PC{0,60}",
         "(https?|ftp|javascript)://(www\\.)?[a-zA-Z0-9.-]{0,12}(:[0-9]{1,5})?(/[a-zA-Z0-9%._~-]{0,8}){0,3}(\\?[a-z_]{1,6}=[a-z0-9]{0,4}(&[a-z_]{1,6}=[a-z0-9]{0,4}){0,3})?(#[a-z]{0,4})?",
     ];
-    fuzz("URL identity", 3_000, url, |raw| {
+    fuzz("URL identity", 3_000, file!(), url, |raw| {
         if let Some(parsed) = parse_web_url(&raw) {
             prop_assert!(matches!(parsed.scheme(), "http" | "https"));
             let key = url_key(&parsed);

@@ -19,6 +19,10 @@ use engine::connectors::http::Http;
 use engine::connectors::{adapters, Adapter};
 use model::Capability;
 
+#[path = "common/fuzzing.rs"]
+mod fuzzing;
+use fuzzing::{fuzz, json};
+
 const KEY: &str = "sk-conformance-SECRET-4711";
 
 /// One canned answer of the fake provider.
@@ -509,32 +513,6 @@ async fn every_adapter_classifies_every_documented_answer() {
     assert!(!logged.contains(KEY), "a key reached the log");
 }
 
-/// Arbitrary JSON to put where a provider's answer had something else.
-fn json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
-    use proptest::prelude::*;
-    use serde_json::Value;
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_map(Value::from),
-        prop_oneof![
-            "\\PC{0,20}",
-            "https?://[a-z]{1,8}\\.example/[a-z]{0,6}",
-            "javascript:[a-z]{0,10}",
-            "<b>[a-z]{0,8}</b>",
-        ]
-        .prop_map(Value::String),
-    ];
-    leaf.prop_recursive(4, 40, 6, |inner| {
-        prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            proptest::collection::btree_map("[a-z_]{1,8}", inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
-
 /// `value` with its `at`-th node (in document order, wrapping) replaced.
 fn replace_node(value: &mut serde_json::Value, at: &mut usize, with: &serde_json::Value) -> bool {
     if *at == 0 {
@@ -554,11 +532,8 @@ fn replace_node(value: &mut serde_json::Value, at: &mut usize, with: &serde_json
 /// never shows, and what comes back is results or a classified error.
 #[test]
 fn fuzz_every_adapter_survives_mutated_answers() {
-    use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
-    const CASES: u32 = 150;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let fixtures = fixtures();
-    let mut fuzzed = 0;
     for adapter in adapters() {
         let id = (adapter.registration)().id;
         let Some(fixture) = fixtures.get(id.as_str()) else {
@@ -566,17 +541,12 @@ fn fuzz_every_adapter_survives_mutated_answers() {
         };
         let (word, body) = fixture.success[0];
         let seed: serde_json::Value = serde_json::from_str(body).unwrap();
-        let config = Config {
-            cases: CASES,
-            source_file: Some(file!()),
-            failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel(
-                "proptest-regressions",
-            ))),
-            ..Config::default()
-        };
-        let strategy = (0usize..64, json());
-        TestRunner::new(config)
-            .run(&strategy, |(at, with)| {
+        fuzz(
+            &format!("{id}'s answers, one node replaced"),
+            150,
+            file!(),
+            (0usize..64, json(4, 40)),
+            |(at, with)| {
                 let mut mutated = seed.clone();
                 let mut at = at;
                 replace_node(&mut mutated, &mut at, &with);
@@ -593,9 +563,7 @@ fn fuzz_every_adapter_survives_mutated_answers() {
                     "{id}: {outcome:?}"
                 );
                 Ok(())
-            })
-            .unwrap_or_else(|e| panic!("fuzz {id}: {e}"));
-        fuzzed += 1;
+            },
+        );
     }
-    eprintln!("fuzz coded adapters' answers: {fuzzed} adapters x {CASES} cases, none failed");
 }
