@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use provider::{Behaviour, FakeProvider};
-use real::Served;
+use real::{write_deployment, Served};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "load test password";
@@ -121,7 +121,10 @@ async fn import(tally: &Shared, http: &reqwest::Client, url: &str, n: usize) -> 
         tally,
         "POST /api/record-sets (import)",
         http.post(format!("{url}/api/record-sets"))
-            .query(&[("name", format!("Load {n}")), ("bundle", "load".to_owned())])
+            .query(&[
+                ("name", format!("Load {n}")),
+                ("bundle", real::BUNDLE.to_owned()),
+            ])
             .header("content-type", "text/csv")
             .body(csv),
         &[201],
@@ -276,32 +279,6 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i.min(sorted.len() - 1)]
 }
 
-fn write_setup(dir: &Path, provider: &FakeProvider) {
-    std::fs::create_dir_all(dir.join("connectors")).unwrap();
-    std::fs::write(
-        dir.join("connectors/fake.toml"),
-        provider.manifest("fake", "/search", Some(80.0)),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("packs.toml"),
-        r#"
-[[pack]]
-pack_id = "web"
-display_name = "Web"
-short_label = "w"
-intent = "search.web"
-preferred_connectors = ["fake"]
-
-[[bundle]]
-bundle_id = "load"
-display_name = "Load"
-members = [{ pack = "web" }]
-"#,
-    )
-    .unwrap();
-}
-
 async fn add_people(database_url: &str, people: usize) {
     let store = engine::store::Store::connect(database_url)
         .await
@@ -335,7 +312,7 @@ async fn main() {
     };
     let dir = std::env::temp_dir().join(format!("switchyard-load-{}", std::process::id()));
     let provider = FakeProvider::start(Behaviour::limited(Duration::from_millis(50), 100.0)).await;
-    write_setup(&dir, &provider);
+    write_deployment(&dir, &provider.manifest("fake", "/search", Some(80.0)));
     add_people(&db.url, people).await;
 
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));

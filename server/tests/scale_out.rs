@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::real::{admin_token, sse_blocks, Served};
+use common::real::{admin_token, sse_blocks, write_deployment, Served, BUNDLE};
 use futures::StreamExt;
 use provider::{Behaviour, FakeProvider};
 use serde_json::{json, Value};
@@ -71,7 +71,7 @@ impl Api {
             .send(
                 self.http
                     .post(format!("{}/api/record-sets", on.url))
-                    .query(&[("name", name), ("bundle", "scale")])
+                    .query(&[("name", name), ("bundle", BUNDLE)])
                     .header("content-type", "text/csv")
                     .body(csv),
             )
@@ -178,32 +178,6 @@ impl Stream {
     }
 }
 
-fn write_setup(dir: &Path, provider: &FakeProvider) {
-    std::fs::create_dir_all(dir.join("connectors")).unwrap();
-    std::fs::write(
-        dir.join("connectors/fake.toml"),
-        provider.manifest("fake", "/search", Some(HINT)),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("packs.toml"),
-        r#"
-[[pack]]
-pack_id = "web"
-display_name = "Web"
-short_label = "w"
-intent = "search.web"
-preferred_connectors = ["fake"]
-
-[[bundle]]
-bundle_id = "scale"
-display_name = "Scale"
-members = [{ pack = "web" }]
-"#,
-    )
-    .unwrap();
-}
-
 async fn scalar(url: &str, sql: &str) -> i64 {
     use sqlx::Connection;
     sqlx::any::install_default_drivers();
@@ -219,7 +193,7 @@ async fn three_processes_on_one_postgresql_behave_as_one() {
     let provider = FakeProvider::start(Behaviour::limited(Duration::from_millis(50), HINT)).await;
     let dir = std::env::temp_dir().join(format!("switchyard-scale-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    write_setup(&dir, &provider);
+    write_deployment(&dir, &provider.manifest("fake", "/search", Some(HINT)));
     let token = admin_token(|| switchyard(&db.url), "ops@example.org", "scale", PASSWORD);
     let mut a = serve(&db.url, &dir, "A");
     let b = serve(&db.url, &dir, "B");

@@ -1,8 +1,8 @@
 //! Real `switchyard` processes for tests that need the binary itself: one
 //! started from a command, its output kept, its address read from its
 //! "serving on" line, killed when dropped; an admin and token made with the
-//! operator commands; and the parsing of the blocks of a server-sent event
-//! stream.
+//! operator commands; a deployment's files (a manifest and the packs over
+//! it); and the parsing of the blocks of a server-sent event stream.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -144,4 +144,35 @@ pub fn sse_blocks(buffer: &mut String) -> Vec<(u64, String)> {
         }
     }
     blocks
+}
+
+/// The bundle [`write_deployment`] defines: pack `web` over connector `fake`.
+pub const BUNDLE: &str = "fake-web";
+
+/// A deployment's files in `dir`: the drop folder `connectors/` holding
+/// `fake.toml` (the manifest given), and `packs.toml` with pack `web`
+/// (search.web) walking `fake`, in bundle [`BUNDLE`]. Serve with
+/// `--connectors dir/connectors --packs dir/packs.toml`.
+pub fn write_deployment(dir: &std::path::Path, manifest: &str) {
+    std::fs::create_dir_all(dir.join("connectors")).expect("the drop folder");
+    std::fs::write(dir.join("connectors/fake.toml"), manifest).expect("the manifest");
+    std::fs::write(
+        dir.join("packs.toml"),
+        format!(
+            r#"
+[[pack]]
+pack_id = "web"
+display_name = "Web"
+short_label = "w"
+intent = "search.web"
+preferred_connectors = ["fake"]
+
+[[bundle]]
+bundle_id = "{BUNDLE}"
+display_name = "Fake web"
+members = [{{ pack = "web" }}]
+"#
+        ),
+    )
+    .expect("the packs");
 }
