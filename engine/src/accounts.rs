@@ -449,7 +449,7 @@ impl Engine {
                 .iter()
                 .any(|w| w.id != who.workspace_id);
             if elsewhere || user.password_hash != NO_PASSWORD {
-                let (workspace_id, _) = self.store.ensure_workspace(&who.workspace_name).await?;
+                let workspace_id = who.workspace_id;
                 self.keep_an_admin_if_demoted(workspace_id, &who.workspace_name, &normalized, role)
                     .await?;
                 self.store

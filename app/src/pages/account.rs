@@ -301,3 +301,47 @@ pub fn SetPasswordPage() -> impl IntoView {
         </section>
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limited_sign_in_says_how_long_to_wait() {
+        let said = |wait| sign_in_message("limited", wait).unwrap();
+        assert_eq!(
+            said(Some(4)),
+            "Too many attempts. Wait 4 seconds, then try again."
+        );
+        assert_eq!(
+            said(Some(600)),
+            "Too many attempts. Wait 10 minutes, then try again."
+        );
+        assert_eq!(
+            said(None),
+            "Too many attempts. Wait a little, then try again."
+        );
+        assert_eq!(
+            sign_in_message("<script>", None),
+            None,
+            "only known codes are shown"
+        );
+    }
+
+    #[test]
+    fn password_forms_name_what_went_wrong_and_nothing_else() {
+        assert_eq!(password_message("changed").map(|(ok, _)| ok), Some(true));
+        for bad in ["wrong", "short", "mismatch"] {
+            assert_eq!(
+                password_message(bad).map(|(ok, _)| ok),
+                Some(false),
+                "{bad}"
+            );
+            assert!(set_password_message(bad).is_some() || bad == "wrong");
+        }
+        assert!(set_password_message("link")
+            .unwrap()
+            .contains("Ask an admin"));
+        assert_eq!(password_message("anything"), None);
+    }
+}
