@@ -463,3 +463,88 @@ async fn viewers_of_a_record_set_see_its_chips_change_live_and_resume_after_a_dr
     })
     .await;
 }
+
+/// The triage page's data says which event it is as new as; the page's one
+/// stream opens after that id. A fire that lands between the page's read
+/// and the stream's opening still reaches the page, and a stream opened
+/// without the id (as the page did before) misses it.
+#[tokio::test]
+async fn an_event_between_the_page_s_read_and_its_stream_reaches_the_page() {
+    common::on_every_backend(|db| async move {
+        let alpha = ScriptedConnector::new("alpha", [Step::Found(1), Step::Found(1)]);
+        let server = TestServer::start_with(db, setup(alpha)).await;
+        let (_, set) = server.import("A", "test", &csv(2)).await;
+        let set = set["id"].as_i64().unwrap();
+        let records = server.record_ids(set).await;
+        let browser = server
+            .browser(common::TEST_EMAIL, common::TEST_PASSWORD)
+            .await;
+        let load_triage = server::router::inventory()
+            .into_iter()
+            .map(|(_, path)| path)
+            .find(|p| p.contains("load_triage"))
+            .unwrap();
+        let page: Value = browser
+            .post(server.at(&load_triage))
+            .form(&[
+                ("set_id", set.to_string()),
+                ("filter", "all".to_owned()),
+                ("search", String::new()),
+                ("offset", "0".to_owned()),
+            ])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let as_of = page["event_id"].as_u64().expect("the page's event id");
+        assert!(page["page"]["records"][0]["chips"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["state"] == "idle"));
+
+        // Someone fires while the page is on its way to the browser.
+        server.fire(records[0], "web", None).await;
+
+        let found = |record: i64| {
+            move |e: &Value| {
+                e["type"] == "chip_changed"
+                    && e["record_id"] == record
+                    && e["chip"]["state"] == "found"
+            }
+        };
+        let resumed = server
+            .client
+            .get(server.at(&format!("/api/events?record_set={set}&after={as_of}")))
+            .send()
+            .await
+            .unwrap();
+        let events = read_events(resumed, found(records[0])).await;
+        assert!(events.iter().all(|(id, _)| *id > as_of), "{events:?}");
+        assert!(
+            events.iter().any(|(_, e)| e["type"] == "chip_changed"
+                && e["record_id"] == records[0]
+                && e["chip"]["state"] == "firing"),
+            "{events:?}"
+        );
+
+        // Opened without it, a stream starts at its own opening: the fire
+        // before it is not there, only what comes after.
+        let fresh = server
+            .client
+            .get(server.at(&format!("/api/events?record_set={set}")))
+            .send()
+            .await
+            .unwrap();
+        server.fire(records[1], "web", None).await;
+        let later = read_events(fresh, found(records[1])).await;
+        assert!(
+            later.iter().all(|(_, e)| e["record_id"] != records[0]),
+            "{later:?}"
+        );
+        server.stop().await;
+    })
+    .await;
+}

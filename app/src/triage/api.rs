@@ -13,6 +13,9 @@ pub struct TriagePage {
     pub items: Vec<Item>,
     /// The newest job of the set, if any.
     pub job: Option<Job>,
+    /// The last event published before this was read: the live stream
+    /// resumes after it, so nothing that happens meanwhile is lost.
+    pub event_id: u64,
 }
 
 /// How the triage view pages records.
@@ -31,6 +34,9 @@ pub async fn load_triage(
     offset: i64,
 ) -> Result<TriagePage, ServerFnError> {
     let (engine, who) = ssr::reach(Owned::RecordSet(set_id)).await?;
+    // Taken before anything is read: an event after it may or may not be
+    // in what follows, and the stream delivers it either way.
+    let event_id = engine.events.next_id().saturating_sub(1);
     let mut page = engine
         .records_page(set_id, filter, &search, offset, PAGE_SIZE)
         .await
@@ -48,7 +54,12 @@ pub async fn load_triage(
         .map_err(ssr::fail)?
         .into_iter()
         .next();
-    Ok(TriagePage { page, items, job })
+    Ok(TriagePage {
+        page,
+        items,
+        job,
+        event_id,
+    })
 }
 
 #[server]

@@ -1,11 +1,17 @@
 //! The live state of a triage view: one signal per chip and one per record's
-//! items, so an event re-renders only what it changes; and the subscription
-//! to `/api/events` that feeds them (in the browser only).
+//! items, so an event re-renders only what it changes; and the one
+//! subscription to `/api/events` that feeds them for as long as the view of
+//! the set is open, across pages, filters and reloads (in the browser only).
+//!
+//! Nothing is lost between a read and the stream: every page of data says
+//! which event it is as new as, the stream starts after the first page's,
+//! and the events a later page's read may have missed are applied again to
+//! its cards from the ones the board keeps.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use leptos::prelude::*;
-use model::{ChipState, EventKind, Item, Job};
+use model::{ChipState, Event, EventKind, Item, Job};
 
 /// One chip's live state.
 #[derive(Clone, Copy)]
@@ -39,19 +45,31 @@ pub struct Board {
     /// Record names and pack labels, to say what an event was about.
     names: StoredValue<HashMap<i64, String>>,
     labels: StoredValue<HashMap<String, String>>,
+    /// The chip and item events heard lately, for a page read before them.
+    heard: StoredValue<VecDeque<Event>>,
+    /// The stream is open (it opens once, with the first page).
+    following: StoredValue<bool>,
+    /// The view that owns the board: the stream closes when it goes.
+    owner: StoredValue<Option<Owner>>,
 }
 
 /// How many recent actions the activity line keeps.
 const ACTIVITY_KEPT: usize = 5;
 
+/// How many chip and item events the board keeps for pages read before
+/// them (a page read takes well under a second; a fan-out sends a few
+/// hundred events a second at most).
+const HEARD_KEPT: usize = 2048;
+
 impl Board {
-    pub fn new(set_id: i64, job: Option<Job>) -> Self {
+    /// The board of one record set's view; call it in that view.
+    pub fn new(set_id: i64) -> Self {
         Self {
             set_id,
             refresh_pending: StoredValue::new(false),
             chips: StoredValue::new(HashMap::new()),
             items: StoredValue::new(HashMap::new()),
-            job: RwSignal::new(job),
+            job: RwSignal::new(None),
             reload: RwSignal::new(0),
             menu: RwSignal::new(None),
             connectors: RwSignal::new(0),
@@ -59,7 +77,28 @@ impl Board {
             activity: RwSignal::new(Vec::new()),
             names: StoredValue::new(HashMap::new()),
             labels: StoredValue::new(HashMap::new()),
+            heard: StoredValue::new(VecDeque::new()),
+            following: StoredValue::new(false),
+            owner: StoredValue::new(Owner::current()),
         }
+    }
+
+    /// Shows the set's newest job unless a newer one is already shown.
+    pub fn see_job(&self, job: Option<Job>) {
+        if let Some(job) = job {
+            let newer = self
+                .job
+                .with_untracked(|j| j.as_ref().is_none_or(|j| j.id <= job.id));
+            if newer {
+                self.job.set(Some(job));
+            }
+        }
+    }
+
+    /// The fire in flight on a chip, when the board knows its id (tracked:
+    /// a view reading it follows the stream).
+    pub fn fire_in_flight(&self, record: i64, pack: &str) -> Option<i64> {
+        self.slot(record, pack).and_then(|slot| slot.fire.get())
     }
 
     /// Remembers what to call a record and a pack in the activity line.
@@ -88,7 +127,14 @@ impl Board {
             .unwrap_or_else(|| format!("record {record}"))
     }
 
-    /// The slot of a chip, made on first use.
+    /// Forgets the last page's cards: their signals go with them, and the
+    /// next page's are made by [`Board::chip`] and [`Board::items`].
+    pub fn turn_page(&self) {
+        self.chips.update_value(HashMap::clear);
+        self.items.update_value(HashMap::clear);
+    }
+
+    /// A chip's slot on the page being made, as the page's data has it.
     pub fn chip(
         &self,
         record: i64,
@@ -96,29 +142,19 @@ impl Board {
         initial: ChipState,
         next: Option<String>,
     ) -> ChipSlot {
-        let key = (record, pack.to_owned());
-        if let Some(slot) = self.chips.with_value(|m| m.get(&key).copied()) {
-            slot.state.set(initial);
-            slot.next.set(next);
-            return slot;
-        }
         let slot = ChipSlot {
             state: RwSignal::new(initial),
             fire: RwSignal::new(None),
             next: RwSignal::new(next),
         };
         self.chips.update_value(|m| {
-            m.insert(key, slot);
+            m.insert((record, pack.to_owned()), slot);
         });
         slot
     }
 
-    /// The items signal of a record, made on first use.
+    /// A record's items on the page being made, as the page's data has them.
     pub fn items(&self, record: i64, initial: Vec<Item>) -> RwSignal<Vec<Item>> {
-        if let Some(items) = self.items.with_value(|m| m.get(&record).copied()) {
-            items.set(initial);
-            return items;
-        }
         let items = RwSignal::new(initial);
         self.items.update_value(|m| {
             m.insert(record, items);
@@ -141,28 +177,90 @@ impl Board {
         }
     }
 
-    /// Applies one live event.
-    pub fn apply(&self, kind: EventKind) {
+    /// Applies one event from the stream: to the cards, to the activity
+    /// line, and to what the board keeps for pages still being read.
+    fn hear(&self, event: Event) {
+        if matches!(
+            event.kind,
+            EventKind::ChipChanged { .. }
+                | EventKind::Attempt { .. }
+                | EventKind::ItemChanged { .. }
+        ) {
+            self.heard.update_value(|heard| {
+                if heard.len() == HEARD_KEPT {
+                    heard.pop_front();
+                }
+                heard.push_back(event.clone());
+            });
+        }
+        self.note_event(&event.kind);
+        self.apply(event.kind);
+    }
+
+    /// Applies again, to the cards a page just made, the chip and item
+    /// events heard after the page's read (`as_of`).
+    pub fn catch_up(&self, as_of: u64) {
+        let missed: Vec<EventKind> = self.heard.with_value(|heard| {
+            heard
+                .iter()
+                .filter(|e| e.id > as_of)
+                .map(|e| e.kind.clone())
+                .collect()
+        });
+        for kind in missed {
+            self.apply(kind);
+        }
+    }
+
+    /// Says in the activity line what people did.
+    fn note_event(&self, kind: &EventKind) {
         match kind {
             EventKind::ChipChanged {
                 record_id,
                 pack_id,
                 chip,
                 actor,
+            } if self.slot(*record_id, pack_id).is_some() => {
+                let label = self
+                    .labels
+                    .with_value(|m| m.get(pack_id).cloned())
+                    .unwrap_or_else(|| pack_id.clone());
+                self.note(
+                    actor.clone(),
+                    format!(
+                        "{label} on {}: {}",
+                        self.record_name(*record_id),
+                        super::chip::describe(chip)
+                    ),
+                );
+            }
+            EventKind::ItemChanged { item, actor }
+                if item.triaged_by.as_deref() == Some(actor.as_str()) =>
+            {
+                self.note(
+                    actor.clone(),
+                    format!(
+                        "marked “{}” on {} {}",
+                        item.title,
+                        self.record_name(item.record_id),
+                        item.state.name()
+                    ),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Applies one event's change to the board's signals (again is harmless).
+    fn apply(&self, kind: EventKind) {
+        match kind {
+            EventKind::ChipChanged {
+                record_id,
+                pack_id,
+                chip,
+                ..
             } => {
                 if let Some(slot) = self.slot(record_id, &pack_id) {
-                    let label = self
-                        .labels
-                        .with_value(|m| m.get(&pack_id).cloned())
-                        .unwrap_or_else(|| pack_id.clone());
-                    self.note(
-                        actor,
-                        format!(
-                            "{label} on {}: {}",
-                            self.record_name(record_id),
-                            super::chip::describe(&chip)
-                        ),
-                    );
                     if chip != ChipState::Firing {
                         slot.fire.set(None);
                     }
@@ -177,29 +275,9 @@ impl Board {
                     }
                 }
             }
-            EventKind::ItemChanged { item, actor } => {
-                if item.triaged_by.as_deref() == Some(actor.as_str()) {
-                    self.note(
-                        actor,
-                        format!(
-                            "marked “{}” on {} {}",
-                            item.title,
-                            self.record_name(item.record_id),
-                            item.state.name()
-                        ),
-                    );
-                }
-                self.put_item(item);
-            }
+            EventKind::ItemChanged { item, .. } => self.put_item(item),
             EventKind::Presence { viewers } => self.viewers.set(viewers),
-            EventKind::JobChanged { job } => {
-                let newer = self
-                    .job
-                    .with_untracked(|j| j.as_ref().is_none_or(|j| j.id <= job.id));
-                if newer {
-                    self.job.set(Some(job));
-                }
-            }
+            EventKind::JobChanged { job } => self.see_job(Some(job)),
             // Chips may have come, gone or changed: read the page again.
             EventKind::Resync | EventKind::CatalogChanged => self.reload.update(|n| *n += 1),
             // A connector came, went or changed: open menus read it again,
@@ -248,9 +326,19 @@ impl Board {
         );
     }
 
-    /// Subscribes to the record set's events for as long as the view lives.
-    pub fn subscribe(self) {
-        let url = format!("/api/events?record_set={}", self.set_id);
-        crate::live::subscribe(&url, move |event| self.apply(event.kind));
+    /// Opens the set's stream once, from the first page's event id
+    /// (`as_of`), so what happened after that read reaches the view; later
+    /// pages keep the same stream. It closes when the view goes.
+    pub fn follow(self, as_of: u64) {
+        if self.following.get_value() {
+            return;
+        }
+        self.following.set_value(true);
+        let url = format!("/api/events?record_set={}&after={as_of}", self.set_id);
+        let open = move || crate::live::subscribe(&url, move |event| self.hear(event));
+        match self.owner.get_value() {
+            Some(owner) => owner.with(open),
+            None => open(),
+        }
     }
 }

@@ -25,34 +25,45 @@ use menu::ConnectorMenuView;
 #[component]
 pub fn TriageView() -> impl IntoView {
     let params = use_params_map();
-    let set_id = move || {
+    let set_id = Memo::new(move |_| {
         params
             .read()
             .get("id")
             .and_then(|s| s.parse::<i64>().ok())
             .unwrap_or(0)
-    };
+    });
+    // Another set is another view, with its own board and stream.
+    move || {
+        let set_id = set_id.get();
+        view! { <SetView set_id/> }
+    }
+}
+
+/// One record set's view: its board and stream live as long as it does,
+/// across pages, filters, searches and reloads.
+#[component]
+fn SetView(set_id: i64) -> impl IntoView {
     let filter = RwSignal::new(RecordFilter::All);
     let search = RwSignal::new(String::new());
     let offset = RwSignal::new(0i64);
     let reload = RwSignal::new(0u32);
+    let board = Board::new(set_id);
     let page = Resource::new(
-        move || {
-            (
-                set_id(),
-                filter.get(),
-                search.get(),
-                offset.get(),
-                reload.get(),
-            )
-        },
-        |(id, filter, search, offset, _)| load_triage(id, filter, search, offset),
+        move || (filter.get(), search.get(), offset.get(), reload.get()),
+        move |(filter, search, offset, _)| load_triage(set_id, filter, search, offset),
     );
+    // A resync from the stream reads the page's data again.
+    Effect::new(move |first: Option<()>| {
+        let n = board.reload.get();
+        if first.is_some() && n > 0 {
+            reload.update(|r| *r += 1);
+        }
+    });
     view! {
         <Transition fallback=|| view! { <p>"Loading…"</p> }>
             <ErrorBoundary fallback=error_list>
                 {move || Suspend::new(async move {
-                    page.await.map(|data| view! { <Cards data filter search offset reload/> })
+                    page.await.map(|data| view! { <Cards data board filter search offset/> })
                 })}
             </ErrorBoundary>
         </Transition>
@@ -62,25 +73,23 @@ pub fn TriageView() -> impl IntoView {
 #[component]
 fn Cards(
     data: TriagePage,
+    board: Board,
     filter: RwSignal<RecordFilter>,
     search: RwSignal<String>,
     offset: RwSignal<i64>,
-    reload: RwSignal<u32>,
 ) -> impl IntoView {
-    let TriagePage { page, items, job } = data;
+    let TriagePage {
+        page,
+        items,
+        job,
+        event_id,
+    } = data;
     let set_id = page.record_set.id;
-    let board = Board::new(set_id, job);
+    board.turn_page();
+    board.see_job(job);
     for pack in &page.packs {
         board.label(&pack.pack_id, &pack.short_label);
     }
-    // A resync from the stream reloads the page's data.
-    Effect::new(move |first: Option<()>| {
-        let n = board.reload.get();
-        if first.is_some() && n > 0 {
-            reload.update(|r| *r += 1);
-        }
-    });
-    board.subscribe();
     let help = RwSignal::new(false);
     let labels: Vec<(String, String)> = page
         .packs
@@ -109,6 +118,10 @@ fn Cards(
             view! { <Card record packs=packs.clone() items=mine board/> }
         })
         .collect_view();
+    // The cards' slots exist now: what happened since this page's read
+    // reaches them, and the stream (opened once) goes on from the first.
+    board.catch_up(event_id);
+    board.follow(event_id);
     view! {
         <Title text=page.record_set.name.clone()/>
         <div class="triage-head">

@@ -1,5 +1,6 @@
-//! `GET /api/events?record_set=ID`: server-sent events for one record set (and
-//! the events every viewer gets), with keep-alive and `Last-Event-ID` resume.
+//! `GET /api/events?record_set=ID&after=EVENT`: server-sent events for one
+//! record set (and the events every viewer gets), with keep-alive, resumed
+//! after `after` or a reconnecting browser's `Last-Event-ID`.
 //! An open stream checks every few seconds that its caller may still have
 //! it: a revoked token or a removed member's stream ends.
 
@@ -30,6 +31,10 @@ pub struct EventParams {
     /// every viewer gets (connector changes).
     #[serde(default)]
     pub record_set: Option<i64>,
+    /// Resume after this event id (a page's data says which it is as new
+    /// as); a `Last-Event-ID` header, sent by a reconnecting browser, wins.
+    #[serde(default)]
+    pub after: Option<u64>,
 }
 
 fn sse(event: &Event) -> SseEvent {
@@ -68,7 +73,8 @@ pub async fn stream(
     let last_id: Option<u64> = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok());
+        .and_then(|v| v.trim().parse().ok())
+        .or(params.after);
     let workspace = who.workspace_id;
     let wanted = move |e: &Event| {
         (e.record_set_id.is_none() || e.record_set_id == params.record_set)
