@@ -110,7 +110,7 @@ test("an admin adds a connector in the browser and another person fires it from 
     // Bob's open menu shows it without a reload, and he fires through it.
     const added = menu.locator('[data-connector="e2e-news"]');
     await expect(added).toContainText("E2E news");
-    await added.getByRole("menuitem", { name: "Fire through this connector" }).click();
+    await added.getByRole("menuitem", { name: "Fire through E2E news" }).click();
     await expect(news).toHaveAttribute("data-state", "found");
     const card = bob.locator('article.card:has(h2:text-is("Dunmore Textiles (demo)"))');
     await expect(card.getByRole("link", { name: /E2E story on Dunmore Textiles/ })).toBeVisible();

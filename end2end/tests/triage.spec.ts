@@ -30,29 +30,47 @@ test("the connector menu fires through a named connector and triage verbs stick"
   await facebook.click({ button: "right" });
   const menu = page.getByRole("menu", { name: "Connectors" });
   await expect(menu).toBeVisible();
-  // Every connector serving the intent, each with its cost tier and status;
-  // the first that can fire has the focus.
+  // Every connector serving the intent, one line each with its cost and
+  // status; the first that can fire has the focus.
   const demo = menu.locator('[data-connector="demo"]');
-  await expect(demo.getByRole("menuitem", { name: "Fire through this connector" })).toBeFocused();
+  const fireDemo = demo.getByRole("menuitem", { name: "Fire through Demo data (offline)" });
+  await expect(fireDemo).toBeFocused();
   await expect(demo).toContainText("Demo data (offline)");
-  await expect(demo).toContainText("free");
+  await expect(demo.locator(".cost")).toHaveText(/free/);
   await expect(demo).toContainText("not fired for this record");
-  await expect(menu.locator('[data-connector="serpapi"]')).toContainText("needs SERPAPI_API_KEY");
-  await expect(menu.locator('[data-connector="serpapi"]').getByRole("menuitem", { name: "Fire through this connector" })).toBeDisabled();
+  const serpapi = menu.locator('[data-connector="serpapi"]');
+  await expect(serpapi).toContainText("needs SERPAPI_API_KEY");
+  await expect(serpapi.getByRole("menuitem", { name: /^Fire through/ })).toBeDisabled();
+  await expect(serpapi.locator(".cost")).toHaveText(/paid/);
+  // Anchored under its chip, and compact: a line per connector.
+  const chipBox = (await facebook.boundingBox())!;
+  const menuBox = (await menu.boundingBox())!;
+  expect(menuBox.y).toBeGreaterThanOrEqual(chipBox.y + chipBox.height - 1);
+  expect(menuBox.y).toBeLessThan(chipBox.y + chipBox.height + 20);
+  expect((await demo.boundingBox())!.height).toBeLessThan(48);
+  // The keyboard reaches the secondary action; Escape gives the chip its focus back.
+  await page.keyboard.press("ArrowDown");
+  await expect(demo.getByRole("menuitemcheckbox", { name: "Always start with Demo data (offline) for this record" })).toBeFocused();
   await page.keyboard.press("Escape");
   await expect(menu).toBeHidden();
+  await expect(facebook).toBeFocused();
 
   await facebook.click({ button: "right" });
-  await expect(demo.getByRole("menuitem", { name: "Fire through this connector" })).toBeFocused();
+  await expect(fireDemo).toBeFocused();
   await page.keyboard.press("Enter");
   await expect(menu).toBeHidden();
   await expect(facebook).not.toHaveAttribute("data-state", "idle");
   await expect(facebook).not.toHaveAttribute("data-state", "firing");
 
-  // The menu now remembers the fire.
+  // The menu now remembers the fire; the star makes the record start there.
   await facebook.click({ button: "right" });
   await expect(demo).toContainText(/fired (just now|\d+ min ago) — /);
-  await page.keyboard.press("Escape");
+  await demo.getByRole("menuitemcheckbox", { name: /Always start with Demo data/ }).click();
+  await expect(menu).toBeHidden();
+  await facebook.click({ button: "right" });
+  await expect(demo.getByRole("menuitemcheckbox", { name: /Stop always starting with Demo data/ })).toHaveAttribute("aria-checked", "true");
+  await demo.getByRole("menuitemcheckbox", { name: /Stop always starting with Demo data/ }).click();
+  await expect(menu).toBeHidden();
 
   // Triage the first item found anywhere on the page, if the demo found one.
   const linkedin = chip(page, "Acme Rocketry (demo)", "linkedin");
@@ -193,7 +211,7 @@ test("the keyboard moves between records and fires a pack by its label", async (
   await expect(news).not.toHaveAttribute("data-state", "idle");
 });
 
-test("a second click on a firing chip cancels the fire", async ({ page }) => {
+test("a second click on a firing chip cancels the fire, and so does the menu", async ({ page }) => {
   await openDemoSet(page);
   const chipEl = chip(page, "Juniper Schools (demo)", "facebook");
   await expect(chipEl).toHaveAttribute("data-state", "idle");
@@ -205,6 +223,14 @@ test("a second click on a firing chip cancels the fire", async ({ page }) => {
   // The history says so.
   await chipEl.click({ button: "right" });
   await expect(page.locator('.connector-menu [data-connector="demo"]')).toContainText("cancelled");
+  await page.keyboard.press("Escape");
+
+  // A fire in flight can be cancelled from the menu too.
+  await chipEl.click();
+  await expect(chipEl).toHaveAttribute("data-state", "firing");
+  await chipEl.click({ button: "right" });
+  await page.getByRole("menuitem", { name: "Cancel the fire in flight" }).click();
+  await expect(chipEl).toHaveAttribute("data-state", "idle");
 });
 
 test("a person's own chip labels show on their palette only", async ({ browser, baseURL }) => {

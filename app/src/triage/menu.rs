@@ -1,13 +1,15 @@
-//! The connector menu of a chip: every connector serving the intent, with
-//! cost tier, status and this record's last attempt; fire through one, or
-//! make it where this record always starts. An accessible menu: arrow keys
-//! move, Enter fires, Escape closes.
+//! The connector menu of a chip, anchored under it: one line per connector
+//! serving the intent (cost icon, status, this record's last attempt) that
+//! fires through it, and a star that makes it where this record always
+//! starts; a fire in flight can be cancelled here. An accessible menu:
+//! arrow keys move, Enter fires, Escape closes and gives the chip its
+//! focus back.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use model::{ConnectorMenu, MenuEntry};
 
-use super::api::{fire_chip, load_menu, set_start_with};
+use super::api::{cancel_fire, fire_chip, load_menu, set_start_with};
 use super::board::Board;
 use crate::clock::ago;
 
@@ -25,6 +27,15 @@ fn last_fire(entry: &MenuEntry) -> String {
     }
 }
 
+/// The glyph for a cost tier (its name is read out and shown on hover).
+fn cost_icon(tier: model::CostTier) -> &'static str {
+    match tier {
+        model::CostTier::Free => "○",
+        model::CostTier::FreeTier => "◐",
+        model::CostTier::Paid => "$",
+    }
+}
+
 #[component]
 pub fn ConnectorMenuView(board: Board) -> impl IntoView {
     // Read again when a connector changes, so an open menu shows one just
@@ -38,7 +49,16 @@ pub fn ConnectorMenuView(board: Board) -> impl IntoView {
             }
         },
     );
-    let close = move || board.menu.set(None);
+    // Anchored under its chip (page coordinates), kept inside the window.
+    let at = RwSignal::new(None::<(f64, f64)>);
+    Effect::new(move |_| at.set(board.menu.get().and_then(|(r, p)| chip_corner(r, &p))));
+    let close = move || {
+        // Focus goes back to the chip the menu belongs to.
+        if let Some((record, pack)) = board.menu.get_untracked() {
+            focus_chip(record, &pack);
+        }
+        board.menu.set(None);
+    };
     let on_keydown = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
         "Escape" => {
             ev.prevent_default();
@@ -50,10 +70,21 @@ pub fn ConnectorMenuView(board: Board) -> impl IntoView {
         }
         _ => {}
     };
+    let style = move || match at.get() {
+        Some((left, top)) => format!("left: {left}px; top: {top}px"),
+        None => String::new(),
+    };
     view! {
         <Show when=move || board.menu.get().is_some()>
             <div class="menu-backdrop" on:click=move |_| close()></div>
-            <div class="connector-menu" role="menu" aria-label="Connectors" on:keydown=on_keydown>
+            <div
+                class="connector-menu"
+                class:anchored=move || at.get().is_some()
+                style=style
+                role="menu"
+                aria-label="Connectors"
+                on:keydown=on_keydown
+            >
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || Suspend::new(async move {
                         match menu.await {
@@ -63,7 +94,6 @@ pub fn ConnectorMenuView(board: Board) -> impl IntoView {
                         }
                     })}
                 </Transition>
-                <button class="menu-close" on:click=move |_| close()>"Close"</button>
             </div>
         </Show>
     }
@@ -75,12 +105,40 @@ fn MenuItems(menu: ConnectorMenu, board: Board) -> impl IntoView {
     let pack_id = menu.pack_id.clone();
     // After the entries are in the document.
     Effect::new(move |_| request_animation_frame(focus_first));
-    menu.entries
+    let cancel = {
+        let pack_id = pack_id.clone();
+        move || {
+            board.fire_in_flight(record_id, &pack_id).map(|fire_id| {
+                view! {
+                    <button
+                        role="menuitem"
+                        class="menu-cancel"
+                        on:click=move |_| {
+                            board.menu.set(None);
+                            spawn_local(async move {
+                                let _ = cancel_fire(fire_id).await;
+                            });
+                        }
+                    >
+                        "Cancel the fire in flight"
+                    </button>
+                }
+            })
+        }
+    };
+    let entries = menu
+        .entries
         .into_iter()
         .map(|entry| {
             let id = entry.connector.id.clone();
+            let name = entry.connector.display_name.clone();
             let available = entry.connector.status.is_available();
-            let status = entry.connector.status_reason.clone().unwrap_or_else(|| "available".to_owned());
+            let status = entry
+                .connector
+                .status_reason
+                .clone()
+                .unwrap_or_else(|| "available".to_owned());
+            let tier = entry.connector.cost_tier;
             let fire = {
                 let (id, pack_id) = (id.clone(), pack_id.clone());
                 move |_| {
@@ -95,9 +153,9 @@ fn MenuItems(menu: ConnectorMenu, board: Board) -> impl IntoView {
                     });
                 }
             };
+            let already = entry.record_override;
             let start_with = {
                 let (id, pack_id) = (id.clone(), pack_id.clone());
-                let already = entry.record_override;
                 move |_| {
                     let (id, pack_id) = (id.clone(), pack_id.clone());
                     board.menu.set(None);
@@ -106,31 +164,90 @@ fn MenuItems(menu: ConnectorMenu, board: Board) -> impl IntoView {
                     });
                 }
             };
+            let start_label = if already {
+                format!("Stop always starting with {name} for this record")
+            } else {
+                format!("Always start with {name} for this record")
+            };
             view! {
-                <div class="menu-entry" data-connector=id.clone()>
-                    <div class="menu-head">
-                        <strong>{entry.connector.short_label.clone()}</strong>
-                        <span class=format!("tier tier-{}", entry.connector.cost_tier.name())>{entry.connector.cost_tier.name()}</span>
+                <div class="menu-entry" data-connector=id.clone() data-next=entry.next.then_some("true")>
+                    <button
+                        role="menuitem"
+                        class="menu-fire"
+                        disabled=!available
+                        aria-label=format!("Fire through {name}")
+                        title=format!("Fire through {name} ({})", tier.name())
+                        on:click=fire
+                    >
+                        <span class=format!("cost cost-{}", tier.name()) title=tier.name()>
+                            <span aria-hidden="true">{cost_icon(tier)}</span>
+                            <span class="sr">{tier.name()}</span>
+                        </span>
+                        <span class="menu-name">{name.clone()}</span>
                         {entry.next.then(|| view! { <span class="badge">"next"</span> })}
-                    </div>
-                    <div class="muted">{entry.connector.display_name.clone()}" · "{status}</div>
-                    <div class="muted">{last_fire(&entry)}</div>
-                    <button role="menuitem" disabled=!available on:click=fire>
-                        "Fire through this connector"
+                        <span class=format!("menu-status status-{}", entry.connector.status.kind())>{status}</span>
+                        <span class="menu-last">{last_fire(&entry)}</span>
                     </button>
-                    <button role="menuitem" class="secondary" on:click=start_with>
-                        {if entry.record_override { "Stop starting with it for this record" } else { "Always start with it for this record" }}
+                    <button
+                        role="menuitemcheckbox"
+                        aria-checked=if already { "true" } else { "false" }
+                        class="menu-pin"
+                        aria-label=start_label.clone()
+                        title=start_label
+                        on:click=start_with
+                    >
+                        {if already { "★" } else { "☆" }}
                     </button>
                 </div>
             }
         })
-        .collect_view()
+        .collect_view();
+    view! { {cancel} {entries} }
 }
+
+/// The bottom-left corner of a chip in page coordinates, moved left as far
+/// as needed for a menu of the usual width to fit the window.
+#[cfg(feature = "hydrate")]
+fn chip_corner(record: i64, pack: &str) -> Option<(f64, f64)> {
+    let chip = document()
+        .query_selector(&format!(
+            "article.card[data-record=\"{record}\"] button.chip[data-pack=\"{pack}\"]"
+        ))
+        .ok()??;
+    let rect = chip.get_bounding_client_rect();
+    let win = window();
+    let width = win.inner_width().ok()?.as_f64()?;
+    let (sx, sy) = (win.scroll_x().ok()?, win.scroll_y().ok()?);
+    // The menu is at most 30rem (480 px) wide; keep 8 px from the edge.
+    let left = rect.left().min(width - 488.0).max(8.0);
+    Some((left + sx, rect.bottom() + sy + 4.0))
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn chip_corner(_record: i64, _pack: &str) -> Option<(f64, f64)> {
+    None
+}
+
+#[cfg(feature = "hydrate")]
+fn focus_chip(record: i64, pack: &str) {
+    use wasm_bindgen::JsCast;
+    if let Ok(Some(chip)) = document().query_selector(&format!(
+        "article.card[data-record=\"{record}\"] button.chip[data-pack=\"{pack}\"]"
+    )) {
+        if let Ok(chip) = chip.dyn_into::<web_sys::HtmlElement>() {
+            let _ = chip.focus();
+        }
+    }
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn focus_chip(_record: i64, _pack: &str) {}
 
 #[cfg(feature = "hydrate")]
 fn menu_items() -> Vec<web_sys::HtmlElement> {
     use wasm_bindgen::JsCast;
-    let Ok(list) = document().query_selector_all(".connector-menu [role=menuitem]:not([disabled])")
+    let Ok(list) =
+        document().query_selector_all(".connector-menu [role^=menuitem]:not([disabled])")
     else {
         return Vec::new();
     };

@@ -1,0 +1,202 @@
+// Every chip state a person meets, in the browser, against a scripted
+// provider on this machine: the record's name says how it answers (nothing,
+// 500s then a result, a 429 then a result, a slow result), and a second
+// connector needs a variable nobody set.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { request as playwrightRequest } from "@playwright/test";
+import type { APIRequestContext, Page } from "@playwright/test";
+import { test, expect, authFile } from "./fixtures";
+
+const RECORDS = ["Empty Co", "Broken Co", "Slow Co", "Limited Co"];
+const SLOW_MS = 7_000;
+
+/** A search API whose answers the record's name scripts; counts calls per name. */
+async function scriptedProvider() {
+  const calls = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    const q = new URL(req.url ?? "/", "http://localhost").searchParams.get("q") ?? "";
+    const n = (calls.get(q) ?? 0) + 1;
+    calls.set(q, n);
+    const found = () => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          results: [{ url: `https://scripted.example/${encodeURIComponent(q)}/${n}`, title: `${q} page ${n}`, text: "a result" }],
+        }),
+      );
+    };
+    if (q === "Empty Co") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end('{"results": []}');
+    } else if (q === "Broken Co" && n <= 2) {
+      // Twice: the chain retries a 5xx once before it says "error".
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end('{"error": "scripted failure"}');
+    } else if (q === "Limited Co" && n === 1) {
+      res.writeHead(429, { "content-type": "application/json", "retry-after": "3" });
+      res.end('{"error": "slow down"}');
+    } else if (q === "Slow Co") {
+      setTimeout(found, SLOW_MS);
+    } else {
+      found();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    calls,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+function manifest(id: string, name: string, capability: string, base: string, env?: string): string {
+  return `id = "${id}"
+display_name = "${name}"
+short_label = "${id.slice(0, 3)}"
+capabilities = ["${capability}"]
+cost_tier = "free"
+${env ? `requires_env = ["${env}"]` : ""}
+
+[request]
+url = "${base}/search"
+query = { q = "{{query}}"${env ? `, key = "{{secret.${env}}}"` : ""} }
+
+[response]
+items = "$.results[*]"
+url = "$.url"
+title = "$.title"
+snippet = "$.text"
+`;
+}
+
+async function ok(res: Awaited<ReturnType<APIRequestContext["put"]>>, what: string) {
+  expect(res.ok(), `${what}: ${res.status()} ${await res.text()}`).toBeTruthy();
+  return res;
+}
+
+test.describe.serial("chip states", () => {
+  let provider: Awaited<ReturnType<typeof scriptedProvider>>;
+  let api: APIRequestContext;
+  let setUrl: string;
+
+  test.beforeAll(async ({ baseURL }) => {
+    provider = await scriptedProvider();
+    // Ada, an admin, as the REST door sees her signed-in browser.
+    api = await playwrightRequest.newContext({
+      baseURL,
+      storageState: authFile("ada"),
+      extraHTTPHeaders: { origin: baseURL! },
+    });
+    const toml = { "content-type": "application/toml" };
+    await ok(await api.post("/api/manifests", { headers: toml, data: manifest("e2e-scripted", "Scripted", "search.scripted", provider.url) }), "scripted manifest");
+    await ok(await api.post("/api/manifests", { headers: toml, data: manifest("e2e-keyed", "Keyed", "search.keyed", provider.url, "E2E_UNSET_KEY") }), "keyed manifest");
+    const pack = (pack_id: string, short_label: string, intent: string, chain: string) => ({
+      pack_id,
+      display_name: pack_id === "scripted" ? "Scripted" : "Keyed",
+      short_label,
+      intent,
+      preferred_connectors: [chain],
+    });
+    await ok(await api.put("/api/packs/scripted", { data: pack("scripted", "sx", "search.scripted", "e2e-scripted") }), "scripted pack");
+    await ok(await api.put("/api/packs/keyed", { data: pack("keyed", "ky", "search.keyed", "e2e-keyed") }), "keyed pack");
+    await ok(
+      await api.put("/api/bundles/scripted", {
+        data: { bundle_id: "scripted", display_name: "Scripted", members: [{ pack: "scripted" }, { pack: "keyed" }] },
+      }),
+      "bundle",
+    );
+    const imported = await ok(
+      await api.post("/api/record-sets?name=Scripted%20chips&bundle=scripted", {
+        headers: { "content-type": "text/csv" },
+        data: `name\n${RECORDS.join("\n")}\n`,
+      }),
+      "import",
+    );
+    setUrl = `/record-sets/${(await imported.json()).id}`;
+  });
+
+  test.afterAll(async () => {
+    await api.delete("/api/bundles/scripted");
+    await api.delete("/api/packs/scripted");
+    await api.delete("/api/packs/keyed");
+    await api.delete("/api/manifests/e2e-scripted");
+    await api.delete("/api/manifests/e2e-keyed");
+    await api.dispose();
+    await provider.close();
+  });
+
+  async function open(page: Page) {
+    await page.goto(setUrl);
+    await expect(page.locator("body")).toHaveAttribute("data-live", "true");
+  }
+
+  function chip(page: Page, record: string, pack = "scripted") {
+    return page.locator(`article.card:has(h2:text-is("${record}")) button.chip[data-pack="${pack}"]`);
+  }
+
+  test("idle, then nothing found; a chip whose connector needs a key is disabled and names it", async ({ page }) => {
+    await open(page);
+    const empty = chip(page, "Empty Co");
+    await expect(empty).toHaveAttribute("data-state", "idle");
+    await expect(empty).toHaveAttribute("title", /Fire Scripted through Scripted/);
+    await empty.click();
+    await expect(empty).toHaveAttribute("data-state", "not_found");
+    await expect(empty).toHaveAttribute("aria-label", "Scripted: nothing found");
+    await expect(empty).not.toHaveAttribute("data-optimistic", "true");
+
+    const keyed = chip(page, "Empty Co", "keyed");
+    await expect(keyed).toHaveAttribute("data-state", "needs_env");
+    await expect(keyed).toBeDisabled();
+    await expect(keyed).toHaveAttribute("title", /Needs E2E_UNSET_KEY to activate/);
+    expect(provider.calls.get("Empty Co")).toBe(1);
+  });
+
+  test("an error shows its reason, and a click on it fires again", async ({ page }) => {
+    await open(page);
+    const broken = chip(page, "Broken Co");
+    await broken.click();
+    await expect(broken).toHaveAttribute("data-state", "error");
+    await expect(broken).toHaveAttribute("aria-label", /Scripted: error: .*500/);
+    await broken.click();
+    await expect(broken).toHaveAttribute("data-state", "found");
+    await expect(broken).toHaveAttribute("data-count", "1");
+    expect(provider.calls.get("Broken Co")).toBe(3);
+  });
+
+  test("after 5 s without an answer the chip looks not-found, and a click on it does not cancel the fire", async ({ page }) => {
+    test.setTimeout(30_000);
+    await open(page);
+    const slow = chip(page, "Slow Co");
+    await slow.click();
+    await expect(slow).toHaveAttribute("data-state", "firing");
+    await expect(slow.locator(".spinner")).toBeVisible();
+    await expect(slow).toHaveAttribute("data-optimistic", "true", { timeout: 6_000 });
+    await expect(slow).toHaveAttribute("data-state", "not_found");
+    await expect(slow).toHaveAttribute("aria-label", "Scripted: nothing found yet, still looking");
+    await slow.click();
+    await expect(page.locator('article.card:has(h2:text-is("Slow Co")) .chip-note')).toHaveText("still looking…");
+    // The answer comes, and corrects the chip: the fire was not cancelled.
+    await expect(slow).toHaveAttribute("data-state", "found", { timeout: SLOW_MS });
+    await expect(slow).not.toHaveAttribute("data-optimistic", "true");
+    await expect(page.locator('article.card:has(h2:text-is("Slow Co")) .chip-note')).toHaveCount(0);
+    expect(provider.calls.get("Slow Co")).toBe(1);
+  });
+
+  test("a rate-limited chip shows the time left and comes back by itself when the wait ends", async ({ page }) => {
+    await open(page);
+    const limited = chip(page, "Limited Co");
+    await limited.click();
+    await expect(limited).toHaveAttribute("data-state", "rate_limited");
+    await expect(limited).toBeDisabled();
+    await expect(limited.locator(".wait")).toHaveText(/^[1-3] s$/);
+    await expect(limited).toHaveAttribute("title", /can fire again in [1-3] s/);
+    // No reload: the chip counts down to clickable again.
+    await expect(limited).toHaveAttribute("data-state", "idle", { timeout: 6_000 });
+    await expect(limited).toBeEnabled();
+    await limited.click();
+    await expect(limited).toHaveAttribute("data-state", "found");
+    expect(provider.calls.get("Limited Co")).toBe(2);
+  });
+});
