@@ -44,6 +44,23 @@ test("an admin makes a pack and puts it in a bundle; an open triage view gets th
   await papers.click();
   await expect(papers).toHaveAttribute("data-state", "found");
 
+  // The bundle sets its own chain for the new chip (started from the
+  // pack's), and editing the bundle again keeps it.
+  const members = ada.locator('tr[data-bundle="social-profiles"] .members');
+  await ada.locator('tr[data-bundle="social-profiles"]').getByRole("button", { name: "Edit" }).click();
+  const chain = bundle.locator('.member-chain[data-pack="scholar-e2e"]');
+  await expect(chain).toHaveAttribute("data-overridden", "false");
+  await chain.getByRole("button", { name: "Set a chain for Papers (sc) in this bundle" }).click();
+  await expect(chain).toHaveAttribute("data-overridden", "true");
+  await expect(chain.locator("ol li")).toHaveCount(1);
+  await bundle.getByRole("button", { name: "Save bundle" }).click();
+  await expect(members).toHaveText("f · in · sc (demo) · gn");
+  await ada.locator('tr[data-bundle="social-profiles"]').getByRole("button", { name: "Edit" }).click();
+  await expect(chain).toHaveAttribute("data-overridden", "true");
+  await bundle.getByRole("button", { name: "Move News (gn) up" }).click();
+  await bundle.getByRole("button", { name: "Save bundle" }).click();
+  await expect(members).toHaveText("f · in · gn · sc (demo)");
+
   // Reverting the bundle and removing the pack put things back.
   await ada.locator('tr[data-bundle="social-profiles"]').getByRole("button", { name: "Revert" }).click();
   await expect(ada.locator('tr[data-bundle="social-profiles"]')).toHaveAttribute("data-origin", "shipped");

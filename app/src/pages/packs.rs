@@ -1,8 +1,9 @@
 //! The packs page: the workspace's chips (packs) and their rosters
 //! (bundles), shipped or its own. Admins create a pack for any capability
 //! (a new dotted one included), give it a short label no other pack has,
-//! order its connector chain, and put it in a bundle: every open view of a
-//! record set under that bundle gets the chip at once.
+//! order its connector chain, and put it in a bundle (which may set its own
+//! chain for a chip): every open view of a record set under that bundle
+//! gets the chip at once.
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
@@ -134,12 +135,54 @@ impl PackDraft {
     }
 }
 
-/// A bundle being written.
+/// A bundle being written: its chips in order, and the chains it sets for
+/// some of them instead of their packs' own.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct BundleDraft {
     bundle_id: String,
     display_name: String,
+    description: String,
     members: Vec<String>,
+    overrides: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl BundleDraft {
+    fn of(bundle: &BundleConfig) -> Self {
+        Self {
+            bundle_id: bundle.bundle_id.clone(),
+            display_name: bundle.display_name.clone(),
+            description: bundle.description.clone(),
+            members: bundle.members.iter().map(|m| m.pack.clone()).collect(),
+            overrides: bundle
+                .members
+                .iter()
+                .filter_map(|m| Some((m.pack.clone(), m.connector_chain_override.clone()?)))
+                .collect(),
+        }
+    }
+
+    /// The bundle to save: every member keeps the chain set for it here
+    /// (one taken out and put back keeps it too, until the page reloads);
+    /// an emptied one gives the member its pack's chain back.
+    fn bundle(&self) -> BundleConfig {
+        BundleConfig {
+            bundle_id: self.bundle_id.trim().to_owned(),
+            display_name: self.display_name.trim().to_owned(),
+            description: self.description.clone(),
+            members: self
+                .members
+                .iter()
+                .map(|p| BundleMember {
+                    pack: p.clone(),
+                    connector_chain_override: self
+                        .overrides
+                        .get(p)
+                        .filter(|chain| !chain.is_empty())
+                        .cloned(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Moves the item at `i` one place up (`-1`) or down (`1`).
@@ -152,7 +195,7 @@ fn shift(list: &mut [String], i: usize, up: bool) {
 
 /// An ordered list with up, down and remove buttons, and a select to add.
 fn ordered_list(
-    name: &'static str,
+    name: String,
     items: Signal<Vec<String>>,
     label_of: impl Fn(&str) -> String + Clone + Send + Sync + 'static,
     choices: Signal<Vec<(String, String)>>,
@@ -278,7 +321,7 @@ fn PackEditor(
             {text_input("Query ({name}, {<field>})", "query_template", move || draft.with(|d| d.query_template.clone()), move |v| draft.update(|d| d.query_template = v))}
             <div class="chain-editor">
                 <span>"Connector chain (empty: every connector serving the intent, cheapest first)"</span>
-                {ordered_list("chain", chain, label_of, choices, edit)}
+                {ordered_list("chain".to_owned(), chain, label_of, choices, edit)}
             </div>
             <div class="editor-actions">
                 <button type="submit">"Save pack"</button>
@@ -292,46 +335,28 @@ fn PackEditor(
 fn BundleEditor(
     draft: RwSignal<BundleDraft>,
     packs: Vec<PackConfig>,
+    connectors: Vec<ConnectorChoice>,
     notice: Notice,
     version: RwSignal<u32>,
 ) -> impl IntoView {
+    let pack_label = |p: &PackConfig| format!("{} ({})", p.display_name, p.short_label);
     let names: std::collections::HashMap<String, String> = packs
         .iter()
-        .map(|p| {
-            (
-                p.pack_id.clone(),
-                format!("{} ({})", p.display_name, p.short_label),
-            )
-        })
+        .map(|p| (p.pack_id.clone(), pack_label(p)))
         .collect();
     let choices: Vec<(String, String)> = packs
         .iter()
-        .map(|p| {
-            (
-                p.pack_id.clone(),
-                format!("{} ({})", p.display_name, p.short_label),
-            )
-        })
+        .map(|p| (p.pack_id.clone(), pack_label(p)))
         .collect();
-    let label_of = move |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
+    let label_of = {
+        let names = names.clone();
+        move |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned())
+    };
     let members = Signal::derive(move || draft.with(|d| d.members.clone()));
     let edit = move |change: ListChange| draft.update(|d| change(&mut d.members));
     let save = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let d = draft.get_untracked();
-        let bundle = BundleConfig {
-            bundle_id: d.bundle_id.trim().to_owned(),
-            display_name: d.display_name.trim().to_owned(),
-            description: String::new(),
-            members: d
-                .members
-                .iter()
-                .map(|p| BundleMember {
-                    pack: p.clone(),
-                    connector_chain_override: None,
-                })
-                .collect(),
-        };
+        let bundle = draft.with_untracked(BundleDraft::bundle);
         spawn_local(async move {
             notice.set(Some(match save_bundle(bundle).await {
                 Ok(b) => Ok(format!("Saved the bundle {}.", b.display_name)),
@@ -340,6 +365,18 @@ fn BundleEditor(
             version.update(|v| *v += 1);
         });
     };
+    let packs = StoredValue::new(packs);
+    let connectors = StoredValue::new(connectors);
+    let chains = move || {
+        members
+            .get()
+            .into_iter()
+            .map(|id| {
+                let pack = packs.with_value(|ps| ps.iter().find(|p| p.pack_id == id).cloned());
+                view! { <MemberChain pack_id=id pack draft connectors=connectors.get_value()/> }
+            })
+            .collect_view()
+    };
     view! {
         <form class="bundle-editor" on:submit=save>
             <h3>"Bundle"</h3>
@@ -347,13 +384,116 @@ fn BundleEditor(
             {text_input("Name", "bundle_name", move || draft.with(|d| d.display_name.clone()), move |v| draft.update(|d| d.display_name = v))}
             <div class="chain-editor">
                 <span>"Chips, in order"</span>
-                {ordered_list("bundle", members, label_of, Signal::derive(move || choices.clone()), edit)}
+                {ordered_list("bundle".to_owned(), members, label_of, Signal::derive(move || choices.clone()), edit)}
+            </div>
+            <div class="member-chains">
+                <span>"Chains in this bundle (a chip uses its pack's chain unless the bundle sets one)"</span>
+                {chains}
             </div>
             <div class="editor-actions">
                 <button type="submit">"Save bundle"</button>
                 <button type="button" on:click=move |_| draft.set(BundleDraft::default())>"New bundle"</button>
             </div>
         </form>
+    }
+}
+
+/// One member's chain in the bundle editor: its pack's own, or one the
+/// bundle sets (started from the pack's and edited like it).
+#[component]
+fn MemberChain(
+    pack_id: String,
+    pack: Option<PackConfig>,
+    draft: RwSignal<BundleDraft>,
+    connectors: Vec<ConnectorChoice>,
+) -> impl IntoView {
+    let label = pack.as_ref().map_or_else(
+        || pack_id.clone(),
+        |p| format!("{} ({})", p.display_name, p.short_label),
+    );
+    let own_chain = pack
+        .as_ref()
+        .map(|p| p.preferred_connectors.clone())
+        .unwrap_or_default();
+    let intent = pack
+        .as_ref()
+        .map(|p| p.intent.name().to_owned())
+        .unwrap_or_default();
+    let names: std::collections::HashMap<String, String> = connectors
+        .iter()
+        .map(|c| (c.id.clone(), c.display_name.clone()))
+        .collect();
+    let choices: Vec<(String, String)> = connectors
+        .iter()
+        .filter(|c| c.capabilities.contains(&intent))
+        .map(|c| (c.id.clone(), c.display_name.clone()))
+        .collect();
+    let overridden = {
+        let id = pack_id.clone();
+        Memo::new(move |_| draft.with(|d| d.overrides.contains_key(&id)))
+    };
+    let chain = {
+        let id = pack_id.clone();
+        Signal::derive(move || draft.with(|d| d.overrides.get(&id).cloned().unwrap_or_default()))
+    };
+    let edit = {
+        let id = pack_id.clone();
+        move |change: ListChange| {
+            draft.update(|d| {
+                if let Some(chain) = d.overrides.get_mut(&id) {
+                    change(chain);
+                }
+            })
+        }
+    };
+    let own_words = if own_chain.is_empty() {
+        "every connector serving it, cheapest first".to_owned()
+    } else {
+        own_chain
+            .iter()
+            .map(|c| names.get(c).cloned().unwrap_or_else(|| c.clone()))
+            .collect::<Vec<_>>()
+            .join(" → ")
+    };
+    let set_own = {
+        let id = pack_id.clone();
+        move |_| {
+            let chain = own_chain.clone();
+            draft.update(|d| {
+                d.overrides.insert(id.clone(), chain);
+            });
+        }
+    };
+    let drop_own = {
+        let id = pack_id.clone();
+        move |_| {
+            draft.update(|d| {
+                d.overrides.remove(&id);
+            })
+        }
+    };
+    let label_of = move |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
+    let list_name = format!("chain of {label}");
+    view! {
+        <div class="member-chain" data-pack=pack_id.clone() data-overridden=move || overridden.get().to_string()>
+            <strong>{label.clone()}</strong>
+            {move || if overridden.get() {
+                view! {
+                    {ordered_list(list_name.clone(), chain, label_of.clone(), Signal::derive({
+                        let choices = choices.clone();
+                        move || choices.clone()
+                    }), edit.clone())}
+                    <button type="button" on:click=drop_own.clone()>{format!("Use the pack's own chain for {label}")}</button>
+                }
+                .into_any()
+            } else {
+                view! {
+                    <span class="muted">{format!("the pack's: {own_words}")}</span>
+                    <button type="button" on:click=set_own.clone()>{format!("Set a chain for {label} in this bundle")}</button>
+                }
+                .into_any()
+            }}
+        </div>
     }
 }
 
@@ -449,11 +589,7 @@ pub fn PacksPage() -> impl IntoView {
                         let bundle_rows = bundles.iter().map(|b| {
                             let from = origin(&b.bundle_id, &own_bundles, &shipped_bundles);
                             let actions = is_admin.then(|| {
-                                let draft = BundleDraft {
-                                    bundle_id: b.bundle_id.clone(),
-                                    display_name: b.display_name.clone(),
-                                    members: b.members.iter().map(|m| m.pack.clone()).collect(),
-                                };
+                                let draft = BundleDraft::of(b);
                                 let undo = (from != "shipped").then(|| remove_button(
                                     if from == "changed here" { "Revert" } else { "Remove" },
                                     b.bundle_id.clone(),
@@ -466,7 +602,13 @@ pub fn PacksPage() -> impl IntoView {
                                     {undo}
                                 }
                             });
-                            let chips = b.members.iter().map(|m| labels.get(&m.pack).cloned().unwrap_or_else(|| m.pack.clone())).collect::<Vec<_>>().join(" · ");
+                            let chips = b.members.iter().map(|m| {
+                                let label = labels.get(&m.pack).cloned().unwrap_or_else(|| m.pack.clone());
+                                match &m.connector_chain_override {
+                                    Some(chain) => format!("{label} ({})", chain.join(" → ")),
+                                    None => label,
+                                }
+                            }).collect::<Vec<_>>().join(" · ");
                             view! {
                                 <tr data-bundle=b.bundle_id.clone() data-origin=from>
                                     <td><strong>{b.display_name.clone()}</strong><div class="muted">{b.bundle_id.clone()}</div></td>
@@ -479,8 +621,8 @@ pub fn PacksPage() -> impl IntoView {
                         }).collect_view();
                         let editors = is_admin.then(|| view! {
                             <div class="catalog-editors">
-                                <PackEditor draft=pack_draft connectors notice version/>
-                                <BundleEditor draft=bundle_draft packs=packs.clone() notice version/>
+                                <PackEditor draft=pack_draft connectors=connectors.clone() notice version/>
+                                <BundleEditor draft=bundle_draft packs=packs.clone() connectors=connectors.clone() notice version/>
                             </div>
                         });
                         view! {
@@ -500,5 +642,50 @@ pub fn PacksPage() -> impl IntoView {
                 })}
             </ErrorBoundary>
         </Transition>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn editing_a_bundle_keeps_the_chains_it_sets() {
+        let bundle = BundleConfig {
+            bundle_id: "people".to_owned(),
+            display_name: "People".to_owned(),
+            description: "who they are".to_owned(),
+            members: vec![
+                BundleMember {
+                    pack: "wp".to_owned(),
+                    connector_chain_override: Some(vec!["wikipedia".to_owned()]),
+                },
+                BundleMember {
+                    pack: "news".to_owned(),
+                    connector_chain_override: None,
+                },
+            ],
+        };
+        let mut draft = BundleDraft::of(&bundle);
+        assert_eq!(draft.bundle(), bundle);
+        // Moving the chips keeps each one's chain with it.
+        draft.members.reverse();
+        let moved = draft.bundle();
+        assert_eq!(moved.members[1], bundle.members[0]);
+        assert_eq!(moved.members[0], bundle.members[1]);
+        // A chain set and one dropped.
+        draft
+            .overrides
+            .insert("news".to_owned(), vec!["gdelt".to_owned()]);
+        draft.overrides.remove("wp");
+        let changed = draft.bundle();
+        assert_eq!(
+            changed.members[0].connector_chain_override,
+            Some(vec!["gdelt".to_owned()])
+        );
+        assert_eq!(changed.members[1].connector_chain_override, None);
+        // An emptied chain is no chain: the pack's own is used.
+        draft.overrides.insert("wp".to_owned(), Vec::new());
+        assert_eq!(draft.bundle().members[1].connector_chain_override, None);
     }
 }
