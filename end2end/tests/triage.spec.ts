@@ -259,3 +259,28 @@ test("a person's own chip labels show on their palette only", async ({ browser, 
   await bob.locator('tr[data-pack="news"]').getByRole("button", { name: "Save" }).click();
   await expect(bob.getByRole("status")).toContainText("Saved");
 });
+
+test("one live stream per view, through filters, searches and resyncs; the cards stay live", async ({ page }) => {
+  const streams: string[] = [];
+  page.on("request", (r) => {
+    if (r.url().includes("/api/events")) streams.push(r.url());
+  });
+  await openDemoSet(page);
+  await page.getByLabel("Filter").selectOption("nothing_found");
+  await page.getByLabel("Filter").selectOption("all");
+  const search = page.getByLabel("Search by name");
+  await search.fill("Ion Battery");
+  await search.press("Enter");
+  await expect(page.locator("article.card")).toHaveCount(1);
+  // A chip on the page now is fed by the stream opened with the first page.
+  const news = chip(page, "Ion Battery Works (demo)", "news");
+  await news.click();
+  await expect(news).not.toHaveAttribute("data-state", "idle");
+  await expect(news).not.toHaveAttribute("data-state", "firing");
+  await search.fill("");
+  await search.press("Enter");
+  await expect(page.locator("article.card").nth(1)).toBeVisible();
+  await expect(page.locator("body")).toHaveAttribute("data-live", "true");
+  expect(streams).toHaveLength(1);
+  expect(streams[0]).toMatch(/record_set=\d+&after=\d+$/);
+});

@@ -170,6 +170,13 @@ fn Cards(
                         offset.set(0);
                         search.set(event_target_value(&ev));
                     }
+                    on:keydown=move |ev| {
+                        // Enter searches at once (change waits for the field to lose focus).
+                        if ev.key() == "Enter" {
+                            offset.set(0);
+                            search.set(event_target_value(&ev));
+                        }
+                    }
                 />
                 <span class="muted">{format!("{}–{} of {total}", (shown_from + 1).min(total), shown_to)}</span>
                 <button disabled={shown_from == 0} on:click=move |_| offset.update(|o| *o = (*o - PAGE_SIZE).max(0))>"← Previous"</button>
