@@ -114,13 +114,13 @@ test("an admin adds a connector in the browser and another person fires it from 
     await expect(news).toHaveAttribute("data-state", "found");
     const card = bob.locator('article.card:has(h2:text-is("Dunmore Textiles (demo)"))');
     await expect(card.getByRole("link", { name: /E2E story on Dunmore Textiles/ })).toBeVisible();
-    // Its last day, hour by hour, on the inventory.
-    await ada.reload();
-    await hydrated(ada);
-    await expect(ada.locator('tr[data-connector="e2e-news"] svg.hour-chart')).toHaveAttribute(
-      "aria-label",
-      /1 in all/,
-    );
+    // Its last day, hour by hour, on Ada's open inventory without a reload
+    // (the charts read the figures again every 15 s): attempts by outcome,
+    // and latency.
+    const charts = ada.locator('tr[data-connector="e2e-news"] .charts');
+    await expect(charts.locator("svg.hour-chart")).toHaveAttribute("aria-label", /1 in all/, { timeout: 20_000 });
+    await expect(charts.locator("svg.hour-chart rect.bar-found")).toHaveCount(1);
+    await expect(charts.locator("svg.latency-chart")).toHaveAttribute("aria-label", /latest hour p50 \d+ ms, p95 \d+ ms/);
 
     // Eve, in another workspace, does not see it.
     const eve = await signedIn("eve");

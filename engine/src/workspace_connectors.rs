@@ -45,14 +45,22 @@ impl Engine {
         Ok(lens)
     }
 
+    /// How each connector did for the workspace's records over the last
+    /// day: counts by outcome, latency, and both hour by hour.
+    pub async fn connector_stats(
+        &self,
+        workspace_id: i64,
+    ) -> Result<Vec<model::ConnectorStats>, StoreError> {
+        let now = crate::time::now_ms();
+        self.store
+            .connector_stats(workspace_id, now - STATS_WINDOW_MS, now)
+            .await
+    }
+
     /// The inventory of a workspace: every connector with today's fires and
     /// its figures over the last [`STATS_WINDOW_MS`].
     pub async fn inventory(&self, workspace_id: i64) -> Result<Vec<InventoryRow>, StoreError> {
-        let now = crate::time::now_ms();
-        let mut stats = self
-            .store
-            .connector_stats(workspace_id, now - STATS_WINDOW_MS, now)
-            .await?;
+        let mut stats = self.connector_stats(workspace_id).await?;
         let today = self.store.fires_today().await?;
         let lens = self.lens_now(workspace_id).await?;
         Ok(lens

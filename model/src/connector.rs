@@ -224,13 +224,36 @@ pub struct ConnectorStats {
     pub hours: Vec<HourCount>,
 }
 
-/// One hour of a connector's attempts.
+/// One hour of a connector's attempts: counts by outcome and how long they
+/// took.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HourCount {
     pub attempts: u32,
     pub found: u32,
     /// Errors and rate limits.
     pub failed: u32,
+    /// Of the failed, the rate limits.
+    #[serde(default)]
+    pub rate_limited: u32,
+    /// Median and 95th percentile of the hour's durations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_ms: Option<i64>,
+}
+
+impl HourCount {
+    /// Finished without results.
+    pub fn not_found(&self) -> u32 {
+        self.attempts
+            .saturating_sub(self.found)
+            .saturating_sub(self.failed)
+    }
+
+    /// Failed other than by a rate limit.
+    pub fn errors(&self) -> u32 {
+        self.failed.saturating_sub(self.rate_limited)
+    }
 }
 
 impl ConnectorStats {

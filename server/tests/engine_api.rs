@@ -254,9 +254,22 @@ async fn stats_and_metrics_count_the_workspace_s_attempts_from_the_database() {
     // Hour by hour for the chart: 24 hours, all of it in the last one.
     let hours = alpha["hours"].as_array().unwrap();
     assert_eq!(hours.len(), 24, "{alpha}");
+    let last = &hours[23];
     assert_eq!(
-        hours[23],
-        json!({"attempts": 3, "found": 1, "failed": 1}),
+        (
+            &last["attempts"],
+            &last["found"],
+            &last["failed"],
+            &last["rate_limited"]
+        ),
+        (&json!(3), &json!(1), &json!(1), &json!(0)),
+        "{alpha}"
+    );
+    // ...with the hour's latency, for the chart over time.
+    assert_eq!(last["p50_ms"], alpha["p50_ms"], "{alpha}");
+    assert_eq!(last["p95_ms"], alpha["p95_ms"], "{alpha}");
+    assert!(
+        hours[..23].iter().all(|h| h.get("p50_ms").is_none()),
         "{alpha}"
     );
     assert!(hours[..23].iter().all(|h| h["attempts"] == 0), "{alpha}");

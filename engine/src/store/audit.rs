@@ -205,16 +205,16 @@ impl Store {
         .bind(since)
         .fetch_all(self.pool())
         .await?;
-        let mut by_connector: std::collections::BTreeMap<
-            String,
-            (model::ConnectorStats, Vec<i64>),
-        > = std::collections::BTreeMap::new();
+        // Per connector: its stats, all its durations, and each hour's.
+        type Tally = (model::ConnectorStats, Vec<i64>, Vec<Vec<i64>>);
+        let mut by_connector: std::collections::BTreeMap<String, Tally> =
+            std::collections::BTreeMap::new();
         for row in &rows {
             let id: String = row.try_get("connector_id")?;
             let outcome: Option<String> = row.try_get("outcome")?;
             let ms: i64 = row.try_get("ms")?;
             let fired_at: i64 = row.try_get("fired_at")?;
-            let (stats, durations) = by_connector.entry(id.clone()).or_insert_with(|| {
+            let (stats, durations, hourly) = by_connector.entry(id.clone()).or_insert_with(|| {
                 (
                     model::ConnectorStats {
                         connector_id: id,
@@ -222,41 +222,49 @@ impl Store {
                         ..Default::default()
                     },
                     Vec::new(),
+                    vec![Vec::new(); hours],
                 )
             });
             stats.attempts += 1;
-            let (found, failed) = match outcome.as_deref() {
+            let (found, failed, limited) = match outcome.as_deref() {
                 Some("found") => {
                     stats.found += 1;
-                    (1, 0)
+                    (1, 0, 0)
                 }
                 Some("not_found") => {
                     stats.not_found += 1;
-                    (0, 0)
+                    (0, 0, 0)
                 }
                 Some("rate_limited") => {
                     stats.rate_limited += 1;
-                    (0, 1)
+                    (0, 1, 1)
                 }
                 _ => {
                     stats.errors += 1;
-                    (0, 1)
+                    (0, 1, 0)
                 }
             };
             let hour = usize::try_from((fired_at - since) / HOUR).unwrap_or(usize::MAX);
-            if let Some(bucket) = stats.hours.get_mut(hour) {
+            if let (Some(bucket), Some(times)) = (stats.hours.get_mut(hour), hourly.get_mut(hour)) {
                 bucket.attempts += 1;
                 bucket.found += found;
                 bucket.failed += failed;
+                bucket.rate_limited += limited;
+                times.push(ms.max(0));
             }
             durations.push(ms.max(0));
         }
         Ok(by_connector
             .into_values()
-            .map(|(mut stats, mut durations)| {
+            .map(|(mut stats, mut durations, hourly)| {
                 durations.sort_unstable();
                 stats.p50_ms = percentile(&durations, 50);
                 stats.p95_ms = percentile(&durations, 95);
+                for (bucket, mut times) in stats.hours.iter_mut().zip(hourly) {
+                    times.sort_unstable();
+                    bucket.p50_ms = percentile(&times, 50);
+                    bucket.p95_ms = percentile(&times, 95);
+                }
                 stats
             })
             .collect())

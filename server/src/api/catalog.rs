@@ -98,15 +98,7 @@ pub async fn stats(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<model::ConnectorStats>>, ApiError> {
-    let now = engine::time::now_ms();
-    let since = now - engine::workspace_connectors::STATS_WINDOW_MS;
-    Ok(Json(
-        state
-            .engine
-            .store
-            .connector_stats(who.workspace_id, since, now)
-            .await?,
-    ))
+    Ok(Json(state.engine.connector_stats(who.workspace_id).await?))
 }
 
 /// `GET /api/packs`: the packs of the caller's workspace (shipped, and its

@@ -1,10 +1,11 @@
 //! The connector inventory: every connector the workspace sees, what it
 //! serves, what it costs, where it comes from, whether it can fire now (and
-//! if not, why), today's use against its cap, its last day here and its
-//! audit trail. Admins switch connectors off and on, re-check them, set the
+//! if not, why), today's use against its cap, its last day here (charts of
+//! outcomes and latency, read again every 15 s) and its audit trail. Admins switch connectors off and on, re-check them, set the
 //! workspace's secrets and add manifest connectors. The page follows the
 //! live stream: a change anyone makes shows without a reload.
 
+mod charts;
 mod editor;
 mod secrets;
 
@@ -54,15 +55,29 @@ pub async fn connector_history(id: String) -> Result<Vec<StatusChange>, ServerFn
     engine.connector_audit(&who, &id).await.map_err(ssr::fail)
 }
 
+/// How each connector did here over the last day (the charts read it
+/// again every little while).
+#[server]
+pub async fn load_connector_stats() -> Result<Vec<model::ConnectorStats>, ServerFnError> {
+    use crate::access::ssr;
+    let (engine, who) = (ssr::engine()?, ssr::caller()?);
+    engine
+        .connector_stats(who.workspace_id)
+        .await
+        .map_err(ssr::fail)
+}
+
+/// How often the inventory's charts read the figures again.
+const STATS_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// Today's use and the last day's figures in a line.
-fn usage(row: &InventoryRow) -> String {
-    let cap = row
-        .info
+fn usage(info: &ConnectorInfo, fires_today: i64, stats: Option<&model::ConnectorStats>) -> String {
+    let cap = info
         .rate_hints
         .daily_cap
         .map_or_else(String::new, |c| format!(" of {c}"));
-    let today = format!("{}{cap} today", row.fires_today);
-    match &row.stats {
+    let today = format!("{fires_today}{cap} today");
+    match stats {
         None => format!("{today} · no attempts in the last day"),
         Some(s) => format!(
             "{today} · last day: {} attempts, {:.0} % found, {:.0} % errors, p50 {} ms, p95 {} ms",
@@ -72,52 +87,6 @@ fn usage(row: &InventoryRow) -> String {
             s.p50_ms.unwrap_or(0),
             s.p95_ms.unwrap_or(0)
         ),
-    }
-}
-
-/// The last day hour by hour: one bar per hour, as tall as its attempts,
-/// green for found and red for failed.
-fn hour_chart(hours: &[model::HourCount]) -> impl IntoView {
-    const BAR: usize = 4;
-    const HEIGHT: u32 = 24;
-    let peak = hours.iter().map(|h| h.attempts).max().unwrap_or(0).max(1);
-    let scale = |n: u32| n * HEIGHT / peak;
-    let total: u32 = hours.iter().map(|h| h.attempts).sum();
-    let label =
-        format!("Attempts per hour over the last day: {total} in all, at most {peak} in one hour");
-    let width = hours.len() * BAR;
-    let title = label.clone();
-    let bars = hours
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let x = (i * BAR).to_string();
-            let all = scale(h.attempts);
-            let found = scale(h.found);
-            let failed = scale(h.failed);
-            let other = all.saturating_sub(found + failed);
-            let rect = move |class: &'static str, y: u32, height: u32| {
-                view! {
-                    <rect class=class x=x.clone() y=y.to_string() width=(BAR - 1).to_string() height=height.to_string()></rect>
-                }
-            };
-            view! {
-                <g>
-                    <title>{format!("{} h ago: {} attempts, {} found, {} failed", hours.len() - i, h.attempts, h.found, h.failed)}</title>
-                    {rect("bar-other", HEIGHT - all, other)}
-                    {rect("bar-failed", HEIGHT - found - failed, failed)}
-                    {rect("bar-found", HEIGHT - found, found)}
-                </g>
-            }
-        })
-        .collect_view();
-    view! {
-        <svg class="hour-chart" role="img" aria-label=label
-            width=width.to_string() height=HEIGHT.to_string()
-            viewBox=format!("0 0 {width} {HEIGHT}")>
-            <title>{title}</title>
-            {bars}
-        </svg>
     }
 }
 
@@ -321,6 +290,34 @@ fn ConnectorTable(
     if list.is_empty() {
         return view! { <p class="empty">"No connectors are registered."</p> }.into_any();
     }
+    // The last day's figures, read again every few seconds while the page
+    // is open (hundreds of fires a second would be too many events).
+    let stats = RwSignal::new(
+        list.iter()
+            .filter_map(|row| Some((row.info.id.clone(), row.stats.clone()?)))
+            .collect::<std::collections::HashMap<_, _>>(),
+    );
+    #[cfg(feature = "hydrate")]
+    {
+        if let Ok(every) = set_interval_with_handle(
+            move || {
+                spawn_local(async move {
+                    if let Ok(list) = load_connector_stats().await {
+                        stats.try_set(
+                            list.into_iter()
+                                .map(|s| (s.connector_id.clone(), s))
+                                .collect(),
+                        );
+                    }
+                });
+            },
+            STATS_EVERY,
+        ) {
+            on_cleanup(move || every.clear());
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = STATS_EVERY;
     view! {
         <table class="inventory">
             <thead><tr>
@@ -329,8 +326,23 @@ fn ConnectorTable(
             </tr></thead>
             <tbody>
                 {list.into_iter().map(|row| {
-                    let use_line = usage(&row);
                     let c = row.info.clone();
+                    let use_cell = {
+                        let (info, fires_today) = (c.clone(), row.fires_today);
+                        move || stats.with(|all| {
+                            let mine = all.get(&info.id);
+                            view! {
+                                {usage(&info, fires_today, mine)}
+                                {mine.map(|s| view! {
+                                    <div class="charts">
+                                        {charts::outcome_chart(&s.hours)}
+                                        {charts::latency_chart(&s.hours)}
+                                    </div>
+                                })}
+                            }
+                            .into_any()
+                        })
+                    };
                     let hints = match (c.rate_hints.per_second, c.rate_hints.daily_cap) {
                         (None, None) => String::new(),
                         (ps, cap) => format!(
@@ -348,7 +360,7 @@ fn ConnectorTable(
                             <td><span class=format!("tier tier-{}", c.cost_tier.name())>{c.cost_tier.name()}</span><div class="muted">{hints}</div></td>
                             <td class="source">{source_label(&c.source)}</td>
                             <td class=format!("status status-{}", c.status.kind())>{c.status_reason.clone().unwrap_or_else(|| "available".to_owned())}</td>
-                            <td class="use">{use_line}{row.stats.as_ref().map(|s| hour_chart(&s.hours))}</td>
+                            <td class="use">{use_cell}</td>
                             <td class="actions">{actions}<History id=c.id.clone()/></td>
                         </tr>
                     }
