@@ -284,3 +284,22 @@ test("one live stream per view, through filters, searches and resyncs; the cards
   expect(streams).toHaveLength(1);
   expect(streams[0]).toMatch(/record_set=\d+&after=\d+$/);
 });
+
+test("a long press on a chip opens its menu on a touch screen, without firing", async ({ page }) => {
+  await openDemoSet(page);
+  const news = chip(page, "Harbor Light Media (demo)", "news");
+  await expect(news).toHaveAttribute("data-state", "idle");
+  await news.dispatchEvent("pointerdown", { pointerType: "touch", isPrimary: true });
+  await expect(page.getByRole("menu", { name: "Connectors" })).toBeVisible();
+  await news.dispatchEvent("pointerup", { pointerType: "touch", isPrimary: true });
+  // The click that ends the press opens nothing else and fires nothing.
+  await news.dispatchEvent("click");
+  await page.waitForTimeout(300);
+  await expect(news).toHaveAttribute("data-state", "idle");
+  // A short tap still fires.
+  await page.keyboard.press("Escape");
+  await news.dispatchEvent("pointerdown", { pointerType: "touch", isPrimary: true });
+  await news.dispatchEvent("pointerup", { pointerType: "touch", isPrimary: true });
+  await news.dispatchEvent("click");
+  await expect(news).not.toHaveAttribute("data-state", "idle");
+});
