@@ -14,19 +14,19 @@ esac
 
 site=target/site
 pkg=$site/pkg
+# wasm-bindgen's own output, not served: the served copies carry a hash.
+build=target/site-build
 echo "==> Building the wasm bundle ($profile)"
 cargo build --quiet -p frontend --lib --target wasm32-unknown-unknown \
   --target-dir target/front --profile "$cargo_profile"
 wasm=target/front/wasm32-unknown-unknown/$out/frontend.wasm
 
-mkdir -p "$pkg"
-stamp=$pkg/.built-from
-if [ ! -f "$pkg/switchyard_bg.wasm" ] || [ "$wasm" -nt "$pkg/switchyard_bg.wasm" ] \
+mkdir -p "$pkg" "$build"
+stamp=$build/.built-from
+if [ ! -f "$build/switchyard_bg.wasm" ] || [ "$wasm" -nt "$build/switchyard_bg.wasm" ] \
   || [ "$(cat "$stamp" 2>/dev/null)" != "$profile" ]; then
   echo "==> wasm-bindgen"
-  # The server is built without LEPTOS_OUTPUT_NAME, so it links
-  # pkg/switchyard.js and pkg/switchyard_bg.wasm: wasm-bindgen's own names.
-  wasm-bindgen --target web --no-typescript --out-dir "$pkg" --out-name switchyard "$wasm"
+  wasm-bindgen --target web --no-typescript --out-dir "$build" --out-name switchyard "$wasm"
   if [ "$profile" = release ]; then
     # npm's binaryen, not Debian's 108: that one corrupts the bundle.
     wasm_opt=target/tools/node_modules/.bin/wasm-opt
@@ -36,12 +36,29 @@ if [ ! -f "$pkg/switchyard_bg.wasm" ] || [ "$wasm" -nt "$pkg/switchyard_bg.wasm"
     fi
     echo "==> wasm-opt -Oz"
     "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-      -o "$pkg/switchyard_bg.wasm" "$pkg/switchyard_bg.wasm"
+      -o "$build/switchyard_bg.wasm" "$build/switchyard_bg.wasm"
   fi
   echo "$profile" > "$stamp"
 fi
-cp style/main.css "$pkg/switchyard.css"
+cp style/main.css "$build/switchyard.css"
 cp -r public/. "$site/"
+
+# Content-hashed names, so browsers may keep the files for good (the server
+# sends them `immutable`) and a new build is a new name: one hash over the
+# script, the module and the stylesheet, which the page links together.
+# The server reads the name from pkg/name.txt (its HydrationScripts adds
+# `.js` and `_bg.wasm`, the shell `.css`).
+hash=$(cat "$build/switchyard.js" "$build/switchyard_bg.wasm" "$build/switchyard.css" | sha256sum | cut -c1-16)
+name=switchyard.$hash
+if [ "$(cat "$pkg/name.txt" 2>/dev/null)" != "$name" ] || [ ! -f "$pkg/$name.js" ]; then
+  # The previous build's files (and their compressed copies) go.
+  find "$pkg" -maxdepth 1 -name 'switchyard*' -delete
+  cp "$build/switchyard.js" "$pkg/$name.js"
+  cp "$build/switchyard_bg.wasm" "$pkg/${name}_bg.wasm"
+  cp "$build/switchyard.css" "$pkg/$name.css"
+  if [ -d "$build/snippets" ]; then cp -r "$build/snippets" "$pkg/"; fi
+  echo "$name" > "$pkg/name.txt"
+fi
 
 # Precompressed copies the server sends to browsers that accept them:
 # gzip always, brotli when its tool is installed (make test installs it).
@@ -56,6 +73,7 @@ for f in "$pkg"/*.wasm "$pkg"/*.js "$pkg"/*.css; do
     brotli -q "$level" -k -f "$f"
   fi
 done
-sizes="$(du -h "$pkg/switchyard_bg.wasm" | cut -f1) wasm, $(du -h "$pkg/switchyard_bg.wasm.gz" | cut -f1) gzipped"
-[ -f "$pkg/switchyard_bg.wasm.br" ] && sizes="$sizes, $(du -h "$pkg/switchyard_bg.wasm.br" | cut -f1) brotli"
-echo "==> Site ready in $site ($sizes)"
+module=$pkg/${name}_bg.wasm
+sizes="$(du -h "$module" | cut -f1) wasm, $(du -h "$module.gz" | cut -f1) gzipped"
+[ -f "$module.br" ] && sizes="$sizes, $(du -h "$module.br" | cut -f1) brotli"
+echo "==> Site ready in $site as $name ($sizes)"

@@ -3,7 +3,7 @@
 //! for the browser.
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, MetaTags, Title};
 use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
 
@@ -28,6 +28,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
+                // The build's name for the script, module and stylesheet
+                // (content-hashed: browsers keep them for good).
+                <link rel="stylesheet" id="leptos" href=format!("/pkg/{}.css", options.output_name)/>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
                 <MetaTags/>
@@ -47,7 +50,6 @@ pub fn App() -> impl IntoView {
     provide_viewer();
 
     view! {
-        <Stylesheet id="leptos" href="/pkg/switchyard.css"/>
         <Title formatter=|page: String| {
             if page.is_empty() { "Switchyard".to_owned() } else { format!("{page} · Switchyard") }
         }/>

@@ -57,7 +57,8 @@ server.kill("SIGTERM");
 rmSync(dir, { recursive: true, force: true });
 
 times.sort((a, b) => a - b);
-const wasm = readFileSync(path.join(root, "target/site/pkg/switchyard_bg.wasm"));
+const name = readFileSync(path.join(root, "target/site/pkg/name.txt"), "utf8").trim();
+const wasm = readFileSync(path.join(root, `target/site/pkg/${name}_bg.wasm`));
 const kib = (n) => (n / 1024).toFixed(0);
 console.log(`first interactive chip, 1,000-record set (50 cards a page), 7 loads: median ${times[3].toFixed(0)} ms, min ${times[0].toFixed(0)} ms, max ${times[6].toFixed(0)} ms`);
 console.log(`wasm bundle: ${kib(wasm.length)} KiB raw, ${kib(gzipSync(wasm, { level: 9 }).length)} KiB gzip`);

@@ -6,7 +6,14 @@ test("the shell is rendered by the server", async ({ request }) => {
   const html = await res.text();
   expect(html).toContain("<h1>Record sets</h1>");
   expect(html).toContain('href="/inventory"');
-  expect(html).toContain("/pkg/switchyard.js");
+  // The build's content-hashed names, which browsers keep for good.
+  const script = html.match(/\/pkg\/(switchyard\.[0-9a-f]{16})\.js/);
+  expect(script, "a hashed script name").not.toBeNull();
+  expect(html).toContain(`/pkg/${script![1]}.css`);
+  expect(res.headers()["cache-control"]).toBe("no-store");
+  const file = await request.get(`/pkg/${script![1]}_bg.wasm`);
+  expect(file.status()).toBe(200);
+  expect(file.headers()["cache-control"]).toBe("public, max-age=31536000, immutable");
 });
 
 test("the page hydrates and navigates without a full reload", async ({ page }) => {

@@ -10,7 +10,8 @@ use leptos::config::LeptosOptions;
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/switchyard.db";
 /// Where `make build` puts the wasm, JavaScript, CSS and public files.
 pub const DEFAULT_SITE_ROOT: &str = "target/site";
-/// The name of the wasm, JavaScript and CSS files under `<site root>/pkg`.
+/// The name of the wasm, JavaScript and CSS files under `<site root>/pkg`
+/// when the build did not give them a hashed one.
 pub const OUTPUT_NAME: &str = "switchyard";
 
 /// Resolved settings for one `serve`.
@@ -48,8 +49,9 @@ impl Config {
     /// The options the Leptos integration reads: where the site files are and
     /// what they are called.
     pub fn leptos_options(&self) -> LeptosOptions {
+        let name = crate::delivery::output_name(&self.site_root);
         LeptosOptions::builder()
-            .output_name(OUTPUT_NAME)
+            .output_name(name.as_str())
             .site_root(self.site_root.as_str())
             .site_pkg_dir(crate::delivery::PKG_PATH.trim_start_matches('/'))
             .site_addr(self.addr)

@@ -1,7 +1,8 @@
 //! How answers travel, through the real server: the site's files go out as
 //! the precompressed copy the browser accepts (brotli, else gzip, else as
 //! they are), pages and data are compressed as they are sent, an event
-//! stream never is, and only the site's files may be kept by a cache.
+//! stream never is, and only the site's files may be kept by a cache: for
+//! good when their name carries their content hash.
 
 mod common;
 
@@ -28,15 +29,19 @@ async fn files_go_precompressed_pages_compressed_and_streams_as_they_are() {
     let site = std::env::temp_dir().join(format!("switchyard-delivery-{}", std::process::id()));
     let pkg = site.join("pkg");
     std::fs::create_dir_all(&pkg).unwrap();
+    // As scripts/build-site.sh leaves them: hashed names, and the name file.
+    let name = "switchyard.0123456789abcdef";
+    std::fs::write(pkg.join("name.txt"), format!("{name}\n")).unwrap();
     std::fs::write(
-        pkg.join("switchyard.js"),
+        pkg.join(format!("{name}.js")),
         "export function start() {}\n".repeat(50),
     )
     .unwrap();
-    std::fs::write(pkg.join("switchyard.js.br"), "the brotli copy").unwrap();
-    std::fs::write(pkg.join("switchyard.js.gz"), "the gzip copy").unwrap();
-    std::fs::write(pkg.join("switchyard_bg.wasm"), b"\0asm the module").unwrap();
-    std::fs::write(pkg.join("switchyard_bg.wasm.gz"), "the gzipped module").unwrap();
+    std::fs::write(pkg.join(format!("{name}.js.br")), "the brotli copy").unwrap();
+    std::fs::write(pkg.join(format!("{name}.js.gz")), "the gzip copy").unwrap();
+    std::fs::write(pkg.join(format!("{name}_bg.wasm")), b"\0asm the module").unwrap();
+    std::fs::write(pkg.join(format!("{name}_bg.wasm.gz")), "the gzipped module").unwrap();
+    std::fs::write(pkg.join(format!("{name}.css")), "body {}").unwrap();
     let root = site.to_str().unwrap().to_owned();
     let server = TestServer::start_configured(
         engine::store::testing::sqlite(),
@@ -56,22 +61,55 @@ async fn files_go_precompressed_pages_compressed_and_streams_as_they_are() {
         ("gzip, deflate", "gzip", "the gzip copy"),
         ("identity", "", "export function start() {}\n"),
     ] {
-        let res = get("/pkg/switchyard.js", accept).await.unwrap();
+        let res = get(&format!("/pkg/{name}.js"), accept).await.unwrap();
         assert_eq!(res.status().as_u16(), 200, "{accept}");
         assert_eq!(header(&res, "content-encoding"), encoding, "{accept}");
         assert!(header(&res, "vary")
             .to_lowercase()
             .contains("accept-encoding"));
-        assert_eq!(header(&res, "cache-control"), "no-cache");
+        assert_eq!(
+            header(&res, "cache-control"),
+            "public, max-age=31536000, immutable"
+        );
         assert!(res.text().await.unwrap().starts_with(body), "{accept}");
     }
     // The module has only a gzip copy; it is never compressed on the fly.
-    let res = get("/pkg/switchyard_bg.wasm", "br, gzip").await.unwrap();
+    let res = get(&format!("/pkg/{name}_bg.wasm"), "br, gzip")
+        .await
+        .unwrap();
     assert_eq!(header(&res, "content-encoding"), "gzip");
     assert_eq!(header(&res, "content-type"), "application/wasm");
+    assert_eq!(
+        header(&res, "cache-control"),
+        "public, max-age=31536000, immutable"
+    );
     assert_eq!(res.text().await.unwrap(), "the gzipped module");
-    let res = get("/pkg/switchyard_bg.wasm", "identity").await.unwrap();
+    let res = get(&format!("/pkg/{name}_bg.wasm"), "identity")
+        .await
+        .unwrap();
     assert_eq!(res.bytes().await.unwrap().as_ref(), b"\0asm the module");
+    // A file without a hash is checked again each time; a hashed name that
+    // is not there (an old build's) is not kept at all.
+    let res = get("/pkg/name.txt", "identity").await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    assert_eq!(header(&res, "cache-control"), "no-cache");
+    let res = get("/pkg/switchyard.fedcba9876543210.js", "identity")
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 404);
+    assert_eq!(header(&res, "cache-control"), "no-cache");
+
+    // The page links the build's names, and is never stored.
+    let res = get("/sign-in", "identity").await.unwrap();
+    assert_eq!(header(&res, "cache-control"), "no-store");
+    let html = res.text().await.unwrap();
+    for linked in [
+        format!("/pkg/{name}.css"),
+        format!("{name}.js"),
+        format!("{name}_bg.wasm"),
+    ] {
+        assert!(html.contains(&linked), "{linked} in {html}");
+    }
 
     // A page is compressed as it is sent, and never stored.
     let res = get("/sign-in", "br").await.unwrap();
