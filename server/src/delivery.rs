@@ -88,7 +88,7 @@ pub async fn cache_rules(req: Request, next: Next) -> Response {
         .path()
         .strip_prefix(PKG_PATH)
         .and_then(|rest| rest.strip_prefix('/'))
-        .map(|file| is_hashed_name(file));
+        .map(is_hashed_name);
     let mut response = next.run(req).await;
     let varies = response.headers().get_all(header::VARY).iter().any(|v| {
         v.to_str()
