@@ -47,6 +47,8 @@ pub struct Board {
     labels: StoredValue<HashMap<String, String>>,
     /// The chip and item events heard lately, for a page read before them.
     heard: StoredValue<VecDeque<Event>>,
+    /// The fires in flight on the last page's chips, by chip.
+    carried_fires: StoredValue<HashMap<(i64, String), i64>>,
     /// The stream is open (it opens once, with the first page).
     following: StoredValue<bool>,
     /// The view that owns the board: the stream closes when it goes.
@@ -78,6 +80,7 @@ impl Board {
             names: StoredValue::new(HashMap::new()),
             labels: StoredValue::new(HashMap::new()),
             heard: StoredValue::new(VecDeque::new()),
+            carried_fires: StoredValue::new(HashMap::new()),
             following: StoredValue::new(false),
             owner: StoredValue::new(Owner::current()),
         }
@@ -130,6 +133,12 @@ impl Board {
     /// Forgets the last page's cards: their signals go with them, and the
     /// next page's are made by [`Board::chip`] and [`Board::items`].
     pub fn turn_page(&self) {
+        let in_flight: HashMap<(i64, String), i64> = self.chips.with_value(|m| {
+            m.iter()
+                .filter_map(|(key, slot)| Some((key.clone(), slot.fire.try_get_untracked()??)))
+                .collect()
+        });
+        self.carried_fires.set_value(in_flight);
         self.chips.update_value(HashMap::clear);
         self.items.update_value(HashMap::clear);
     }
@@ -142,13 +151,19 @@ impl Board {
         initial: ChipState,
         next: Option<String>,
     ) -> ChipSlot {
+        let key = (record, pack.to_owned());
+        // A fire still in flight on the last page keeps its id (for cancel).
+        let fire = match initial {
+            ChipState::Firing => self.carried_fires.with_value(|m| m.get(&key).copied()),
+            _ => None,
+        };
         let slot = ChipSlot {
             state: RwSignal::new(initial),
-            fire: RwSignal::new(None),
+            fire: RwSignal::new(fire),
             next: RwSignal::new(next),
         };
         self.chips.update_value(|m| {
-            m.insert((record, pack.to_owned()), slot);
+            m.insert(key, slot);
         });
         slot
     }
