@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the browser side of the site into target/site: the wasm bundle through
-# wasm-bindgen, the stylesheet and the public files. `debug` or `release`.
-# This is what cargo-leptos does, without its 15-minute install.
+# Builds the browser side of the site into target/site: the wasm bundle split
+# into the main module and the lazily loaded pages (wasm-split-cli), through
+# wasm-bindgen, the stylesheet and the public files, under content-hashed
+# names. `debug` or `release`. This is what cargo-leptos does, without its
+# 15-minute install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,19 +16,43 @@ esac
 
 site=target/site
 pkg=$site/pkg
-# wasm-bindgen's own output, not served: the served copies carry a hash.
+# The split and wasm-bindgen's output, not served: the served copies carry a hash.
 build=target/site-build
 echo "==> Building the wasm bundle ($profile)"
-cargo build --quiet -p frontend --lib --target wasm32-unknown-unknown \
-  --target-dir target/front --profile "$cargo_profile"
+# With relocations kept: wasm-split reads them to tell which code each
+# lazily loaded page needs (only the final link takes the flag).
+cargo rustc --quiet -p frontend --lib --target wasm32-unknown-unknown \
+  --target-dir target/front --profile "$cargo_profile" -- -C link-arg=--emit-relocs
 wasm=target/front/wasm32-unknown-unknown/$out/frontend.wasm
+mkdir -p "$build"
+cp style/main.css "$build/switchyard.css"
+cp -r public/. "$site/"
 
-mkdir -p "$pkg" "$build"
-stamp=$build/.built-from
-if [ ! -f "$build/switchyard_bg.wasm" ] || [ "$wasm" -nt "$build/switchyard_bg.wasm" ] \
-  || [ "$(cat "$stamp" 2>/dev/null)" != "$profile" ]; then
+# A folder named for the content, so browsers may keep every file in it for
+# good (the server sends them `immutable`) and a new build is a new folder:
+# switchyard-<hash of the module as linked and the stylesheet>/ holds
+# switchyard.js, switchyard_bg.wasm, switchyard.css and the chunks of the
+# lazily loaded pages with their loader (they find each other by relative
+# paths). The server reads the folder's name from pkg/name.txt.
+hash=$(cat "$wasm" "$build/switchyard.css" | sha256sum | cut -c1-16)
+name=switchyard-$hash
+mkdir -p "$pkg"
+if [ "$(cat "$pkg/name.txt" 2>/dev/null)" != "$name" ] || [ ! -f "$pkg/$name/switchyard.js" ] \
+  || [ "$(cat "$build/.built-from" 2>/dev/null)" != "$profile" ]; then
+  split=$build/split
+  rm -rf "$split"
+  mkdir -p "$split"
+  # The pages marked #[lazy_route] go to chunks of their own, loaded by
+  # __wasm_split.js when a person first opens one; the main module keeps
+  # what the triage view needs.
+  echo "==> wasm-split"
+  wasm-split-cli "$wasm" "$split" --out-name switchyard 2>"$build/wasm-split.log" \
+    || { cat "$build/wasm-split.log" >&2; exit 1; }
   echo "==> wasm-bindgen"
-  wasm-bindgen --target web --no-typescript --out-dir "$build" --out-name switchyard "$wasm"
+  # The chunks' loader reads the main module's table and memory exports.
+  wasm-bindgen --target web --no-typescript --keep-lld-exports --out-dir "$split" \
+    --out-name switchyard "$split/switchyard.wasm"
+  rm "$split/switchyard.wasm"
   if [ "$profile" = release ]; then
     # npm's binaryen, not Debian's 108: that one corrupts the bundle.
     wasm_opt=target/tools/node_modules/.bin/wasm-opt
@@ -35,28 +61,17 @@ if [ ! -f "$build/switchyard_bg.wasm" ] || [ "$wasm" -nt "$build/switchyard_bg.w
       npm install --silent --no-audit --no-fund --prefix target/tools binaryen@132.0.0
     fi
     echo "==> wasm-opt -Oz"
-    "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-      -o "$build/switchyard_bg.wasm" "$build/switchyard_bg.wasm"
+    for module in "$split"/*.wasm; do
+      "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+        -o "$module" "$module"
+    done
   fi
-  echo "$profile" > "$stamp"
-fi
-cp style/main.css "$build/switchyard.css"
-cp -r public/. "$site/"
-
-# Content-hashed names, so browsers may keep the files for good (the server
-# sends them `immutable`) and a new build is a new name: one hash over the
-# script, the module and the stylesheet, which the page links together.
-# The server reads the name from pkg/name.txt (its HydrationScripts adds
-# `.js` and `_bg.wasm`, the shell `.css`).
-hash=$(cat "$build/switchyard.js" "$build/switchyard_bg.wasm" "$build/switchyard.css" | sha256sum | cut -c1-16)
-name=switchyard.$hash
-if [ "$(cat "$pkg/name.txt" 2>/dev/null)" != "$name" ] || [ ! -f "$pkg/$name.js" ]; then
-  # The previous build's files (and their compressed copies) go.
-  find "$pkg" -maxdepth 1 -name 'switchyard*' -delete
-  cp "$build/switchyard.js" "$pkg/$name.js"
-  cp "$build/switchyard_bg.wasm" "$pkg/${name}_bg.wasm"
-  cp "$build/switchyard.css" "$pkg/$name.css"
-  if [ -d "$build/snippets" ]; then cp -r "$build/snippets" "$pkg/"; fi
+  cp "$build/switchyard.css" "$split/switchyard.css"
+  # The previous builds go (this layout's folders and the flat files before it).
+  find "$pkg" -mindepth 1 -maxdepth 1 \( -name 'switchyard*' -o -name 'split_*' \
+    -o -name 'chunk_*' -o -name '__wasm_split*' \) -exec rm -rf {} +
+  cp -r "$split" "$pkg/$name"
+  echo "$profile" > "$build/.built-from"
   echo "$name" > "$pkg/name.txt"
 fi
 
@@ -65,7 +80,8 @@ fi
 # Only what changed is compressed again.
 level=5
 [ "$profile" = release ] && level=11
-for f in "$pkg"/*.wasm "$pkg"/*.js "$pkg"/*.css; do
+for f in "$pkg/$name"/*.wasm "$pkg/$name"/*.js "$pkg/$name"/*.css; do
+  [ -f "$f" ] || continue
   if [ ! -f "$f.gz" ] || [ "$f" -nt "$f.gz" ]; then
     gzip -9 -k -f -n "$f"
   fi
@@ -73,7 +89,7 @@ for f in "$pkg"/*.wasm "$pkg"/*.js "$pkg"/*.css; do
     brotli -q "$level" -k -f "$f"
   fi
 done
-module=$pkg/${name}_bg.wasm
+module=$pkg/$name/switchyard_bg.wasm
 sizes="$(du -h "$module" | cut -f1) wasm, $(du -h "$module.gz" | cut -f1) gzipped"
 [ -f "$module.br" ] && sizes="$sizes, $(du -h "$module.br" | cut -f1) brotli"
-echo "==> Site ready in $site as $name ($sizes)"
+echo "==> Site ready in $site/pkg/$name ($sizes)"

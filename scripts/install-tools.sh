@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what a build needs and is missing: the wasm32 target and the
-# wasm-bindgen CLI at exactly the version Cargo.lock pins. Idempotent.
+# Installs what a build needs and is missing: the wasm32 target, the
+# wasm-bindgen CLI at exactly the version Cargo.lock pins, and the wasm-split
+# CLI that cuts the lazily loaded pages out of the main module. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,4 +34,11 @@ if [ "$have" != "$want" ]; then
     && if grep -q 'name = "webpki-roots"' Cargo.lock; then cargo update --quiet -p webpki-roots --precise 1.0.10; fi \
     && cargo install --quiet --path . --locked --force)
 fi
-echo "==> Build tools ready: $(wasm-bindgen --version)"
+# The splitter reads a version section the wasm_split_helpers crate (through
+# Leptos) writes; this release reads the one Cargo.lock's helpers write.
+split_version=0.2.4
+if ! cargo install --list | grep -qx "wasm_split_cli_support v$split_version:"; then
+  echo "==> Installing wasm-split-cli $split_version; about 5 minutes"
+  cargo install --quiet --locked --force "wasm_split_cli_support@$split_version" --features build-binary
+fi
+echo "==> Build tools ready: $(wasm-bindgen --version), wasm-split-cli $split_version"

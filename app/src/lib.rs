@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
 use leptos_router::components::{Route, Router, Routes, A};
-use leptos_router::path;
+use leptos_router::{path, Lazy};
 
 pub mod access;
 mod clock;
@@ -14,10 +14,7 @@ mod live;
 pub mod pages;
 pub mod triage;
 
-use pages::{
-    provide_viewer, AccountCorner, InventoryPage, MembersPage, NotFoundPage, PacksPage,
-    RecordSetsPage, SetPasswordPage, SettingsPage, SignInPage,
-};
+use pages::{lazy, provide_viewer, AccountCorner, NotFoundPage, RecordSetsPage, SignInPage};
 
 /// The whole HTML document the server renders around the app.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -70,12 +67,12 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=RecordSetsPage/>
                     <Route path=path!("/record-sets") view=RecordSetsPage/>
                     <Route path=path!("/record-sets/:id") view=triage::TriageView/>
-                    <Route path=path!("/inventory") view=InventoryPage/>
-                    <Route path=path!("/packs") view=PacksPage/>
-                    <Route path=path!("/members") view=MembersPage/>
-                    <Route path=path!("/settings") view=SettingsPage/>
+                    <Route path=path!("/inventory") view={Lazy::<lazy::InventoryRoute>::new()}/>
+                    <Route path=path!("/packs") view={Lazy::<lazy::PacksRoute>::new()}/>
+                    <Route path=path!("/members") view={Lazy::<lazy::MembersRoute>::new()}/>
+                    <Route path=path!("/settings") view={Lazy::<lazy::SettingsRoute>::new()}/>
                     <Route path=path!("/sign-in") view=SignInPage/>
-                    <Route path=path!("/set-password") view=SetPasswordPage/>
+                    <Route path=path!("/set-password") view={Lazy::<lazy::SetPasswordRoute>::new()}/>
                 </Routes>
             </main>
         </Router>

@@ -89,7 +89,7 @@ server.kill("SIGTERM");
 rmSync(dir, { recursive: true, force: true });
 
 const name = readFileSync(path.join(root, "target/site/pkg/name.txt"), "utf8").trim();
-const wasm = readFileSync(path.join(root, `target/site/pkg/${name}_bg.wasm`));
+const wasm = readFileSync(path.join(root, `target/site/pkg/${name}/switchyard_bg.wasm`));
 const kib = (n) => (n / 1024).toFixed(0);
 console.log("first interactive chip, 1,000-record set (50 cards a page):");
 for (const [label, r] of profiles) {

@@ -1,4 +1,4 @@
-import { test, expect, hydrated } from "./fixtures";
+import { test, expect, hydrated, openDemoSet } from "./fixtures";
 
 test("the shell is rendered by the server", async ({ request }) => {
   const res = await request.get("/record-sets");
@@ -7,7 +7,7 @@ test("the shell is rendered by the server", async ({ request }) => {
   expect(html).toContain("<h1>Record sets</h1>");
   expect(html).toContain('href="/inventory"');
   // The build's content-hashed names, which browsers keep for good.
-  const script = html.match(/\/pkg\/(switchyard\.[0-9a-f]{16})\.js/);
+  const script = html.match(/\/pkg\/(switchyard-[0-9a-f]{16}\/switchyard)\.js/);
   expect(script, "a hashed script name").not.toBeNull();
   expect(html).toContain(`/pkg/${script![1]}.css`);
   expect(res.headers()["cache-control"]).toBe("no-store");
@@ -34,4 +34,17 @@ test("an unknown address answers 404 with a page", async ({ page }) => {
   const res = await page.goto("/no-such-page");
   expect(res?.status()).toBe(404);
   await expect(page.getByRole("heading", { level: 1 })).toHaveText("Not found");
+});
+
+test("the triage view loads no admin page's code; opening one fetches its chunk", async ({ page }) => {
+  const modules: string[] = [];
+  page.on("request", (r) => {
+    if (r.url().includes(".wasm")) modules.push(new URL(r.url()).pathname);
+  });
+  await openDemoSet(page);
+  expect(modules.filter((m) => m.includes("/split_")), "admin chunks on the triage view").toEqual([]);
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Inventory" }).click();
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("Inventory");
+  await expect(page.locator('tr[data-connector="demo"]')).toBeVisible();
+  expect(modules.some((m) => /\/split___inventory_route_view_\d+\.wasm$/.test(m)), modules.join("\n")).toBe(true);
 });

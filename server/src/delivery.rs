@@ -16,18 +16,24 @@ use tower_http::services::ServeDir;
 /// Where the site's built files are served from.
 pub const PKG_PATH: &str = "/pkg";
 
-/// The name the build gave the site's script, module and stylesheet
-/// (`switchyard.<hash>`, in `<site root>/pkg/name.txt`), or the plain
-/// name when there is no such file (a site built without hashing, or none).
+/// Where under `/pkg` the build put the site's files and what it called
+/// them: `switchyard-<hash>/switchyard` (the folder named in
+/// `<site root>/pkg/name.txt`, holding `switchyard.js`, `switchyard_bg.wasm`,
+/// `switchyard.css` and the lazily loaded chunks), or the plain
+/// `switchyard` when there is no such file (a site built without it, or
+/// none). Leptos's HydrationScripts adds `.js` and `_bg.wasm`, the shell
+/// `.css`.
 pub fn output_name(site_root: &str) -> String {
     let file = format!("{site_root}{PKG_PATH}/name.txt");
     match std::fs::read_to_string(&file) {
-        Ok(text) if is_hashed_name(text.trim()) => text.trim().to_owned(),
+        Ok(text) if is_build_folder(text.trim()) => {
+            format!("{}/{}", text.trim(), crate::config::OUTPUT_NAME)
+        }
         Ok(text) => {
             tracing::warn!(
                 file,
                 name = text.trim(),
-                "The site's name file does not hold a hashed name; using the plain one."
+                "The site's name file does not name a build folder; using the plain name."
             );
             crate::config::OUTPUT_NAME.to_owned()
         }
@@ -35,21 +41,23 @@ pub fn output_name(site_root: &str) -> String {
     }
 }
 
-/// Whether a site file's name carries its content hash:
-/// `switchyard.<16 hex>` then `.js`, `.css` or `_bg.wasm` (and `.br`/`.gz`).
-pub fn is_hashed_name(file: &str) -> bool {
-    let Some(rest) = file.strip_prefix(crate::config::OUTPUT_NAME) else {
-        return false;
-    };
-    let Some(rest) = rest.strip_prefix('.') else {
-        return false;
-    };
-    let hash = rest.get(..16).unwrap_or_default();
-    hash.len() == 16
-        && hash
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        && (rest.len() == 16 || rest[16..].starts_with(['.', '_']))
+/// Whether a folder under `/pkg` is a build's, named for its content:
+/// `switchyard-<16 hex>`. Everything in it is never changed in place.
+pub fn is_build_folder(name: &str) -> bool {
+    name.strip_prefix(crate::config::OUTPUT_NAME)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|hash| {
+            hash.len() == 16
+                && hash
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
+}
+
+/// Whether a path under `/pkg/` is a file inside a build's folder.
+fn in_build_folder(path: &str) -> bool {
+    path.split_once('/')
+        .is_some_and(|(folder, file)| is_build_folder(folder) && !file.is_empty())
 }
 
 /// The site's files, sending the precompressed copy the browser accepts.
@@ -75,9 +83,9 @@ pub fn compression() -> CompressionLayer<impl Predicate> {
         .compress_when(worth_it)
 }
 
-/// Sets `Cache-Control` where the handler did not: a site file whose name
-/// carries its content hash is kept for a year and never checked again
-/// (`immutable`: a new build is a new name), other site files are kept but
+/// Sets `Cache-Control` where the handler did not: a file in a build's
+/// folder (named for its content) is kept for a year and never checked again
+/// (`immutable`: a new build is a new folder), other site files are kept but
 /// checked again each time (`no-cache`), everything else is never stored.
 /// Every copy of a site file says it varies with `Accept-Encoding` (the
 /// file server says so only of some), so no cache hands a brotli copy to a
@@ -88,7 +96,7 @@ pub async fn cache_rules(req: Request, next: Next) -> Response {
         .path()
         .strip_prefix(PKG_PATH)
         .and_then(|rest| rest.strip_prefix('/'))
-        .map(is_hashed_name);
+        .map(in_build_folder);
     let mut response = next.run(req).await;
     let varies = response.headers().get_all(header::VARY).iter().any(|v| {
         v.to_str()
@@ -115,31 +123,38 @@ pub async fn cache_rules(req: Request, next: Next) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::is_hashed_name;
+    use super::{in_build_folder, is_build_folder};
 
     #[test]
-    fn only_names_with_a_content_hash_are_hashed() {
+    fn only_files_in_a_folder_named_for_its_content_are_kept_for_good() {
+        assert!(is_build_folder("switchyard-0123456789abcdef"));
         for name in [
-            "switchyard.0123456789abcdef.js",
-            "switchyard.0123456789abcdef.css.br",
-            "switchyard.0123456789abcdef_bg.wasm",
-            "switchyard.0123456789abcdef_bg.wasm.gz",
+            "switchyard",
+            "switchyard-0123456789ABCDEF",
+            "switchyard-0123456789abcde",
+            "switchyard-0123456789abcdefg",
             "switchyard.0123456789abcdef",
-        ] {
-            assert!(is_hashed_name(name), "{name}");
-        }
-        for name in [
-            "switchyard.js",
-            "switchyard_bg.wasm",
-            "switchyard.css",
-            "name.txt",
-            "switchyard.0123456789ABCDEF.js",
-            "switchyard.0123456789abcde.js",
-            "switchyard.0123456789abcdefg.js",
-            "other.0123456789abcdef.js",
+            "other-0123456789abcdef",
             "",
         ] {
-            assert!(!is_hashed_name(name), "{name}");
+            assert!(!is_build_folder(name), "{name}");
+        }
+        for path in [
+            "switchyard-0123456789abcdef/switchyard.js",
+            "switchyard-0123456789abcdef/switchyard_bg.wasm.br",
+            "switchyard-0123456789abcdef/chunk_6.wasm",
+            "switchyard-0123456789abcdef/__wasm_split.js",
+        ] {
+            assert!(in_build_folder(path), "{path}");
+        }
+        for path in [
+            "switchyard-0123456789abcdef/",
+            "switchyard-0123456789abcdef",
+            "name.txt",
+            "switchyard.js",
+            "chunk_6.wasm",
+        ] {
+            assert!(!in_build_folder(path), "{path}");
         }
     }
 }

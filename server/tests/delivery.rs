@@ -29,9 +29,12 @@ async fn files_go_precompressed_pages_compressed_and_streams_as_they_are() {
     let site = std::env::temp_dir().join(format!("switchyard-delivery-{}", std::process::id()));
     let pkg = site.join("pkg");
     std::fs::create_dir_all(&pkg).unwrap();
-    // As scripts/build-site.sh leaves them: hashed names, and the name file.
-    let name = "switchyard.0123456789abcdef";
-    std::fs::write(pkg.join("name.txt"), format!("{name}\n")).unwrap();
+    // As scripts/build-site.sh leaves them: a folder named for the content,
+    // and the name file.
+    let folder = "switchyard-0123456789abcdef";
+    let name = format!("{folder}/switchyard");
+    std::fs::create_dir_all(pkg.join(folder)).unwrap();
+    std::fs::write(pkg.join("name.txt"), format!("{folder}\n")).unwrap();
     std::fs::write(
         pkg.join(format!("{name}.js")),
         "export function start() {}\n".repeat(50),
@@ -88,12 +91,12 @@ async fn files_go_precompressed_pages_compressed_and_streams_as_they_are() {
         .await
         .unwrap();
     assert_eq!(res.bytes().await.unwrap().as_ref(), b"\0asm the module");
-    // A file without a hash is checked again each time; a hashed name that
-    // is not there (an old build's) is not kept at all.
+    // A file outside a build's folder is checked again each time; a file of
+    // a build that is not there (an old one's) is not kept at all.
     let res = get("/pkg/name.txt", "identity").await.unwrap();
     assert_eq!(res.status().as_u16(), 200);
     assert_eq!(header(&res, "cache-control"), "no-cache");
-    let res = get("/pkg/switchyard.fedcba9876543210.js", "identity")
+    let res = get("/pkg/switchyard-fedcba9876543210/switchyard.js", "identity")
         .await
         .unwrap();
     assert_eq!(res.status().as_u16(), 404);

@@ -2,6 +2,7 @@
 
 mod account;
 mod inventory;
+pub mod lazy;
 mod members;
 mod not_found;
 mod packs;
