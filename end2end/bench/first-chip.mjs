@@ -6,7 +6,9 @@
 // emulation (CDP Network.emulateNetworkConditions: 1.6 Mbps down, 750 kbps
 // up, 150 ms round trip) with an empty cache; and the same network with a
 // warm cache (the page loaded once before in the same browser context). For
-// each, the bytes that crossed the network before the chip was ready.
+// each, the bytes that crossed the network before the chip was ready. And
+// for each page, the wasm a cold load of it fetches (the admin pages are
+// chunks of their own).
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -79,6 +81,33 @@ async function profile(runs, network, warm) {
   return results;
 }
 
+/** The wasm each page fetches on a cold load (compressed bytes, as sent), after it settled. */
+async function routeWasm(route) {
+  const context = await browser.newContext();
+  await context.addCookies([{ name: cookieName, value: cookieValue, url }]);
+  const page = await context.newPage();
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("Network.enable");
+  const wasmRequests = new Set();
+  let bytes = 0;
+  cdp.on("Network.responseReceived", (e) => {
+    if (e.response.url.includes(".wasm")) wasmRequests.add(e.requestId);
+  });
+  cdp.on("Network.loadingFinished", (e) => {
+    if (wasmRequests.has(e.requestId)) bytes += e.encodedDataLength;
+  });
+  await page.goto(`${url}${route}`);
+  await page.waitForSelector('body[data-hydrated="true"]');
+  await page.waitForLoadState("networkidle");
+  await context.close();
+  return { bytes, files: wasmRequests.size };
+}
+
+const routes = [];
+for (const route of [`/record-sets/${id}`, "/record-sets", "/inventory", "/packs", "/members", "/settings"]) {
+  routes.push([route.replace(String(id), "{id}"), await routeWasm(route)]);
+}
+
 const profiles = [
   ["loopback, empty cache", await profile(7, null, false)],
   ["1.6 Mbps, 150 ms RTT, empty cache", await profile(5, SLOW, false)],
@@ -98,4 +127,6 @@ for (const [label, r] of profiles) {
     `  ${label}: median ${mid.ms.toFixed(0)} ms (min ${r[0].ms.toFixed(0)}, max ${r[r.length - 1].ms.toFixed(0)}, ${r.length} loads), ${kib(mid.bytes)} KiB over the network`,
   );
 }
-console.log(`wasm bundle: ${kib(wasm.length)} KiB raw, ${kib(gzipSync(wasm, { level: 9 }).length)} KiB gzip`);
+console.log("wasm a cold load of each page fetches (as sent, brotli), loopback:");
+for (const [route, r] of routes) console.log(`  ${route}: ${kib(r.bytes)} KiB in ${r.files} files`);
+console.log(`main wasm module: ${kib(wasm.length)} KiB raw, ${kib(gzipSync(wasm, { level: 9 }).length)} KiB gzip`);
