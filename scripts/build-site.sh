@@ -19,11 +19,12 @@ pkg=$site/pkg
 # The split and wasm-bindgen's output, not served: the served copies carry a hash.
 build=target/site-build
 echo "==> Building the wasm bundle ($profile)"
+wasm_target=target/front
 # With relocations kept: wasm-split reads them to tell which code each
 # lazily loaded page needs (only the final link takes the flag).
 cargo rustc --quiet -p frontend --lib --target wasm32-unknown-unknown \
-  --target-dir target/front --profile "$cargo_profile" -- -C link-arg=--emit-relocs
-wasm=target/front/wasm32-unknown-unknown/$out/frontend.wasm
+  --target-dir "$wasm_target" --profile "$cargo_profile" -- -C link-arg=--emit-relocs
+wasm=$wasm_target/wasm32-unknown-unknown/$out/frontend.wasm
 mkdir -p "$build"
 cp style/main.css "$build/switchyard.css"
 cp -r public/. "$site/"

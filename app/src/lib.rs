@@ -14,7 +14,7 @@ mod live;
 pub mod pages;
 pub mod triage;
 
-use pages::{lazy, provide_viewer, AccountCorner, NotFoundPage, RecordSetsPage, SignInPage};
+use pages::{lazy, provide_viewer, AccountCorner, NotFoundPage};
 
 /// The whole HTML document the server renders around the app.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -64,14 +64,14 @@ pub fn App() -> impl IntoView {
             </header>
             <main class="app-main">
                 <Routes fallback=NotFoundPage>
-                    <Route path=path!("/") view=RecordSetsPage/>
-                    <Route path=path!("/record-sets") view=RecordSetsPage/>
+                    <Route path=path!("/") view={Lazy::<lazy::RecordSetsRoute>::new()}/>
+                    <Route path=path!("/record-sets") view={Lazy::<lazy::RecordSetsRoute>::new()}/>
                     <Route path=path!("/record-sets/:id") view=triage::TriageView/>
                     <Route path=path!("/inventory") view={Lazy::<lazy::InventoryRoute>::new()}/>
                     <Route path=path!("/packs") view={Lazy::<lazy::PacksRoute>::new()}/>
                     <Route path=path!("/members") view={Lazy::<lazy::MembersRoute>::new()}/>
                     <Route path=path!("/settings") view={Lazy::<lazy::SettingsRoute>::new()}/>
-                    <Route path=path!("/sign-in") view=SignInPage/>
+                    <Route path=path!("/sign-in") view={Lazy::<lazy::SignInRoute>::new()}/>
                     <Route path=path!("/set-password") view={Lazy::<lazy::SetPasswordRoute>::new()}/>
                 </Routes>
             </main>

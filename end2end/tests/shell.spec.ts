@@ -36,15 +36,22 @@ test("an unknown address answers 404 with a page", async ({ page }) => {
   await expect(page.getByRole("heading", { level: 1 })).toHaveText("Not found");
 });
 
-test("the triage view loads no admin page's code; opening one fetches its chunk", async ({ page }) => {
+test("the triage view loads no other page's code; opening one fetches its chunk", async ({ page, signedIn }) => {
+  await openDemoSet(page);
+  const set = page.url();
+  // A fresh browser opening the set's address: the triage view's module only.
+  const fresh = await signedIn("ada");
   const modules: string[] = [];
-  page.on("request", (r) => {
+  fresh.on("request", (r) => {
     if (r.url().includes(".wasm")) modules.push(new URL(r.url()).pathname);
   });
-  await openDemoSet(page);
-  expect(modules.filter((m) => m.includes("/split_")), "admin chunks on the triage view").toEqual([]);
-  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Inventory" }).click();
-  await expect(page.getByRole("heading", { level: 1 })).toHaveText("Inventory");
-  await expect(page.locator('tr[data-connector="demo"]')).toBeVisible();
+  await fresh.goto(set);
+  await expect(fresh.locator("body")).toHaveAttribute("data-live", "true");
+  await expect(fresh.locator("button.chip").first()).toBeEnabled();
+  expect(modules, "one module for the triage view").toHaveLength(1);
+  expect(modules[0]).toMatch(/\/switchyard_bg\.wasm$/);
+  await fresh.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Inventory" }).click();
+  await expect(fresh.getByRole("heading", { level: 1 })).toHaveText("Inventory");
+  await expect(fresh.locator('tr[data-connector="demo"]')).toBeVisible();
   expect(modules.some((m) => /\/split___inventory_route_view_\d+\.wasm$/.test(m)), modules.join("\n")).toBe(true);
 });
