@@ -45,6 +45,9 @@ pub fn TriageView() -> impl IntoView {
 fn SetView(set_id: i64) -> impl IntoView {
     let filter = RwSignal::new(RecordFilter::All);
     let search = RwSignal::new(String::new());
+    // What is in the search box, searched for or not: a page that arrives
+    // while a person types renders the box again and must keep it.
+    let typed = RwSignal::new(String::new());
     let offset = RwSignal::new(0i64);
     let reload = RwSignal::new(0u32);
     let board = Board::new(set_id);
@@ -63,7 +66,7 @@ fn SetView(set_id: i64) -> impl IntoView {
         <Transition fallback=|| view! { <p>"Loading…"</p> }>
             <ErrorBoundary fallback=error_list>
                 {move || Suspend::new(async move {
-                    page.await.map(|data| view! { <Cards data board filter search offset/> })
+                    page.await.map(|data| view! { <Cards data board filter search typed offset/> })
                 })}
             </ErrorBoundary>
         </Transition>
@@ -76,6 +79,7 @@ fn Cards(
     board: Board,
     filter: RwSignal<RecordFilter>,
     search: RwSignal<String>,
+    typed: RwSignal<String>,
     offset: RwSignal<i64>,
 ) -> impl IntoView {
     let TriagePage {
@@ -165,16 +169,17 @@ fn Cards(
                     type="search"
                     placeholder="Search by name"
                     aria-label="Search by name"
-                    prop:value=move || search.get()
-                    on:change=move |ev| {
+                    prop:value=move || typed.get()
+                    on:input=move |ev| typed.set(event_target_value(&ev))
+                    on:change=move |_| {
                         offset.set(0);
-                        search.set(event_target_value(&ev));
+                        search.set(typed.get_untracked());
                     }
                     on:keydown=move |ev| {
                         // Enter searches at once (change waits for the field to lose focus).
                         if ev.key() == "Enter" {
                             offset.set(0);
-                            search.set(event_target_value(&ev));
+                            search.set(typed.get_untracked());
                         }
                     }
                 />
