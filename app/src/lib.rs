@@ -43,7 +43,6 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    mark_hydrated();
     provide_viewer();
 
     view! {
@@ -77,15 +76,4 @@ pub fn App() -> impl IntoView {
             </main>
         </Router>
     }
-}
-
-/// Sets `data-hydrated="true"` on `<body>` once the wasm bundle has taken over
-/// the page, so people's tools and the browser tests can tell when it is live.
-fn mark_hydrated() {
-    // Effects run only in the browser, after hydration.
-    Effect::new(|_| {
-        if let Some(body) = document().body() {
-            let _ = body.set_attribute("data-hydrated", "true");
-        }
-    });
 }
