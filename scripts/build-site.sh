@@ -70,7 +70,7 @@ if [ "$(cat "$pkg/name.txt" 2>/dev/null)" != "$name" ] || [ ! -f "$pkg/$name/swi
   cp "$build/switchyard.css" "$split/switchyard.css"
   # The previous builds go (this layout's folders and the flat files before it).
   find "$pkg" -mindepth 1 -maxdepth 1 \( -name 'switchyard*' -o -name 'split_*' \
-    -o -name 'chunk_*' -o -name '__wasm_split*' \) -exec rm -rf {} +
+    -o -name 'chunk_*' -o -name '__wasm_split*' -o -name '.built-from' \) -exec rm -rf {} +
   cp -r "$split" "$pkg/$name"
   echo "$profile" > "$build/.built-from"
   echo "$name" > "$pkg/name.txt"

@@ -339,15 +339,16 @@ fn BundleEditor(
     notice: Notice,
     version: RwSignal<u32>,
 ) -> impl IntoView {
-    let pack_label = |p: &PackConfig| format!("{} ({})", p.display_name, p.short_label);
-    let names: std::collections::HashMap<String, String> = packs
-        .iter()
-        .map(|p| (p.pack_id.clone(), pack_label(p)))
-        .collect();
     let choices: Vec<(String, String)> = packs
         .iter()
-        .map(|p| (p.pack_id.clone(), pack_label(p)))
+        .map(|p| {
+            (
+                p.pack_id.clone(),
+                format!("{} ({})", p.display_name, p.short_label),
+            )
+        })
         .collect();
+    let names: std::collections::HashMap<String, String> = choices.iter().cloned().collect();
     let label_of = {
         let names = names.clone();
         move |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned())

@@ -205,14 +205,18 @@ fn MenuItems(menu: ConnectorMenu, board: Board) -> impl IntoView {
     view! { {cancel} {entries} }
 }
 
+/// The CSS selector of a record's chip for a pack.
+#[cfg(feature = "hydrate")]
+fn chip_selector(record: i64, pack: &str) -> String {
+    format!("article.card[data-record=\"{record}\"] button.chip[data-pack=\"{pack}\"]")
+}
+
 /// The bottom-left corner of a chip in page coordinates, moved left as far
 /// as needed for a menu of the usual width to fit the window.
 #[cfg(feature = "hydrate")]
 fn chip_corner(record: i64, pack: &str) -> Option<(f64, f64)> {
     let chip = document()
-        .query_selector(&format!(
-            "article.card[data-record=\"{record}\"] button.chip[data-pack=\"{pack}\"]"
-        ))
+        .query_selector(&chip_selector(record, pack))
         .ok()??;
     let rect = chip.get_bounding_client_rect();
     let win = window();
@@ -231,9 +235,7 @@ fn chip_corner(_record: i64, _pack: &str) -> Option<(f64, f64)> {
 #[cfg(feature = "hydrate")]
 fn focus_chip(record: i64, pack: &str) {
     use wasm_bindgen::JsCast;
-    if let Ok(Some(chip)) = document().query_selector(&format!(
-        "article.card[data-record=\"{record}\"] button.chip[data-pack=\"{pack}\"]"
-    )) {
+    if let Ok(Some(chip)) = document().query_selector(&chip_selector(record, pack)) {
         if let Ok(chip) = chip.dyn_into::<web_sys::HtmlElement>() {
             let _ = chip.focus();
         }

@@ -73,8 +73,6 @@ pub fn outcome_chart(hours: &[HourCount]) -> impl IntoView {
     let total: u32 = hours.iter().map(|h| h.attempts).sum();
     let label =
         format!("Attempts per hour over the last day: {total} in all, at most {peak} in one hour");
-    let width = hours.len() * BAR;
-    let title = label.clone();
     let bars = hours
         .iter()
         .enumerate()
@@ -103,21 +101,12 @@ pub fn outcome_chart(hours: &[HourCount]) -> impl IntoView {
             }
         })
         .collect_view();
-    view! {
-        <svg class="hour-chart" role="img" aria-label=label
-            width=width.to_string() height=HEIGHT.to_string()
-            viewBox=format!("0 0 {width} {HEIGHT}")>
-            <title>{title}</title>
-            <line class="axis" x1="0" y1=HEIGHT.to_string() x2=width.to_string() y2=HEIGHT.to_string()></line>
-            {bars}
-        </svg>
-    }
+    frame("hour-chart", label, hours.len(), bars)
 }
 
 /// The last day's p50 and p95 latency, hour by hour.
 pub fn latency_chart(hours: &[HourCount]) -> impl IntoView {
     let ceiling = hours.iter().filter_map(|h| h.p95_ms).max().unwrap_or(0);
-    let width = hours.len() * BAR;
     let latest = hours.iter().rev().find(|h| h.p50_ms.is_some());
     let label = match latest {
         None => "No latency to show for the last day".to_owned(),
@@ -127,21 +116,31 @@ pub fn latency_chart(hours: &[HourCount]) -> impl IntoView {
             h.p95_ms.unwrap_or(0)
         ),
     };
-    let title = label.clone();
     let line = |class: &'static str, points: Vec<String>| {
         points
             .into_iter()
             .map(|p| view! { <polyline class=class points=p></polyline> })
             .collect_view()
     };
+    let lines = view! {
+        {line("p95", latency_lines(hours, |h| h.p95_ms, ceiling))}
+        {line("p50", latency_lines(hours, |h| h.p50_ms, ceiling))}
+    };
+    frame("latency-chart", label, hours.len(), lines)
+}
+
+/// A chart's SVG: one column per hour, a base line, and `label` both read
+/// out (aria-label) and shown on hover (title).
+fn frame(class: &'static str, label: String, hours: usize, marks: impl IntoView) -> impl IntoView {
+    let width = hours * BAR;
+    let title = label.clone();
     view! {
-        <svg class="latency-chart" role="img" aria-label=label
+        <svg class=class role="img" aria-label=label
             width=width.to_string() height=HEIGHT.to_string()
             viewBox=format!("0 0 {width} {HEIGHT}")>
             <title>{title}</title>
             <line class="axis" x1="0" y1=HEIGHT.to_string() x2=width.to_string() y2=HEIGHT.to_string()></line>
-            {line("p95", latency_lines(hours, |h| h.p95_ms, ceiling))}
-            {line("p50", latency_lines(hours, |h| h.p50_ms, ceiling))}
+            {marks}
         </svg>
     }
 }

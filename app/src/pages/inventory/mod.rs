@@ -67,9 +67,6 @@ pub async fn load_connector_stats() -> Result<Vec<model::ConnectorStats>, Server
         .map_err(ssr::fail)
 }
 
-/// How often the inventory's charts read the figures again.
-const STATS_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
-
 /// Today's use and the last day's figures in a line.
 fn usage(info: &ConnectorInfo, fires_today: i64, stats: Option<&model::ConnectorStats>) -> String {
     let cap = info
@@ -299,6 +296,8 @@ fn ConnectorTable(
     );
     #[cfg(feature = "hydrate")]
     {
+        /// How often the charts read the figures again.
+        const STATS_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
         if let Ok(every) = set_interval_with_handle(
             move || {
                 spawn_local(async move {
@@ -316,8 +315,7 @@ fn ConnectorTable(
             on_cleanup(move || every.clear());
         }
     }
-    #[cfg(not(feature = "hydrate"))]
-    let _ = STATS_EVERY;
+
     view! {
         <table class="inventory">
             <thead><tr>
