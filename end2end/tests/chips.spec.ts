@@ -2,11 +2,9 @@
 // provider on this machine: the record's name says how it answers (nothing,
 // 500s then a result, a 429 then a result, a slow result), and a second
 // connector needs a variable nobody set.
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { request as playwrightRequest } from "@playwright/test";
 import type { APIRequestContext, Page } from "@playwright/test";
-import { test, expect, authFile } from "./fixtures";
+import { test, expect, authFile, chip as chipOf, localProvider } from "./fixtures";
 
 const RECORDS = ["Empty Co", "Broken Co", "Slow Co", "Limited Co"];
 const SLOW_MS = 7_000;
@@ -14,7 +12,7 @@ const SLOW_MS = 7_000;
 /** A search API whose answers the record's name scripts; counts calls per name. */
 async function scriptedProvider() {
   const calls = new Map<string, number>();
-  const server = http.createServer((req, res) => {
+  const provider = await localProvider((req, res) => {
     const q = new URL(req.url ?? "/", "http://localhost").searchParams.get("q") ?? "";
     const n = (calls.get(q) ?? 0) + 1;
     calls.set(q, n);
@@ -42,13 +40,7 @@ async function scriptedProvider() {
       found();
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    calls,
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
+  return { ...provider, calls };
 }
 
 function manifest(id: string, name: string, capability: string, base: string, env?: string): string {
@@ -114,7 +106,7 @@ test.describe.serial("chip states", () => {
       }),
       "import",
     );
-    setUrl = `/record-sets/${(await imported.json()).id}`;
+    setUrl = `/record-sets/${((await imported.json()) as { id: number }).id}`;
   });
 
   test.afterAll(async () => {
@@ -132,9 +124,7 @@ test.describe.serial("chip states", () => {
     await expect(page.locator("body")).toHaveAttribute("data-live", "true");
   }
 
-  function chip(page: Page, record: string, pack = "scripted") {
-    return page.locator(`article.card:has(h2:text-is("${record}")) button.chip[data-pack="${pack}"]`);
-  }
+  const chip = (page: Page, record: string, pack = "scripted") => chipOf(page, record, pack);
 
   test("idle, then nothing found; a chip whose connector needs a key is disabled and names it", async ({ page }) => {
     await open(page);

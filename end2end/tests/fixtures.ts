@@ -1,5 +1,7 @@
 // The test object every spec uses: baseURL is the server global-setup started,
 // and a test fails on any error the page logs (a hydration mismatch, a panic).
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { test as base, expect } from "@playwright/test";
 import type { BrowserContext, Page } from "@playwright/test";
 import { authFile, type UserName } from "./users";
@@ -57,4 +59,19 @@ export async function openDemoSet(page: Page) {
   await page.getByRole("link", { name: "Demo companies (made-up data)" }).click();
   await expect(page.getByRole("heading", { level: 1 })).toContainText("Demo companies");
   await expect(page.locator("body")).toHaveAttribute("data-live", "true");
+}
+
+/** A record's chip for a pack on the triage view. */
+export function chip(page: Page, record: string, pack: string) {
+  return page.locator(`article.card:has(h2:text-is("${record}")) button.chip[data-pack="${pack}"]`);
+}
+
+/** A provider on this machine answering with `handle`; its base URL, and how to stop it. */
+export async function localProvider(
+  handle: (req: http.IncomingMessage, res: http.ServerResponse) => void,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer(handle);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
 }

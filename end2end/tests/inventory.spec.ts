@@ -1,6 +1,4 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { test, expect, hydrated, openDemoSet } from "./fixtures";
+import { test, expect, hydrated, openDemoSet, localProvider } from "./fixtures";
 
 test("the inventory lists manifest connectors from the drop folder with their source", async ({ page }) => {
   await page.goto("/inventory");
@@ -16,8 +14,8 @@ test("the inventory lists manifest connectors from the drop folder with their so
 
 // A news API on this machine that answers only the key it was given.
 const KEY = "e2e-provider-key-0042";
-async function fakeNewsProvider(): Promise<{ url: string; close: () => Promise<void> }> {
-  const server = http.createServer((req, res) => {
+function fakeNewsProvider() {
+  return localProvider((req, res) => {
     const query = new URL(req.url ?? "/", "http://localhost").searchParams.get("q") ?? "";
     if (req.headers["x-api-key"] !== KEY) {
       res.writeHead(401, { "content-type": "application/json" });
@@ -33,9 +31,6 @@ async function fakeNewsProvider(): Promise<{ url: string; close: () => Promise<v
       }),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => server.close(() => r())) };
 }
 
 function manifest(base: string): string {

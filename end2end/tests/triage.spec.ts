@@ -1,11 +1,7 @@
-import { test, expect, hydrated, authFile, openDemoSet, PASSWORD } from "./fixtures";
-import type { Page } from "@playwright/test";
+import { test, expect, hydrated, authFile, openDemoSet, PASSWORD, chip } from "./fixtures";
 
 // The demo record set (made-up companies) and the demo connector, offline.
 
-function chip(page: Page, record: string, pack: string) {
-  return page.locator(`article.card:has(h2:text-is("${record}")) [data-pack="${pack}"]`);
-}
 
 test("a chip click fires, shows firing, then found with its count and the items", async ({ page }) => {
   await openDemoSet(page);
