@@ -4,6 +4,7 @@
 
 #[cfg(feature = "ssr")]
 pub mod ssr {
+    use engine::ops::OpError;
     use engine::store::{Owned, Principal};
     use leptos::prelude::*;
 
@@ -35,15 +36,14 @@ pub mod ssr {
     /// The caller when they are an admin of their workspace; 403 otherwise.
     pub fn admin() -> Result<Principal, ServerFnError> {
         let who = caller()?;
-        if who.is_admin() {
-            Ok(who)
-        } else {
-            set_status(http::StatusCode::FORBIDDEN);
-            Err(ServerFnError::new(format!(
-                "only an admin of workspace {:?} may do this",
-                who.workspace_name
-            )))
-        }
+        engine::ops::require_admin(&who).map_err(fail)?;
+        Ok(who)
+    }
+
+    /// The engine and the caller, for a server function whose operation
+    /// checks what the caller may touch itself (the operations layer's).
+    pub fn door() -> Result<(engine::Engine, Principal), ServerFnError> {
+        Ok((engine()?, caller()?))
     }
 
     /// The engine and the caller, after checking `owned` is in the caller's
@@ -55,15 +55,21 @@ pub mod ssr {
         Ok((engine, who))
     }
 
-    /// A failure as a person reads it; internal details stay in the log.
-    pub fn fail(e: impl std::fmt::Display) -> ServerFnError {
-        let text = e.to_string();
-        if text.contains("not found") || text.starts_with("no pack") {
-            set_status(http::StatusCode::NOT_FOUND);
-            ServerFnError::new(text)
-        } else {
-            tracing::error!(error = %text, "A request failed.");
-            ServerFnError::new("the server could not do that; try again")
+    /// A failure as a person reads it, answered with the status of its kind
+    /// (the operations layer's one mapping); internal details stay in the
+    /// log.
+    pub fn fail(e: impl Into<OpError>) -> ServerFnError {
+        let e = e.into();
+        set_status(
+            http::StatusCode::from_u16(e.status())
+                .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR),
+        );
+        match e {
+            OpError::Internal(source) => {
+                tracing::error!(error = %source, "A request failed.");
+                ServerFnError::new("the server could not do that; try again")
+            }
+            other => ServerFnError::new(other.to_string()),
         }
     }
 }

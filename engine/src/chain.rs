@@ -98,6 +98,7 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
                 skipped.push(Skipped {
                     connector_id: id.to_owned(),
                     reason,
+                    capped: false,
                 });
             }
         }
@@ -131,6 +132,7 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
                     skipped.push(Skipped {
                         connector_id: first.to_owned(),
                         reason,
+                        capped: false,
                     });
                 }
             }
@@ -151,11 +153,13 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
             skipped.push(Skipped {
                 connector_id: id,
                 reason,
+                capped: false,
             });
         } else if req.already_found.contains(&id) {
             skipped.push(Skipped {
                 connector_id: id,
                 reason: "already found results for this record".to_owned(),
+                capped: false,
             });
         } else {
             to_try.push(id);

@@ -677,10 +677,10 @@ impl Dispatcher {
                 if let Some(cap) = handle.registration.rate_hints.daily_cap {
                     let counted = crate::lens::usage_key(connector_id, keyed_by);
                     if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
-                        walk.report.skipped.push(skip(
-                            connector_id,
-                            &format!("daily cap of {cap} fires reached"),
-                        ));
+                        walk.report.skipped.push(Skipped {
+                            capped: true,
+                            ..skip(connector_id, &format!("daily cap of {cap} fires reached"))
+                        });
                         continue 'chain;
                     }
                 }
@@ -1324,6 +1324,7 @@ fn skip(connector_id: &str, reason: &str) -> Skipped {
     Skipped {
         connector_id: connector_id.to_owned(),
         reason: reason.to_owned(),
+        capped: false,
     }
 }
 

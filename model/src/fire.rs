@@ -132,6 +132,9 @@ impl ChipState {
 pub struct Skipped {
     pub connector_id: String,
     pub reason: String,
+    /// A spending limit (a daily cap) stopped it, not the connector's state.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capped: bool,
 }
 
 /// What one fire (one chip click, one job step) did.

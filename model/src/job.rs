@@ -90,6 +90,27 @@ pub struct Envelope<T> {
     pub job: Option<Job>,
 }
 
+impl Envelope<crate::FireReport> {
+    /// A fire that has ended: `cancelled` when a person cancelled it.
+    pub fn of_fire(report: crate::FireReport) -> Self {
+        let cancelled = report
+            .attempts
+            .last()
+            .is_some_and(|a| a.outcome == Some(crate::FireOutcome::Cancelled));
+        Envelope {
+            status: if cancelled {
+                EnvelopeStatus::Cancelled
+            } else {
+                EnvelopeStatus::Completed
+            },
+            job_id: None,
+            progress: Progress { done: 1, total: 1 },
+            results: vec![report],
+            job: None,
+        }
+    }
+}
+
 /// Where a fan-out's first fires would go, for the cost check before it runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EstimateLine {

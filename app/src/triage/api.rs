@@ -68,13 +68,9 @@ pub async fn fire_chip(
     pack_id: String,
     connector: Option<String>,
 ) -> Result<FireReport, ServerFnError> {
-    let (engine, who) = ssr::reach(Owned::Record(record_id)).await?;
-    // An unknown pack is the dispatcher's "no pack ..." (404).
+    let (engine, who) = ssr::door()?;
     engine
-        .dispatcher
-        .fire(engine::dispatch::FireRequest::by_person(
-            record_id, pack_id, connector, who.email,
-        ))
+        .fire_pack(&who, record_id, &pack_id, connector.as_deref())
         .await
         .map_err(ssr::fail)
 }
@@ -93,17 +89,22 @@ pub async fn refresh_chips(
         .map_err(ssr::fail)
 }
 
+/// Cancels a fire in flight; `false` when it had already ended.
 #[server]
 pub async fn cancel_fire(fire_id: i64) -> Result<bool, ServerFnError> {
-    let (engine, _) = ssr::reach(Owned::Fire(fire_id)).await?;
-    Ok(engine.dispatcher.cancel(fire_id))
+    let (engine, who) = ssr::door()?;
+    match engine.cancel_fire(&who, fire_id).await {
+        Ok(()) => Ok(true),
+        Err(engine::ops::OpError::Conflict { .. }) => Ok(false),
+        Err(e) => Err(ssr::fail(e)),
+    }
 }
 
 #[server]
 pub async fn load_menu(record_id: i64, pack_id: String) -> Result<ConnectorMenu, ServerFnError> {
-    let (engine, _) = ssr::reach(Owned::Record(record_id)).await?;
+    let (engine, who) = ssr::door()?;
     engine
-        .connector_menu(record_id, &pack_id)
+        .record_menu(&who, record_id, &pack_id)
         .await
         .map_err(ssr::fail)
 }
@@ -114,19 +115,9 @@ pub async fn set_start_with(
     pack_id: String,
     connector: Option<String>,
 ) -> Result<(), ServerFnError> {
-    let (engine, who) = ssr::reach(Owned::Record(record_id)).await?;
-    if let Some(id) = &connector {
-        if engine
-            .registry
-            .by_id_in(id, Some(who.workspace_id))
-            .is_none()
-        {
-            return Err(ServerFnError::new(format!("no connector {id:?}")));
-        }
-    }
+    let (engine, who) = ssr::door()?;
     engine
-        .store
-        .set_record_override(record_id, &pack_id, connector.as_deref(), &who.email)
+        .set_start_with(&who, record_id, &pack_id, connector.as_deref())
         .await
         .map_err(ssr::fail)
 }
@@ -145,13 +136,16 @@ pub async fn triage_item(
     verb: TriageVerb,
     version: i64,
 ) -> Result<TriageOutcome, ServerFnError> {
-    let (engine, who) = ssr::reach(Owned::Item(item_id)).await?;
-    match engine.triage(item_id, verb, version, &who.email).await {
+    let (engine, who) = ssr::door()?;
+    match engine.triage_item(&who, item_id, verb, version).await {
         Ok(item) => Ok(TriageOutcome {
             item,
             conflict: None,
         }),
-        Err(engine::store::TriageError::Conflict { current, .. }) => Ok(TriageOutcome {
+        Err(engine::ops::OpError::Conflict {
+            current: Some(current),
+            ..
+        }) => Ok(TriageOutcome {
             conflict: Some(format!(
                 "Someone else acted first: this item is now {}{}.",
                 current.state.name(),
@@ -163,9 +157,6 @@ pub async fn triage_item(
             )),
             item: *current,
         }),
-        Err(e @ engine::store::TriageError::NothingToUndo(_)) => {
-            Err(ServerFnError::new(e.to_string()))
-        }
         Err(e) => Err(ssr::fail(e)),
     }
 }

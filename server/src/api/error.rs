@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use engine::dispatch::DispatchError;
+use engine::ops::OpError;
 use engine::registry::RegistryError;
 use engine::store::{StoreError, TriageError};
 use model::Item;
@@ -101,83 +102,44 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
+impl From<OpError> for ApiError {
+    fn from(e: OpError) -> Self {
         match e {
-            StoreError::NotFound(what) => ApiError::NotFound(format!("{what} does not exist")),
-            other => ApiError::Internal(other.into()),
+            OpError::Invalid(m) => ApiError::BadRequest(m),
+            OpError::Forbidden(m) => ApiError::Forbidden(m),
+            OpError::NotFound(m) => ApiError::NotFound(m),
+            OpError::Conflict { detail, current } => ApiError::Conflict { detail, current },
+            OpError::TooLarge(m) => ApiError::TooLarge(m),
+            OpError::Limited(m) => ApiError::TooManyRequests(m),
+            OpError::Internal(source) => ApiError::Internal(source),
         }
     }
 }
 
-impl From<DispatchError> for ApiError {
-    fn from(e: DispatchError) -> Self {
-        match e {
-            DispatchError::UnknownPack(pack) => {
-                ApiError::BadRequest(format!("pack: no pack {pack:?}"))
+/// The engine's errors reach the REST door through the operations layer's
+/// one mapping ([`OpError`]), so a kind of failure answers one status
+/// whichever door it came through.
+macro_rules! through_op_error {
+    ($($error:ty),* $(,)?) => {$(
+        impl From<$error> for ApiError {
+            fn from(e: $error) -> Self {
+                OpError::from(e).into()
             }
-            DispatchError::Store(e) => e.into(),
-            stopped @ DispatchError::Stopped => ApiError::Internal(stopped.into()),
         }
-    }
+    )*};
 }
 
-impl From<RegistryError> for ApiError {
-    fn from(e: RegistryError) -> Self {
-        match e {
-            RegistryError::Unknown(_) => ApiError::NotFound(e.to_string()),
-            other => ApiError::BadRequest(other.to_string()),
-        }
-    }
-}
-
-impl From<TriageError> for ApiError {
-    fn from(e: TriageError) -> Self {
-        let detail = e.to_string();
-        match e {
-            TriageError::Conflict { current, .. } => ApiError::Conflict {
-                detail,
-                current: Some(current),
-            },
-            TriageError::NothingToUndo(_) => ApiError::Conflict {
-                detail,
-                current: None,
-            },
-            TriageError::Store(e) => e.into(),
-        }
-    }
-}
-
-impl From<engine::ops::ImportFailure> for ApiError {
-    fn from(e: engine::ops::ImportFailure) -> Self {
-        use engine::ops::ImportFailure;
-        match e {
-            ImportFailure::Invalid(m) => ApiError::BadRequest(m),
-            ImportFailure::TooLarge(m) => ApiError::TooLarge(m),
-            ImportFailure::Store(e) => e.into(),
-        }
-    }
-}
-
-impl From<engine::workspace_connectors::SwitchError> for ApiError {
-    fn from(e: engine::workspace_connectors::SwitchError) -> Self {
-        use engine::workspace_connectors::SwitchError;
-        match e {
-            SwitchError::Registry(e) => e.into(),
-            SwitchError::Store(e) => e.into(),
-        }
-    }
-}
-
-impl From<engine::accounts::AccountError> for ApiError {
-    fn from(e: engine::accounts::AccountError) -> Self {
-        use engine::accounts::AccountError;
-        match e {
-            AccountError::Invalid(m) => ApiError::BadRequest(m),
-            AccountError::Store(e) => e.into(),
-        }
-    }
-}
+through_op_error!(
+    StoreError,
+    DispatchError,
+    RegistryError,
+    TriageError,
+    engine::ops::ImportFailure,
+    engine::workspace_connectors::SwitchError,
+    engine::accounts::AccountError,
+    engine::secrets::SecretsError,
+    engine::workspace_catalog::CatalogEditError,
+);
 
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> Self {
@@ -209,32 +171,6 @@ impl From<engine::manifest::SaveError> for ApiError {
             SaveError::NotFound(_) => ApiError::NotFound(e.to_string()),
             SaveError::Registry(e) => e.into(),
             SaveError::Store(e) => e.into(),
-        }
-    }
-}
-
-impl From<engine::secrets::SecretsError> for ApiError {
-    fn from(e: engine::secrets::SecretsError) -> Self {
-        use engine::secrets::SecretsError;
-        match e {
-            SecretsError::Invalid(m) => ApiError::BadRequest(format!("value: {m}")),
-            SecretsError::NotSet(_) => ApiError::NotFound(e.to_string()),
-            SecretsError::NoKey | SecretsError::BadKey => ApiError::Conflict {
-                detail: e.to_string(),
-                current: None,
-            },
-            SecretsError::Store(e) => e.into(),
-        }
-    }
-}
-
-impl From<engine::workspace_catalog::CatalogEditError> for ApiError {
-    fn from(e: engine::workspace_catalog::CatalogEditError) -> Self {
-        use engine::workspace_catalog::CatalogEditError;
-        match e {
-            CatalogEditError::Invalid(m) => ApiError::BadRequest(m),
-            CatalogEditError::NotFound(m) => ApiError::NotFound(m),
-            CatalogEditError::Store(e) => e.into(),
         }
     }
 }

@@ -3,11 +3,8 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use engine::dispatch::FireRequest;
-use model::{Envelope, EnvelopeStatus, FireReport, HistoryEntry, Item, Progress, TriageVerb};
+use model::{Envelope, FireReport, HistoryEntry, Item, TriageVerb};
 use serde::{Deserialize, Serialize};
-
-use engine::store::{Owned, Principal};
 
 use super::extract::{ApiJson, Caller};
 use super::ApiError;
@@ -22,65 +19,23 @@ pub struct FireBody {
     pub connector: Option<String>,
 }
 
-/// Whether the caller's workspace has the pack (shipped or its own).
-async fn has_pack(state: &AppState, who: &Principal, pack_id: &str) -> Result<bool, ApiError> {
-    let catalog = state.engine.catalog_in(Some(who.workspace_id)).await?;
-    Ok(catalog.pack(pack_id).is_some())
-}
-
 /// `POST /api/records/{id}/fire` `{"pack": "...", "connector": optional}`:
 /// the answer is the uniform envelope once the fire ends (`cancelled` when a
-/// person cancelled it). The fire is the engine's: a client that disconnects
-/// changes nothing about it.
+/// person cancelled it); 429 when daily caps stopped everything the chain
+/// could fire. The fire is the engine's: a client that disconnects changes
+/// nothing about it.
 pub async fn fire(
     State(state): State<AppState>,
     Path(record_id): Path<i64>,
     Caller(who): Caller,
     ApiJson(body): ApiJson<FireBody>,
 ) -> Result<Json<Envelope<FireReport>>, ApiError> {
-    state
-        .engine
-        .authorize(&who, Owned::Record(record_id))
-        .await?;
-    // An unknown pack is the dispatcher's 400 ("pack: no pack ...").
-    let report = state
-        .engine
-        .dispatcher
-        .fire(FireRequest::by_person(
-            record_id,
-            body.pack,
-            body.connector.filter(|c| !c.trim().is_empty()),
-            who.email,
-        ))
-        .await?;
-    // Nothing could fire because caps are spent: say so with 429, not 200.
-    let capped: Vec<&str> = report
-        .skipped
-        .iter()
-        .filter(|s| s.reason.starts_with("daily cap"))
-        .map(|s| s.connector_id.as_str())
-        .collect();
-    if report.attempts.is_empty() && !capped.is_empty() {
-        return Err(ApiError::TooManyRequests(format!(
-            "the daily cap of {} is reached; nothing else in the chain could fire",
-            capped.join(", ")
-        )));
-    }
-    let cancelled = report
-        .attempts
-        .last()
-        .is_some_and(|a| a.outcome == Some(model::FireOutcome::Cancelled));
-    Ok(Json(Envelope {
-        status: if cancelled {
-            EnvelopeStatus::Cancelled
-        } else {
-            EnvelopeStatus::Completed
-        },
-        job_id: None,
-        progress: Progress { done: 1, total: 1 },
-        results: vec![report],
-        job: None,
-    }))
+    Ok(Json(
+        state
+            .engine
+            .fire_pack_envelope(&who, record_id, &body.pack, body.connector.as_deref())
+            .await?,
+    ))
 }
 
 #[derive(Debug, Serialize)]
@@ -95,18 +50,11 @@ pub async fn cancel(
     Path(fire_id): Path<i64>,
     Caller(who): Caller,
 ) -> Result<Json<Cancelled>, ApiError> {
-    state.engine.authorize(&who, Owned::Fire(fire_id)).await?;
-    if state.engine.dispatcher.cancel(fire_id) {
-        return Ok(Json(Cancelled {
-            fire_id,
-            cancelled: true,
-        }));
-    }
-    let (status, _) = state.engine.store.fire_status(fire_id).await?;
-    Err(ApiError::Conflict {
-        detail: format!("fire {fire_id} is not in flight here (it is {status})"),
-        current: None,
-    })
+    state.engine.cancel_fire(&who, fire_id).await?;
+    Ok(Json(Cancelled {
+        fire_id,
+        cancelled: true,
+    }))
 }
 
 /// `GET /api/records/{id}/history`: every attempt, newest first.
@@ -115,11 +63,7 @@ pub async fn history(
     Path(record_id): Path<i64>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<HistoryEntry>>, ApiError> {
-    state
-        .engine
-        .authorize(&who, Owned::Record(record_id))
-        .await?;
-    Ok(Json(state.engine.store.history(record_id).await?))
+    Ok(Json(state.engine.record_history(&who, record_id).await?))
 }
 
 /// `GET /api/records/{id}/items`: the curated layer of one record.
@@ -128,11 +72,7 @@ pub async fn items(
     Path(record_id): Path<i64>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<Item>>, ApiError> {
-    state
-        .engine
-        .authorize(&who, Owned::Record(record_id))
-        .await?;
-    Ok(Json(state.engine.store.items(record_id).await?))
+    Ok(Json(state.engine.record_items(&who, record_id).await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -151,12 +91,12 @@ pub async fn triage(
     Caller(who): Caller,
     ApiJson(body): ApiJson<TriageBody>,
 ) -> Result<Json<Item>, ApiError> {
-    state.engine.authorize(&who, Owned::Item(item_id)).await?;
-    let item = state
-        .engine
-        .triage(item_id, body.verb, body.version, &who.email)
-        .await?;
-    Ok(Json(item))
+    Ok(Json(
+        state
+            .engine
+            .triage_item(&who, item_id, body.verb, body.version)
+            .await?,
+    ))
 }
 
 /// `GET /api/records/{id}/menu/{pack}`: the chip's connector menu.
@@ -165,15 +105,8 @@ pub async fn menu(
     Path((record_id, pack_id)): Path<(i64, String)>,
     Caller(who): Caller,
 ) -> Result<Json<model::ConnectorMenu>, ApiError> {
-    state
-        .engine
-        .authorize(&who, Owned::Record(record_id))
-        .await?;
-    if !has_pack(&state, &who, &pack_id).await? {
-        return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
-    }
     Ok(Json(
-        state.engine.connector_menu(record_id, &pack_id).await?,
+        state.engine.record_menu(&who, record_id, &pack_id).await?,
     ))
 }
 
@@ -193,27 +126,7 @@ pub async fn set_override(
 ) -> Result<StatusCode, ApiError> {
     state
         .engine
-        .authorize(&who, Owned::Record(record_id))
-        .await?;
-    if !has_pack(&state, &who, &pack_id).await? {
-        return Err(ApiError::NotFound(format!("no pack {pack_id:?}")));
-    }
-    if let Some(id) = &body.connector {
-        if state
-            .engine
-            .registry
-            .by_id_in(id, Some(who.workspace_id))
-            .is_none()
-        {
-            return Err(ApiError::BadRequest(format!(
-                "connector: no connector {id:?} is registered"
-            )));
-        }
-    }
-    state
-        .engine
-        .store
-        .set_record_override(record_id, &pack_id, body.connector.as_deref(), &who.email)
+        .set_start_with(&who, record_id, &pack_id, body.connector.as_deref())
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -171,6 +171,31 @@ impl TestServer {
         (client, to)
     }
 
+    /// Calls the pages' server function `name` (e.g. `load_menu`) as a
+    /// browser does, with form arguments: the status and the body.
+    pub async fn call_server_fn(
+        &self,
+        browser: &reqwest::Client,
+        name: &str,
+        args: &[(&str, &str)],
+    ) -> (u16, String) {
+        let path = server::router::inventory()
+            .into_iter()
+            .map(|(_, p)| p)
+            .find(|p| {
+                p.strip_prefix("/api/")
+                    .is_some_and(|f| f.trim_end_matches(|c: char| c.is_ascii_digit()) == name)
+            })
+            .unwrap_or_else(|| panic!("no server function {name}"));
+        let res = browser
+            .post(self.at(&path))
+            .form(args)
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.text().await.unwrap())
+    }
+
     /// Asks the server to stop and waits until it has.
     pub async fn stop(self) {
         self.stop_keeping_database().await;

@@ -1,11 +1,9 @@
-//! Write operations every door shares (REST and the pages' server functions),
-//! so each is done one way: importing a record set, applying a triage verb,
-//! naming a set's packs.
+//! Operations on record sets: importing one, and naming its bundle's packs.
 
-use model::{ImportReport, Item, TriageVerb};
+use model::ImportReport;
 
 use crate::import::{parse_csv, ImportError, ImportLimits};
-use crate::store::{StoreError, TriageError};
+use crate::store::StoreError;
 use crate::Engine;
 
 /// Why an import stored nothing.
@@ -90,26 +88,6 @@ impl Engine {
             rejected: parsed.rejected,
             rejected_count: parsed.rejected_count,
         })
-    }
-
-    /// Applies a triage verb and tells every viewer of the record's set.
-    pub async fn triage(
-        &self,
-        item_id: i64,
-        verb: TriageVerb,
-        version: i64,
-        actor: &str,
-    ) -> Result<Item, TriageError> {
-        let item = self.store.triage(item_id, verb, version, actor).await?;
-        let record = self.store.record(item.record_id).await?;
-        self.events.publish(
-            Some(record.record_set_id),
-            model::EventKind::ItemChanged {
-                item: item.clone(),
-                actor: actor.to_owned(),
-            },
-        );
-        Ok(item)
     }
 
     /// The pack ids of a record set's bundle, in roster order.

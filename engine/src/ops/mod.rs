@@ -1,0 +1,190 @@
+//! The operations layer: what a caller may do, done one way for every door
+//! (REST, the pages' server functions, and the doors to come). Each
+//! operation takes the caller, checks what they may touch, validates its
+//! input and answers a typed [`OpError`] that each door maps to its own form.
+
+mod records;
+mod sets;
+
+pub use sets::ImportFailure;
+
+use model::Item;
+
+use crate::dispatch::DispatchError;
+use crate::registry::RegistryError;
+use crate::store::{Principal, StoreError, TriageError};
+
+/// Why an operation did nothing. The message is for the person asking; an
+/// [`OpError::Internal`] source is for the log only.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    /// Bad input; the message names the field.
+    #[error("{0}")]
+    Invalid(String),
+    /// The caller's role does not allow it.
+    #[error("{0}")]
+    Forbidden(String),
+    /// Nothing by that name in the caller's workspace (what another
+    /// workspace owns is not found either).
+    #[error("{0}")]
+    NotFound(String),
+    /// Someone acted first, or the thing is not in a state for this;
+    /// `current` is the item as it is now when there is one.
+    #[error("{detail}")]
+    Conflict {
+        detail: String,
+        current: Option<Box<Item>>,
+    },
+    /// Over a size or count limit.
+    #[error("{0}")]
+    TooLarge(String),
+    /// A cap or limit stops it for now.
+    #[error("{0}")]
+    Limited(String),
+    /// Something failed inside.
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+impl OpError {
+    /// A stable one-word name of the kind, as the REST door's `error` field
+    /// and the pages read it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            OpError::Invalid(_) => "bad_request",
+            OpError::Forbidden(_) => "forbidden",
+            OpError::NotFound(_) => "not_found",
+            OpError::Conflict { .. } => "conflict",
+            OpError::TooLarge(_) => "too_large",
+            OpError::Limited(_) => "rate_limited",
+            OpError::Internal(_) => "internal",
+        }
+    }
+
+    /// The HTTP status this kind of failure answers on a door that has one.
+    pub fn status(&self) -> u16 {
+        match self {
+            OpError::Invalid(_) => 400,
+            OpError::Forbidden(_) => 403,
+            OpError::NotFound(_) => 404,
+            OpError::Conflict { .. } => 409,
+            OpError::TooLarge(_) => 413,
+            OpError::Limited(_) => 429,
+            OpError::Internal(_) => 500,
+        }
+    }
+}
+
+/// Fails with [`OpError::Forbidden`] unless `who` is an admin of their
+/// workspace.
+pub fn require_admin(who: &Principal) -> Result<(), OpError> {
+    if who.is_admin() {
+        Ok(())
+    } else {
+        Err(OpError::Forbidden(format!(
+            "only an admin of workspace {:?} may do this",
+            who.workspace_name
+        )))
+    }
+}
+
+impl From<StoreError> for OpError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(what) => OpError::NotFound(format!("{what} does not exist")),
+            other => OpError::Internal(other.into()),
+        }
+    }
+}
+
+impl From<DispatchError> for OpError {
+    fn from(e: DispatchError) -> Self {
+        match e {
+            DispatchError::UnknownPack(pack) => OpError::Invalid(format!("pack: no pack {pack:?}")),
+            DispatchError::Store(e) => e.into(),
+            stopped @ DispatchError::Stopped => OpError::Internal(stopped.into()),
+        }
+    }
+}
+
+impl From<RegistryError> for OpError {
+    fn from(e: RegistryError) -> Self {
+        match e {
+            RegistryError::Unknown(_) => OpError::NotFound(e.to_string()),
+            other => OpError::Invalid(other.to_string()),
+        }
+    }
+}
+
+impl From<TriageError> for OpError {
+    fn from(e: TriageError) -> Self {
+        let detail = e.to_string();
+        match e {
+            TriageError::Conflict { current, .. } => OpError::Conflict {
+                detail,
+                current: Some(current),
+            },
+            TriageError::NothingToUndo(_) => OpError::Conflict {
+                detail,
+                current: None,
+            },
+            TriageError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<ImportFailure> for OpError {
+    fn from(e: ImportFailure) -> Self {
+        match e {
+            ImportFailure::Invalid(m) => OpError::Invalid(m),
+            ImportFailure::TooLarge(m) => OpError::TooLarge(m),
+            ImportFailure::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::workspace_connectors::SwitchError> for OpError {
+    fn from(e: crate::workspace_connectors::SwitchError) -> Self {
+        use crate::workspace_connectors::SwitchError;
+        match e {
+            SwitchError::Registry(e) => e.into(),
+            SwitchError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::accounts::AccountError> for OpError {
+    fn from(e: crate::accounts::AccountError) -> Self {
+        use crate::accounts::AccountError;
+        match e {
+            AccountError::Invalid(m) => OpError::Invalid(m),
+            AccountError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::secrets::SecretsError> for OpError {
+    fn from(e: crate::secrets::SecretsError) -> Self {
+        use crate::secrets::SecretsError;
+        match e {
+            SecretsError::Invalid(m) => OpError::Invalid(format!("value: {m}")),
+            SecretsError::NotSet(_) => OpError::NotFound(e.to_string()),
+            SecretsError::NoKey | SecretsError::BadKey => OpError::Conflict {
+                detail: e.to_string(),
+                current: None,
+            },
+            SecretsError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::workspace_catalog::CatalogEditError> for OpError {
+    fn from(e: crate::workspace_catalog::CatalogEditError) -> Self {
+        use crate::workspace_catalog::CatalogEditError;
+        match e {
+            CatalogEditError::Invalid(m) => OpError::Invalid(m),
+            CatalogEditError::NotFound(m) => OpError::NotFound(m),
+            CatalogEditError::Store(e) => e.into(),
+        }
+    }
+}

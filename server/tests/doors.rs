@@ -1,0 +1,195 @@
+//! Every door over one operations layer: the REST door and the pages'
+//! server functions answer the same operation with the same outcome and the
+//! same kind of failure. Each test here is a place the two doors once
+//! disagreed.
+
+mod common;
+
+use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_PASSWORD};
+use engine::packs::Catalog;
+use engine::scripted::{ScriptedConnector, Step};
+use model::{BuiltinCapability as B, Capability, CostTier};
+use serde_json::json;
+
+/// A server with the test catalogue, `alpha` (capped at `alpha_cap` fires a
+/// day) serving the web and `news_only` serving only the news.
+async fn server(alpha_cap: Option<u32>) -> TestServer {
+    TestServer::start_with(engine::store::testing::sqlite(), move |state| {
+        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        let web: Vec<Capability> = vec![B::SearchWeb.into()];
+        let mut alpha = ScriptedConnector::registration("alpha", CostTier::Paid, &web);
+        alpha.rate_hints.daily_cap = alpha_cap;
+        state
+            .engine
+            .registry
+            .register(alpha, ScriptedConnector::new("alpha", [Step::Found(1)]))
+            .unwrap();
+        let news: Vec<Capability> = vec![B::SearchNews.into()];
+        state
+            .engine
+            .registry
+            .register(
+                ScriptedConnector::registration("news_only", CostTier::Free, &news),
+                ScriptedConnector::new("news_only", [Step::Empty]),
+            )
+            .unwrap();
+    })
+    .await
+}
+
+async fn a_record(server: &TestServer) -> i64 {
+    let (status, report) = server
+        .import("Companies", "test", "name,city\nAcme,Lyon\n")
+        .await;
+    assert_eq!(status, 201, "{report}");
+    server.record_ids(report["id"].as_i64().unwrap()).await[0]
+}
+
+#[tokio::test]
+async fn a_fire_stopped_by_a_daily_cap_is_429_through_every_door() {
+    let server = server(Some(1)).await;
+    let record = a_record(&server).await;
+    let browser = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
+    server.fire(record, "web", None).await;
+
+    // Through the menu, so "already found" does not walk past alpha first.
+    let (code, rest) = server
+        .post_json(
+            &format!("/api/records/{record}/fire"),
+            json!({"pack": "web", "connector": "alpha"}),
+        )
+        .await;
+    assert_eq!(code, 429, "{rest}");
+    let (code, page) = server
+        .call_server_fn(
+            &browser,
+            "fire_chip",
+            &[
+                ("record_id", &record.to_string()),
+                ("pack_id", "web"),
+                ("connector", "alpha"),
+            ],
+        )
+        .await;
+    assert_eq!(code, 429, "{page}");
+    let detail = rest["detail"].as_str().unwrap();
+    assert!(detail.contains("daily cap of alpha"), "{detail}");
+    assert!(page.contains(detail), "{page} vs {detail}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn always_start_with_checks_the_pack_and_the_connector_through_every_door() {
+    let server = server(None).await;
+    let record = a_record(&server).await;
+    let browser = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
+    let record_id = record.to_string();
+    let cases = [
+        // (pack, connector, status, what the answer names)
+        ("nope", "alpha", 404, "no pack"),
+        ("web", "ghost", 400, "no connector"),
+        ("web", "news_only", 400, "does not serve search.web"),
+        ("web", "alpha", 204, ""),
+    ];
+    for (pack, connector, status, names) in cases {
+        let res = server
+            .client
+            .put(server.at(&format!("/api/records/{record}/overrides/{pack}")))
+            .json(&json!({ "connector": connector }))
+            .send()
+            .await
+            .unwrap();
+        let rest = (res.status().as_u16(), res.text().await.unwrap());
+        assert_eq!(rest.0, status, "REST {pack}/{connector}: {}", rest.1);
+        assert!(
+            rest.1.contains(names),
+            "REST {pack}/{connector}: {}",
+            rest.1
+        );
+        let page = server
+            .call_server_fn(
+                &browser,
+                "set_start_with",
+                &[
+                    ("record_id", &record_id),
+                    ("pack_id", pack),
+                    ("connector", connector),
+                ],
+            )
+            .await;
+        // The server function answers a plain success with 200.
+        let page_status = if status == 204 { 200 } else { status };
+        assert_eq!(page.0, page_status, "page {pack}/{connector}: {}", page.1);
+        assert!(
+            page.1.contains(names),
+            "page {pack}/{connector}: {}",
+            page.1
+        );
+    }
+    // The one that was allowed is what the menu now starts with, as both
+    // doors read it.
+    let (_, menu) = server
+        .get_json(&format!("/api/records/{record}/menu/web"))
+        .await;
+    let alpha = menu["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["connector"]["id"] == "alpha")
+        .unwrap();
+    assert_eq!(alpha["record_override"], true, "{menu}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_menu_of_an_unknown_pack_is_not_found_through_every_door() {
+    let server = server(None).await;
+    let record = a_record(&server).await;
+    let browser = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
+    let (code, rest) = server
+        .get_json(&format!("/api/records/{record}/menu/nope"))
+        .await;
+    assert_eq!(code, 404, "{rest}");
+    assert_eq!(rest["error"], "not_found");
+    let (code, page) = server
+        .call_server_fn(
+            &browser,
+            "load_menu",
+            &[("record_id", &record.to_string()), ("pack_id", "nope")],
+        )
+        .await;
+    assert_eq!(code, 404, "{page}");
+    assert!(page.contains("no pack"), "{page}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_undo_with_nothing_to_undo_is_a_conflict_through_every_door() {
+    let server = server(None).await;
+    let record = a_record(&server).await;
+    let browser = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
+    let report = server.fire(record, "web", None).await;
+    let item = report["items"][0]["id"].as_i64().unwrap();
+    let (code, rest) = server
+        .post_json(
+            &format!("/api/items/{item}/triage"),
+            json!({"verb": "undo", "version": 1}),
+        )
+        .await;
+    assert_eq!(code, 409, "{rest}");
+    let (code, page) = server
+        .call_server_fn(
+            &browser,
+            "triage_item",
+            &[
+                ("item_id", &item.to_string()),
+                ("verb", "undo"),
+                ("version", "1"),
+            ],
+        )
+        .await;
+    // Before the operations layer this was a 500 with no reason.
+    assert_eq!(code, 409, "{page}");
+    assert!(page.contains("nothing to undo"), "{page}");
+    server.stop().await;
+}
