@@ -233,3 +233,14 @@ mod tests {
         );
     }
 }
+
+/// A capability as a workspace has it: what it is called and how many
+/// connectors serve it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapabilityView {
+    pub name: Capability,
+    pub label: String,
+    pub builtin: bool,
+    /// Connectors serving it (any status).
+    pub connectors: usize,
+}

@@ -15,7 +15,7 @@ pub mod record;
 pub mod record_set;
 
 pub use account::{Member, Role, Viewer, WorkspaceRef};
-pub use capability::{BuiltinCapability, Capability, InvalidCapability};
+pub use capability::{BuiltinCapability, Capability, CapabilityView, InvalidCapability};
 pub use connector::{
     ConnectorInfo, ConnectorMenu, ConnectorSource, ConnectorStats, ConnectorStatus, CostTier,
     HourCount, InventoryRow, MenuEntry, RateHints, StatusChange,
@@ -30,5 +30,8 @@ pub use manifest::{
     Problem, SavedManifest, SecretInfo, SecretValue, TestReport, TestResult,
 };
 pub use pack::{BundleConfig, BundleMember, PackConfig, WorkspaceCatalog};
-pub use record::{Chip, Field, ImportReport, Record, RecordFilter, RecordsPage, Rejection};
+pub use record::{
+    Chip, ExportedRecord, Field, ImportReport, Record, RecordFilter, RecordsPage, Rejection,
+    TriagePage,
+};
 pub use record_set::RecordSetSummary;

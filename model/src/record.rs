@@ -78,3 +78,25 @@ pub struct RecordsPage {
     pub total: i64,
     pub records: Vec<Record>,
 }
+
+/// What the triage view shows for a page of cards: the records with their
+/// chips, the items under them and the set's newest job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TriagePage {
+    pub page: RecordsPage,
+    pub items: Vec<crate::Item>,
+    /// The newest job of the set, if any.
+    pub job: Option<crate::Job>,
+    /// The last event published before this was read: the live stream
+    /// resumes after it, so nothing that happens meanwhile is lost.
+    pub event_id: u64,
+}
+
+/// One record of an export with its accepted items.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportedRecord {
+    pub id: i64,
+    pub name: String,
+    pub fields: Vec<crate::Field>,
+    pub accepted: Vec<crate::Item>,
+}

@@ -13,12 +13,8 @@ use crate::error_view::error_list;
 /// Every record set, newest first.
 #[server]
 pub async fn list_record_sets() -> Result<Vec<RecordSetSummary>, ServerFnError> {
-    let (engine, who) = (ssr::engine()?, ssr::caller()?);
-    engine
-        .store
-        .list_record_sets(who.workspace_id)
-        .await
-        .map_err(ssr::fail)
+    let (engine, who) = ssr::door()?;
+    engine.record_sets(&who).await.map_err(ssr::fail)
 }
 
 /// The bundles a set can be triaged under.
@@ -39,24 +35,18 @@ pub async fn import_csv(
     bundle: String,
     csv: String,
 ) -> Result<ImportReport, ServerFnError> {
-    let (engine, who) = (ssr::engine()?, ssr::caller()?);
+    let (engine, who) = ssr::door()?;
     let limits = engine::import::ImportLimits::default();
     engine
-        .import_record_set(who.workspace_id, &name, &bundle, csv.into_bytes(), limits)
+        .import_record_set(&who, &name, &bundle, csv.into_bytes(), limits)
         .await
-        .map_err(|e| match e {
-            engine::ops::ImportFailure::Store(e) => {
-                tracing::error!(error = %e, "Import failed.");
-                ServerFnError::new("the record set could not be stored")
-            }
-            other => ServerFnError::new(other.to_string()),
-        })
+        .map_err(ssr::fail)
 }
 
 #[server]
 pub async fn delete_record_set(id: i64) -> Result<(), ServerFnError> {
-    let (engine, _) = ssr::reach(engine::store::Owned::RecordSet(id)).await?;
-    engine.store.delete_record_set(id).await.map_err(ssr::fail)
+    let (engine, who) = ssr::door()?;
+    engine.delete_record_set(&who, id).await.map_err(ssr::fail)
 }
 
 #[component]

@@ -3,20 +3,8 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
-use model::{Chip, ConnectorMenu, FireReport, Item, Job, RecordFilter, RecordsPage, TriageVerb};
+use model::{Chip, ConnectorMenu, FireReport, Item, Job, RecordFilter, TriagePage, TriageVerb};
 use serde::{Deserialize, Serialize};
-
-/// A page of cards with the items under them and the set's running job.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TriagePage {
-    pub page: RecordsPage,
-    pub items: Vec<Item>,
-    /// The newest job of the set, if any.
-    pub job: Option<Job>,
-    /// The last event published before this was read: the live stream
-    /// resumes after it, so nothing that happens meanwhile is lost.
-    pub event_id: u64,
-}
 
 /// How the triage view pages records.
 pub const PAGE_SIZE: i64 = 50;
@@ -33,33 +21,11 @@ pub async fn load_triage(
     search: String,
     offset: i64,
 ) -> Result<TriagePage, ServerFnError> {
-    let (engine, who) = ssr::reach(Owned::RecordSet(set_id)).await?;
-    // Taken before anything is read: an event after it may or may not be
-    // in what follows, and the stream delivers it either way.
-    let event_id = engine.events.next_id().saturating_sub(1);
-    let mut page = engine
-        .records_page(set_id, filter, &search, offset, PAGE_SIZE)
-        .await
-        .map_err(ssr::fail)?;
+    let (engine, who) = ssr::door()?;
     engine
-        .relabel(&who, &mut page.packs)
+        .triage_page(&who, set_id, filter, &search, offset, PAGE_SIZE)
         .await
-        .map_err(ssr::fail)?;
-    let ids: Vec<i64> = page.records.iter().map(|r| r.id).collect();
-    let items = engine.store.items_of(&ids).await.map_err(ssr::fail)?;
-    let job = engine
-        .store
-        .jobs_of(set_id)
-        .await
-        .map_err(ssr::fail)?
-        .into_iter()
-        .next();
-    Ok(TriagePage {
-        page,
-        items,
-        job,
-        event_id,
-    })
+        .map_err(ssr::fail)
 }
 
 #[server]
@@ -163,24 +129,24 @@ pub async fn triage_item(
 
 #[server]
 pub async fn start_fanout(set_id: i64) -> Result<Job, ServerFnError> {
-    let (engine, who) = ssr::reach(Owned::RecordSet(set_id)).await?;
-    let set = engine.store.record_set(set_id).await.map_err(ssr::fail)?;
-    let packs = engine.bundle_pack_ids(&set).await.map_err(ssr::fail)?;
+    let (engine, who) = ssr::door()?;
     engine
-        .jobs
-        .start(set_id, &packs, &who.email)
+        .start_fanout(&who, set_id, None)
         .await
         .map_err(ssr::fail)
 }
 
 #[server]
 pub async fn fanout_estimate(set_id: i64) -> Result<Vec<model::EstimateLine>, ServerFnError> {
-    let (engine, _) = ssr::reach(Owned::RecordSet(set_id)).await?;
-    engine.fanout_estimate(set_id).await.map_err(ssr::fail)
+    let (engine, who) = ssr::door()?;
+    engine
+        .estimate_fanout(&who, set_id)
+        .await
+        .map_err(ssr::fail)
 }
 
 #[server]
 pub async fn cancel_fanout(job_id: i64) -> Result<Job, ServerFnError> {
-    let (engine, _) = ssr::reach(Owned::Job(job_id)).await?;
-    engine.jobs.cancel(job_id).await.map_err(ssr::fail)
+    let (engine, who) = ssr::door()?;
+    engine.cancel_job(&who, job_id).await.map_err(ssr::fail)
 }

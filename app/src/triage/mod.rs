@@ -15,12 +15,13 @@ use leptos_router::hooks::use_params_map;
 use model::{PackConfig, Record, RecordFilter};
 
 use crate::error_view::error_list;
-use api::{load_triage, TriagePage, PAGE_SIZE};
+use api::{load_triage, PAGE_SIZE};
 use board::Board;
 use chip::ChipButton;
 use fanout::FanoutBar;
 use items::ItemList;
 use menu::ConnectorMenuView;
+use model::TriagePage;
 
 #[component]
 pub fn TriageView() -> impl IntoView {

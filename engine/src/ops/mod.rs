@@ -3,10 +3,10 @@
 //! operation takes the caller, checks what they may touch, validates its
 //! input and answers a typed [`OpError`] that each door maps to its own form.
 
+mod jobs;
 mod records;
 mod sets;
-
-pub use sets::ImportFailure;
+mod workspace;
 
 use model::Item;
 
@@ -129,16 +129,6 @@ impl From<TriageError> for OpError {
                 current: None,
             },
             TriageError::Store(e) => e.into(),
-        }
-    }
-}
-
-impl From<ImportFailure> for OpError {
-    fn from(e: ImportFailure) -> Self {
-        match e {
-            ImportFailure::Invalid(m) => OpError::Invalid(m),
-            ImportFailure::TooLarge(m) => OpError::TooLarge(m),
-            ImportFailure::Store(e) => e.into(),
         }
     }
 }

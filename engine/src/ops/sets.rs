@@ -1,51 +1,146 @@
-//! Operations on record sets: importing one, and naming its bundle's packs.
+//! Operations on record sets: listing, importing and deleting them, reading
+//! a page of records (alone, or with what the triage view shows under
+//! them), exporting the curated layer, and naming a bundle's packs.
 
-use model::ImportReport;
+use model::{
+    ExportedRecord, ImportReport, Item, RecordFilter, RecordSetSummary, RecordsPage, TriagePage,
+};
 
 use crate::import::{parse_csv, ImportError, ImportLimits};
-use crate::store::StoreError;
+use crate::store::{Owned, Principal, StoreError};
+use crate::views::MAX_PAGE;
 use crate::Engine;
 
-/// Why an import stored nothing.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportFailure {
-    /// Bad input; the message names the field or the line.
-    #[error("{0}")]
-    Invalid(String),
-    /// The file is over a size or record limit.
-    #[error("{0}")]
-    TooLarge(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
+use super::OpError;
 
 impl Engine {
-    /// Validates and stores a CSV file as a new record set of a workspace under
-    /// `bundle_id`.
+    /// The record sets of the caller's workspace, newest first.
+    pub async fn record_sets(&self, who: &Principal) -> Result<Vec<RecordSetSummary>, OpError> {
+        Ok(self.store.list_record_sets(who.workspace_id).await?)
+    }
+
+    /// Deletes a record set with everything found for it.
+    pub async fn delete_record_set(&self, who: &Principal, set_id: i64) -> Result<(), OpError> {
+        self.authorize(who, Owned::RecordSet(set_id)).await?;
+        Ok(self.store.delete_record_set(set_id).await?)
+    }
+
+    /// A page of a set's records with their chips, the packs labelled as
+    /// the caller labels them. `total` counts every match.
+    pub async fn records_of(
+        &self,
+        who: &Principal,
+        set_id: i64,
+        filter: RecordFilter,
+        search: &str,
+        offset: i64,
+        limit: i64,
+    ) -> Result<RecordsPage, OpError> {
+        self.authorize(who, Owned::RecordSet(set_id)).await?;
+        if offset < 0 || !(1..=MAX_PAGE).contains(&limit) {
+            return Err(OpError::Invalid(format!(
+                "offset must be 0 or more and limit 1 to {MAX_PAGE}"
+            )));
+        }
+        let mut page = self
+            .records_page(set_id, filter, search, offset, limit)
+            .await?;
+        self.relabel(who, &mut page.packs).await?;
+        Ok(page)
+    }
+
+    /// What the triage view shows for a page: the records, the items under
+    /// them, the set's newest job, and the event id its live stream resumes
+    /// after.
+    pub async fn triage_page(
+        &self,
+        who: &Principal,
+        set_id: i64,
+        filter: RecordFilter,
+        search: &str,
+        offset: i64,
+        limit: i64,
+    ) -> Result<TriagePage, OpError> {
+        // Taken before anything is read: an event after it may or may not be
+        // in what follows, and the stream delivers it either way.
+        let event_id = self.events.next_id().saturating_sub(1);
+        let page = self
+            .records_of(who, set_id, filter, search, offset, limit)
+            .await?;
+        let ids: Vec<i64> = page.records.iter().map(|r| r.id).collect();
+        let items = self.store.items_of(&ids).await?;
+        let job = self.store.jobs_of(set_id).await?.into_iter().next();
+        Ok(TriagePage {
+            page,
+            items,
+            job,
+            event_id,
+        })
+    }
+
+    /// Every record of a set with its accepted items (the curated layer)
+    /// and their provenance, and the set itself.
+    pub async fn export_record_set(
+        &self,
+        who: &Principal,
+        set_id: i64,
+    ) -> Result<(RecordSetSummary, Vec<ExportedRecord>), OpError> {
+        self.authorize(who, Owned::RecordSet(set_id)).await?;
+        let set = self.store.record_set(set_id).await?;
+        let mut exported = Vec::new();
+        let mut offset = 0;
+        loop {
+            let page = self.store.records(set_id, offset, 1000).await?;
+            if page.is_empty() {
+                break;
+            }
+            offset += page.len() as i64;
+            let ids: Vec<i64> = page.iter().map(|r| r.id).collect();
+            let mut items = self.store.items_of(&ids).await?;
+            items.retain(|i| i.state.is_accepted());
+            for r in page {
+                let accepted: Vec<Item> = items
+                    .iter()
+                    .filter(|i| i.record_id == r.id)
+                    .cloned()
+                    .collect();
+                exported.push(ExportedRecord {
+                    id: r.id,
+                    name: r.name,
+                    fields: r.fields,
+                    accepted,
+                });
+            }
+        }
+        Ok((set, exported))
+    }
+
+    /// Validates and stores a CSV file as a new record set of the caller's
+    /// workspace under `bundle_id`.
     /// Bad lines are reported and the good ones stored; a file where no line
     /// is good stores nothing.
     pub async fn import_record_set(
         &self,
-        workspace_id: i64,
+        who: &Principal,
         name: &str,
         bundle_id: &str,
         csv: Vec<u8>,
         limits: ImportLimits,
-    ) -> Result<ImportReport, ImportFailure> {
+    ) -> Result<ImportReport, OpError> {
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 200 {
-            return Err(ImportFailure::Invalid(
+            return Err(OpError::Invalid(
                 "name: give the record set a name of 1 to 200 characters".to_owned(),
             ));
         }
-        let catalog = self.catalog_in(Some(workspace_id)).await?;
+        let catalog = self.catalog_in(Some(who.workspace_id)).await?;
         if catalog.bundle(bundle_id).is_none() {
             let known: Vec<String> = catalog
                 .bundles()
                 .iter()
                 .map(|b| b.bundle_id.clone())
                 .collect();
-            return Err(ImportFailure::Invalid(format!(
+            return Err(OpError::Invalid(format!(
                 "bundle: no bundle {bundle_id:?} (known: {})",
                 known.join(", ")
             )));
@@ -55,16 +150,16 @@ impl Engine {
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "The CSV parser stopped.");
-                ImportFailure::Invalid("CSV: the file could not be read".to_owned())
+                OpError::Invalid("CSV: the file could not be read".to_owned())
             })?
             .map_err(|e| match e {
                 ImportError::TooLarge { .. }
                 | ImportError::TooManyRecords { .. }
-                | ImportError::TooMuchStored { .. } => ImportFailure::TooLarge(e.to_string()),
-                other => ImportFailure::Invalid(format!("CSV: {other}")),
+                | ImportError::TooMuchStored { .. } => OpError::TooLarge(e.to_string()),
+                other => OpError::Invalid(format!("CSV: {other}")),
             })?;
         if parsed.records.is_empty() {
-            return Err(ImportFailure::Invalid(match parsed.rejected.first() {
+            return Err(OpError::Invalid(match parsed.rejected.first() {
                 Some(r) => format!(
                     "CSV: no line could be imported ({} rejected; line {}: {})",
                     parsed.rejected_count, r.line, r.reason
@@ -74,7 +169,7 @@ impl Engine {
         }
         let id = self
             .store
-            .create_record_set(workspace_id, name, bundle_id, false, &parsed.records)
+            .create_record_set(who.workspace_id, name, bundle_id, false, &parsed.records)
             .await?;
         tracing::info!(
             record_set = id,

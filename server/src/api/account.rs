@@ -46,7 +46,7 @@ pub async fn members(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<Member>>, ApiError> {
-    Ok(Json(state.engine.store.members_of(who.workspace_id).await?))
+    Ok(Json(state.engine.members(&who).await?))
 }
 
 #[derive(Debug, Deserialize)]

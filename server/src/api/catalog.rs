@@ -5,41 +5,19 @@ use axum::http::StatusCode;
 use axum::Json;
 use engine::packs::{BundleConfig, PackConfig};
 use engine::store::StatusChange;
-use model::{Capability, ConnectorInfo};
-use serde::{Deserialize, Serialize};
+use model::{CapabilityView, ConnectorInfo};
+use serde::Deserialize;
 
 use super::extract::{AdminCaller, ApiBytes, ApiJson, Caller};
 use super::ApiError;
 use crate::router::AppState;
-
-#[derive(Serialize)]
-pub struct CapabilityView {
-    pub name: Capability,
-    pub label: String,
-    pub builtin: bool,
-    /// Connectors serving it (any status).
-    pub connectors: usize,
-}
 
 /// `GET /api/capabilities`
 pub async fn capabilities(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Json<Vec<CapabilityView>> {
-    let registry = &state.engine.registry;
-    let ws = Some(who.workspace_id);
-    Json(
-        registry
-            .capabilities(ws)
-            .into_iter()
-            .map(|cap| CapabilityView {
-                label: cap.label().to_owned(),
-                builtin: matches!(cap, Capability::Builtin(_)),
-                connectors: registry.serving(&cap, ws).len(),
-                name: cap,
-            })
-            .collect(),
-    )
+    Json(state.engine.capabilities_of(&who))
 }
 
 /// `GET /api/connectors`: every connector as the caller's workspace sees it,

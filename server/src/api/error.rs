@@ -134,7 +134,6 @@ through_op_error!(
     DispatchError,
     RegistryError,
     TriageError,
-    engine::ops::ImportFailure,
     engine::workspace_connectors::SwitchError,
     engine::accounts::AccountError,
     engine::secrets::SecretsError,

@@ -8,8 +8,6 @@ use axum::Json;
 use model::{Envelope, EnvelopeStatus, Job, JobStatus};
 use serde::Deserialize;
 
-use engine::store::Owned;
-
 use super::extract::{ApiBytes, Caller};
 use super::ApiError;
 use crate::router::AppState;
@@ -47,51 +45,18 @@ pub async fn fanout(
     Caller(who): Caller,
     body: ApiBytes,
 ) -> Result<(StatusCode, Json<Envelope<()>>), ApiError> {
-    state
-        .engine
-        .authorize(&who, Owned::RecordSet(set_id))
-        .await?;
     let body: FanoutBody = body.json_or_default()?;
-    let set = state.engine.store.record_set(set_id).await?;
-    let packs: Vec<String> = match body.packs {
-        Some(packs) => {
-            if packs.is_empty() {
-                return Err(ApiError::BadRequest(
-                    "packs: name at least one pack, or leave it out".into(),
-                ));
-            }
-            let catalog = state.engine.catalog_in(set.workspace_id).await?;
-            if let Some(bad) = packs.iter().find(|p| catalog.pack(p).is_none()) {
-                return Err(ApiError::BadRequest(format!("packs: no pack {bad:?}")));
-            }
-            let mut unique = Vec::new();
-            for p in packs {
-                if !unique.contains(&p) {
-                    unique.push(p);
-                }
-            }
-            unique
-        }
-        None => state.engine.bundle_pack_ids(&set).await?,
+    let job = state.engine.start_fanout(&who, set_id, body.packs).await?;
+    if job.progress.total > INLINE_TASKS {
+        return Ok((StatusCode::ACCEPTED, Json(envelope(job))));
+    }
+    let job = state.engine.job_after(&who, job.id, INLINE_WAIT).await?;
+    let status = if job.status == JobStatus::Running {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
     };
-    if packs.is_empty() {
-        return Err(ApiError::BadRequest(format!(
-            "the bundle {:?} has no packs",
-            set.bundle_id
-        )));
-    }
-    let job = state.engine.jobs.start(set_id, &packs, &who.email).await?;
-    if job.progress.total <= INLINE_TASKS {
-        let _ = tokio::time::timeout(INLINE_WAIT, state.engine.jobs.wait(job.id)).await;
-        let job = state.engine.store.job(job.id).await?;
-        let status = if job.status == JobStatus::Running {
-            StatusCode::ACCEPTED
-        } else {
-            StatusCode::OK
-        };
-        return Ok((status, Json(envelope(job))));
-    }
-    Ok((StatusCode::ACCEPTED, Json(envelope(job))))
+    Ok((status, Json(envelope(job))))
 }
 
 /// `GET /api/jobs/{id}`
@@ -100,8 +65,7 @@ pub async fn get(
     Path(id): Path<i64>,
     Caller(who): Caller,
 ) -> Result<Json<Envelope<()>>, ApiError> {
-    state.engine.authorize(&who, Owned::Job(id)).await?;
-    Ok(Json(envelope(state.engine.store.job(id).await?)))
+    Ok(Json(envelope(state.engine.job_of(&who, id).await?)))
 }
 
 /// `POST /api/jobs/{id}/cancel`
@@ -110,6 +74,5 @@ pub async fn cancel(
     Path(id): Path<i64>,
     Caller(who): Caller,
 ) -> Result<Json<Envelope<()>>, ApiError> {
-    state.engine.authorize(&who, Owned::Job(id)).await?;
-    Ok(Json(envelope(state.engine.jobs.cancel(id).await?)))
+    Ok(Json(envelope(state.engine.cancel_job(&who, id).await?)))
 }

@@ -119,6 +119,6 @@ pub fn router() -> Router<AppState> {
 
 /// `GET /api/health`: the process answers and its database is reachable.
 async fn health(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
-    state.engine.store.ping().await?;
+    state.engine.ping().await?;
     Ok(Json(Health::ok(env!("CARGO_PKG_VERSION"))))
 }

@@ -5,10 +5,8 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use engine::import::ImportLimits;
-use model::{ImportReport, Item, RecordFilter, RecordSetSummary, RecordsPage};
-use serde::{Deserialize, Serialize};
-
-use engine::store::Owned;
+use model::{ExportedRecord, ImportReport, RecordFilter, RecordSetSummary, RecordsPage};
+use serde::Deserialize;
 
 use super::extract::{ApiBytes, ApiQuery, Caller};
 use super::ApiError;
@@ -19,13 +17,7 @@ pub async fn list(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<RecordSetSummary>>, ApiError> {
-    Ok(Json(
-        state
-            .engine
-            .store
-            .list_record_sets(who.workspace_id)
-            .await?,
-    ))
+    Ok(Json(state.engine.record_sets(&who).await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -46,7 +38,7 @@ pub async fn import(
     let report = state
         .engine
         .import_record_set(
-            who.workspace_id,
+            &who,
             &params.name,
             &params.bundle,
             body.bytes.to_vec(),
@@ -62,8 +54,7 @@ pub async fn remove(
     Path(id): Path<i64>,
     Caller(who): Caller,
 ) -> Result<StatusCode, ApiError> {
-    state.engine.authorize(&who, Owned::RecordSet(id)).await?;
-    state.engine.store.delete_record_set(id).await?;
+    state.engine.delete_record_set(&who, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -92,19 +83,12 @@ pub async fn records(
     Caller(who): Caller,
     ApiQuery(page): ApiQuery<Page>,
 ) -> Result<Json<RecordsPage>, ApiError> {
-    state.engine.authorize(&who, Owned::RecordSet(id)).await?;
-    if page.offset < 0 || !(1..=engine::views::MAX_PAGE).contains(&page.limit) {
-        return Err(ApiError::BadRequest(format!(
-            "offset must be 0 or more and limit 1 to {}",
-            engine::views::MAX_PAGE
-        )));
-    }
-    let mut page = state
-        .engine
-        .records_page(id, page.filter, &page.search, page.offset, page.limit)
-        .await?;
-    state.engine.relabel(&who, &mut page.packs).await?;
-    Ok(Json(page))
+    Ok(Json(
+        state
+            .engine
+            .records_of(&who, id, page.filter, &page.search, page.offset, page.limit)
+            .await?,
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -118,15 +102,6 @@ fn default_format() -> String {
     "json".to_owned()
 }
 
-/// One record of an export with its accepted items.
-#[derive(Debug, Serialize)]
-pub struct ExportedRecord {
-    pub id: i64,
-    pub name: String,
-    pub fields: Vec<model::Field>,
-    pub accepted: Vec<Item>,
-}
-
 /// `GET /api/record-sets/{id}/export?format=csv|json`: every record with its
 /// accepted items (the curated layer) and their provenance.
 pub async fn export(
@@ -135,7 +110,6 @@ pub async fn export(
     Caller(who): Caller,
     ApiQuery(params): ApiQuery<ExportParams>,
 ) -> Result<Response, ApiError> {
-    state.engine.authorize(&who, Owned::RecordSet(id)).await?;
     let format = params.format.to_ascii_lowercase();
     if format != "csv" && format != "json" {
         return Err(ApiError::BadRequest(format!(
@@ -143,32 +117,7 @@ pub async fn export(
             params.format
         )));
     }
-    let set = state.engine.store.record_set(id).await?;
-    let mut exported = Vec::new();
-    let mut offset = 0;
-    loop {
-        let page = state.engine.store.records(id, offset, 1000).await?;
-        if page.is_empty() {
-            break;
-        }
-        offset += page.len() as i64;
-        let ids: Vec<i64> = page.iter().map(|r| r.id).collect();
-        let mut items = state.engine.store.items_of(&ids).await?;
-        items.retain(|i| i.state.is_accepted());
-        for r in page {
-            let accepted: Vec<Item> = items
-                .iter()
-                .filter(|i| i.record_id == r.id)
-                .cloned()
-                .collect();
-            exported.push(ExportedRecord {
-                id: r.id,
-                name: r.name,
-                fields: r.fields,
-                accepted,
-            });
-        }
-    }
+    let (set, exported) = state.engine.export_record_set(&who, id).await?;
     let stem: String = set
         .name
         .chars()

@@ -55,7 +55,7 @@ pub async fn list_secrets() -> Result<(bool, Vec<SecretRow>), ServerFnError> {
         }
     }
     rows.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok((engine.dispatcher.sealer().is_some(), rows))
+    Ok((engine.keeps_secrets(), rows))
 }
 
 #[cfg(feature = "ssr")]

@@ -1,0 +1,88 @@
+//! Operations on fan-outs: what one would fire first, starting one over a
+//! record set, reading and cancelling it.
+
+use std::time::Duration;
+
+use model::{EstimateLine, Job};
+
+use crate::store::{Owned, Principal};
+use crate::Engine;
+
+use super::OpError;
+
+impl Engine {
+    /// What a fan-out of the set's bundle would start with, per connector,
+    /// for the cost check before it runs.
+    pub async fn estimate_fanout(
+        &self,
+        who: &Principal,
+        set_id: i64,
+    ) -> Result<Vec<EstimateLine>, OpError> {
+        self.authorize(who, Owned::RecordSet(set_id)).await?;
+        Ok(self.fanout_estimate(set_id).await?)
+    }
+
+    /// Starts a fan-out of `packs` (the set's whole bundle when `None`) over
+    /// every record of a set, as a job the engine owns.
+    pub async fn start_fanout(
+        &self,
+        who: &Principal,
+        set_id: i64,
+        packs: Option<Vec<String>>,
+    ) -> Result<Job, OpError> {
+        self.authorize(who, Owned::RecordSet(set_id)).await?;
+        let set = self.store.record_set(set_id).await?;
+        let packs = match packs {
+            Some(packs) if packs.is_empty() => {
+                return Err(OpError::Invalid(
+                    "packs: name at least one pack, or leave it out".into(),
+                ))
+            }
+            Some(packs) => {
+                let catalog = self.catalog_in(set.workspace_id).await?;
+                if let Some(bad) = packs.iter().find(|p| catalog.pack(p).is_none()) {
+                    return Err(OpError::Invalid(format!("packs: no pack {bad:?}")));
+                }
+                let mut unique: Vec<String> = Vec::with_capacity(packs.len());
+                for p in packs {
+                    if !unique.contains(&p) {
+                        unique.push(p);
+                    }
+                }
+                unique
+            }
+            None => self.bundle_pack_ids(&set).await?,
+        };
+        if packs.is_empty() {
+            return Err(OpError::Invalid(format!(
+                "the bundle {:?} has no packs",
+                set.bundle_id
+            )));
+        }
+        Ok(self.jobs.start(set_id, &packs, &who.email).await?)
+    }
+
+    /// A job as it stands.
+    pub async fn job_of(&self, who: &Principal, job_id: i64) -> Result<Job, OpError> {
+        self.authorize(who, Owned::Job(job_id)).await?;
+        Ok(self.store.job(job_id).await?)
+    }
+
+    /// A job once it has ended, or as it stands after `at_most`.
+    pub async fn job_after(
+        &self,
+        who: &Principal,
+        job_id: i64,
+        at_most: Duration,
+    ) -> Result<Job, OpError> {
+        self.authorize(who, Owned::Job(job_id)).await?;
+        let _ = tokio::time::timeout(at_most, self.jobs.wait(job_id)).await;
+        Ok(self.store.job(job_id).await?)
+    }
+
+    /// Cancels a job: what had finished stays.
+    pub async fn cancel_job(&self, who: &Principal, job_id: i64) -> Result<Job, OpError> {
+        self.authorize(who, Owned::Job(job_id)).await?;
+        Ok(self.jobs.cancel(job_id).await?)
+    }
+}

@@ -1,0 +1,42 @@
+//! Operations on the caller's workspace as a whole: whether the server can
+//! serve, the capabilities it has, its members, whether secrets can be kept.
+
+use model::{Capability, CapabilityView, Member};
+
+use crate::store::{Principal, StoreError};
+use crate::Engine;
+
+use super::OpError;
+
+impl Engine {
+    /// The database answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.store.ping().await
+    }
+
+    /// Every capability the caller's workspace has a connector for, or that
+    /// is built in, with how many connectors serve it.
+    pub fn capabilities_of(&self, who: &Principal) -> Vec<CapabilityView> {
+        let ws = Some(who.workspace_id);
+        self.registry
+            .capabilities(ws)
+            .into_iter()
+            .map(|cap| CapabilityView {
+                label: cap.label().to_owned(),
+                builtin: matches!(cap, Capability::Builtin(_)),
+                connectors: self.registry.serving(&cap, ws).len(),
+                name: cap,
+            })
+            .collect()
+    }
+
+    /// The members of the caller's workspace.
+    pub async fn members(&self, who: &Principal) -> Result<Vec<Member>, OpError> {
+        Ok(self.store.members_of(who.workspace_id).await?)
+    }
+
+    /// Workspace secrets can be stored: the server has a key to seal them.
+    pub fn keeps_secrets(&self) -> bool {
+        self.dispatcher.sealer().is_some()
+    }
+}
