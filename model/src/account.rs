@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// What a member may do in a workspace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Manages connectors, packs, members and secrets, and does what members do.
@@ -46,6 +47,7 @@ impl FromStr for Role {
 
 /// A workspace one user belongs to, with their role there.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkspaceRef {
     pub id: i64,
     pub name: String,
@@ -54,6 +56,7 @@ pub struct WorkspaceRef {
 
 /// One member of a workspace, as its member list shows them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Member {
     pub user_id: i64,
     pub email: String,
@@ -65,6 +68,7 @@ pub struct Member {
 /// The signed-in person as the pages need them: who, where, what they may do,
 /// and their own pack labels.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Viewer {
     pub email: String,
     /// The workspace this session acts in.

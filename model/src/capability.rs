@@ -237,6 +237,7 @@ mod tests {
 /// A capability as a workspace has it: what it is called and how many
 /// connectors serve it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CapabilityView {
     pub name: Capability,
     pub label: String,
@@ -244,3 +245,23 @@ pub struct CapabilityView {
     /// Connectors serving it (any status).
     pub connectors: usize,
 }
+
+/// On the wire a capability is its dotted name.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for Capability {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some(
+                "A capability's dotted name: a built-in one (search.news, \
+                 search.social.linkedin, ...) or a workspace's own.",
+            ))
+            .pattern(Some(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"))
+            .max_length(Some(100))
+            .examples([serde_json::json!("search.news")])
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for Capability {}

@@ -8,6 +8,7 @@ use crate::Capability;
 
 /// What firing a connector costs, cheapest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum CostTier {
     Free,
@@ -33,6 +34,7 @@ impl fmt::Display for CostTier {
 
 /// Soft limits the registry enforces for every caller together.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RateHints {
     /// At most this many fires per second (throttled, not refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,6 +46,7 @@ pub struct RateHints {
 
 /// Whether a connector can fire now, and if not, why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum ConnectorStatus {
     Available,
@@ -107,6 +110,7 @@ impl ConnectorStatus {
 /// One registered connector, every registration field plus its status; never
 /// a secret value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConnectorInfo {
     pub id: String,
     pub display_name: String,
@@ -128,6 +132,7 @@ pub struct ConnectorInfo {
 
 /// Where a connector comes from.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ConnectorSource {
     /// Coded in Switchyard (a rebuild changes it).
@@ -172,6 +177,7 @@ impl ConnectorSource {
 /// One status change of a connector, for its audit trail: who switched it
 /// off or on, when a provider refused it, when someone re-checked it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StatusChange {
     pub connector_id: String,
     pub status: String,
@@ -185,6 +191,7 @@ pub struct StatusChange {
 /// One line of a chip's connector menu: a connector serving the pack's intent,
 /// its last attempt for this record, and whether a plain click would start there.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MenuEntry {
     pub connector: ConnectorInfo,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -197,6 +204,7 @@ pub struct MenuEntry {
 
 /// A chip's connector menu.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConnectorMenu {
     pub record_id: i64,
     pub pack_id: String,
@@ -206,6 +214,7 @@ pub struct ConnectorMenu {
 /// How a connector did over a window (the last day), counted from every
 /// attempt in the database, so every process agrees.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConnectorStats {
     pub connector_id: String,
     /// Finished attempts.
@@ -227,6 +236,7 @@ pub struct ConnectorStats {
 /// One hour of a connector's attempts: counts by outcome and how long they
 /// took.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HourCount {
     pub attempts: u32,
     pub found: u32,
@@ -279,6 +289,7 @@ fn ratio(part: u64, whole: u64) -> f64 {
 /// One inventory line: a connector as a workspace sees it, today's fires
 /// against its daily cap, and its last day in that workspace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct InventoryRow {
     #[serde(flatten)]
     pub info: ConnectorInfo,

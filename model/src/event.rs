@@ -7,6 +7,7 @@ use crate::{ChipState, ConnectorInfo, HistoryEntry, Item, Job};
 /// One event. `id` grows by one per event in a server process and is the SSE
 /// id a reconnecting browser sends back as `Last-Event-ID`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Event {
     pub id: u64,
     /// The record set it concerns; absent for events every viewer gets
@@ -22,6 +23,7 @@ pub struct Event {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
     /// A chip changed: firing, found, not found...

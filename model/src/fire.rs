@@ -6,6 +6,7 @@ use crate::Capability;
 
 /// Why a fire happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum TriggeredBy {
     InitialFanout,
@@ -35,6 +36,7 @@ impl TriggeredBy {
 
 /// How one attempt of one connector ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FireOutcome {
     Found,
@@ -71,6 +73,7 @@ impl FireOutcome {
 
 /// One attempt in a record's `connector_history`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HistoryEntry {
     pub id: i64,
     /// The fire (one chip click or one job step) this attempt belongs to.
@@ -101,6 +104,7 @@ pub struct HistoryEntry {
 
 /// What a chip shows for one record and pack.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ChipState {
     Idle,
@@ -129,6 +133,7 @@ impl ChipState {
 
 /// A connector the chain walked past without firing, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Skipped {
     pub connector_id: String,
     pub reason: String,
@@ -139,6 +144,7 @@ pub struct Skipped {
 
 /// What one fire (one chip click, one job step) did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FireReport {
     /// Absent when nothing in the chain could fire.
     #[serde(default, skip_serializing_if = "Option::is_none")]

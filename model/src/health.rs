@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// Liveness answer: the server is up and which build it runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Health {
     /// Always `"ok"` when the server answers at all.
     pub status: String,

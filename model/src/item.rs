@@ -6,6 +6,7 @@ use crate::{Capability, TriggeredBy};
 
 /// Where an item stands in triage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum TriageState {
     /// Nobody has looked at it yet.
@@ -46,6 +47,7 @@ impl TriageState {
 
 /// What a person does to an item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum TriageVerb {
     AcceptCanonical,
@@ -78,6 +80,7 @@ impl TriageVerb {
 
 /// One sighting of an item: which connector found it, in which fire, when.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Evidence {
     pub connector_id: String,
     pub fire_id: i64,
@@ -90,6 +93,7 @@ pub struct Evidence {
 /// re-fire that finds the same URL adds evidence, never a duplicate, and
 /// never changes the triage state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Item {
     pub id: i64,
     pub record_id: i64,

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where a job stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
     Running,
@@ -33,6 +34,7 @@ impl JobStatus {
 
 /// How far a piece of work has come.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Progress {
     pub done: u64,
     pub total: u64,
@@ -40,6 +42,7 @@ pub struct Progress {
 
 /// A fan-out over a record set.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Job {
     pub id: i64,
     pub record_set_id: i64,
@@ -59,6 +62,7 @@ pub struct Job {
 /// `completed` when the results are here, `pending` when a job carries on,
 /// `cancelled` when someone stopped it (what had finished stays).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EnvelopeStatus {
     Completed,
@@ -79,6 +83,7 @@ impl EnvelopeStatus {
 
 /// The one shape every fire and job answers with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Envelope<T> {
     pub status: EnvelopeStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -113,6 +118,7 @@ impl Envelope<crate::FireReport> {
 
 /// Where a fan-out's first fires would go, for the cost check before it runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EstimateLine {
     pub connector_id: String,
     pub cost_tier: crate::CostTier,

@@ -8,6 +8,7 @@ use crate::FireOutcome;
 
 /// How a manifest is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ManifestFormat {
     #[default]
@@ -34,6 +35,7 @@ impl ManifestFormat {
 
 /// One mistake in a manifest: where, and what is wrong and what is expected.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Problem {
     /// A field path (`request.headers.Authorization`) or `line N`.
     pub field: String,
@@ -48,6 +50,7 @@ impl std::fmt::Display for Problem {
 
 /// A manifest as sent to be checked, test-fired or saved.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ManifestDraft {
     pub text: String,
@@ -58,6 +61,7 @@ pub struct ManifestDraft {
 /// A test fire of a draft: the query to send, and optionally a record of the
 /// caller's workspace whose fields fill `{{record.…}}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ManifestTest {
     pub text: String,
@@ -70,6 +74,7 @@ pub struct ManifestTest {
 
 /// One result of a test fire, as it would land in the curated layer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TestResult {
     pub url: String,
     pub title: String,
@@ -80,6 +85,7 @@ pub struct TestResult {
 /// not fired; otherwise `outcome` is how the dispatcher would classify the
 /// answer, with the provider's error (keys scrubbed) when it failed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TestReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<Problem>,
@@ -94,6 +100,7 @@ pub struct TestReport {
 
 /// A manifest a workspace saved: its text as written and whether it serves.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SavedManifest {
     pub connector_id: String,
     pub format: ManifestFormat,
@@ -109,6 +116,7 @@ pub struct SavedManifest {
 
 /// A workspace secret as anyone may see it: its name, never its value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SecretInfo {
     pub name: String,
     pub set_by: String,
@@ -118,6 +126,7 @@ pub struct SecretInfo {
 
 /// A secret's new value, sent once and never returned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SecretValue {
     pub value: String,
@@ -145,6 +154,7 @@ pub fn check_secret_name(name: &str) -> Result<(), String> {
 /// in one parameter, maybe one header with a key), written out as a TOML
 /// manifest for the raw editor, where anything else can be added.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ManifestForm {
     pub id: String,
     pub display_name: String,

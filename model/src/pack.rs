@@ -7,6 +7,7 @@ use crate::Capability;
 
 /// One chip's worth of configuration: *what* to find, never *how*.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PackConfig {
     pub pack_id: String,
@@ -30,6 +31,7 @@ fn default_template() -> String {
 
 /// One pack in a bundle, with an optional chain that replaces the pack's own.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct BundleMember {
     pub pack: String,
@@ -39,6 +41,7 @@ pub struct BundleMember {
 
 /// An ordered roster of packs: the chips of every card of a record set.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct BundleConfig {
     pub bundle_id: String,
@@ -51,6 +54,7 @@ pub struct BundleConfig {
 /// A workspace's packs and bundles (the shipped ones with its own laid over
 /// them), and which of them it made or changed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkspaceCatalog {
     pub packs: Vec<PackConfig>,
     pub bundles: Vec<BundleConfig>,

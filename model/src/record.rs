@@ -6,6 +6,7 @@ use crate::ChipState;
 
 /// One column value of a record, in the CSV's column order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Field {
     pub name: String,
     pub value: String,
@@ -13,6 +14,7 @@ pub struct Field {
 
 /// A chip on a card: the pack it fires and what it shows.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Chip {
     pub pack_id: String,
     #[serde(flatten)]
@@ -24,6 +26,7 @@ pub struct Chip {
 
 /// One record with its chips.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Record {
     pub id: i64,
     pub record_set_id: i64,
@@ -34,6 +37,7 @@ pub struct Record {
 
 /// A CSV line that was not imported, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Rejection {
     /// 1-based line number in the file (the header is line 1).
     pub line: u64,
@@ -42,6 +46,7 @@ pub struct Rejection {
 
 /// The answer to a CSV import.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ImportReport {
     /// The new record set.
     pub id: i64,
@@ -54,6 +59,7 @@ pub struct ImportReport {
 
 /// Which records a triage view shows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RecordFilter {
     #[default]
@@ -68,6 +74,7 @@ pub enum RecordFilter {
 
 /// A page of a record set's records, each with its chips.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RecordsPage {
     pub record_set: crate::RecordSetSummary,
     /// The packs of the set's bundle: the chips of every card, in order.
@@ -82,6 +89,7 @@ pub struct RecordsPage {
 /// What the triage view shows for a page of cards: the records with their
 /// chips, the items under them and the set's newest job.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TriagePage {
     pub page: RecordsPage,
     pub items: Vec<crate::Item>,
@@ -94,6 +102,7 @@ pub struct TriagePage {
 
 /// One record of an export with its accepted items.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExportedRecord {
     pub id: i64,
     pub name: String,

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// One imported list of entities, as listed on the record sets page.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RecordSetSummary {
     pub id: i64,
     pub name: String,

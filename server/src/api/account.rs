@@ -7,11 +7,16 @@ use axum::Json;
 use model::{Member, Role, Viewer};
 use serde::{Deserialize, Serialize};
 
+use super::error::ErrorBody;
 use super::extract::{AdminCaller, ApiJson, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
 /// `GET /api/me`: who the caller is, where, and their own pack labels.
+#[utoipa::path(
+    get, path = "/api/me", tag = "account",
+    responses((status = 200, body = Viewer))
+)]
 pub async fn me(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -19,7 +24,7 @@ pub async fn me(
     Ok(Json(state.engine.viewer(&who).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PackLabelBody {
     /// The caller's own short label for the pack; `null` or blank restores
@@ -28,6 +33,12 @@ pub struct PackLabelBody {
 }
 
 /// `PUT /api/me/pack-labels/{pack}` `{"label": "fb" | null}`
+#[utoipa::path(
+    put, path = "/api/me/pack-labels/{pack}", tag = "account",
+    params(("pack" = String, Path, description = "The pack")),
+    request_body = PackLabelBody,
+    responses((status = 200, body = Viewer), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn set_pack_label(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -42,6 +53,10 @@ pub async fn set_pack_label(
 }
 
 /// `GET /api/members`: the caller's workspace's members.
+#[utoipa::path(
+    get, path = "/api/members", tag = "members",
+    responses((status = 200, body = Vec<Member>))
+)]
 pub async fn members(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -49,14 +64,14 @@ pub async fn members(
     Ok(Json(state.engine.members(&who).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMember {
     pub email: String,
     pub role: Role,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AddedMember {
     pub user_id: i64,
     /// Set when the person has no password yet: the path (after the site's
@@ -69,6 +84,11 @@ pub struct AddedMember {
 /// `POST /api/members` `{"email": "...", "role": "member"}` (admins): adds a
 /// person. A new account has no password: the answer carries a link for the
 /// person to choose one. An existing account only gains the membership.
+#[utoipa::path(
+    post, path = "/api/members", tag = "members",
+    request_body = NewMember,
+    responses((status = 201, body = AddedMember), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody))
+)]
 pub async fn add_member(
     State(state): State<AppState>,
     AdminCaller(who): AdminCaller,
@@ -87,13 +107,19 @@ pub async fn add_member(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RoleBody {
     pub role: Role,
 }
 
-/// `PUT /api/members/{user_id}` `{"role": "admin"}` (admins)
+/// `PUT /api/members/{id}` `{"role": "admin"}` (admins)
+#[utoipa::path(
+    put, path = "/api/members/{id}", tag = "members",
+    params(("id" = i64, Path, description = "The member's user id")),
+    request_body = RoleBody,
+    responses((status = 204, description = "Changed"), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn set_role(
     State(state): State<AppState>,
     AdminCaller(who): AdminCaller,
@@ -107,8 +133,13 @@ pub async fn set_role(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `DELETE /api/members/{user_id}` (admins): their sessions and tokens in
+/// `DELETE /api/members/{id}` (admins): their sessions and tokens in
 /// this workspace stop at once.
+#[utoipa::path(
+    delete, path = "/api/members/{id}", tag = "members",
+    params(("id" = i64, Path, description = "The member's user id")),
+    responses((status = 204, description = "Removed"), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn remove_member(
     State(state): State<AppState>,
     AdminCaller(who): AdminCaller,

@@ -8,11 +8,16 @@ use engine::store::StatusChange;
 use model::{CapabilityView, ConnectorInfo};
 use serde::Deserialize;
 
+use super::error::ErrorBody;
 use super::extract::{AdminCaller, ApiBytes, ApiJson, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
 /// `GET /api/capabilities`
+#[utoipa::path(
+    get, path = "/api/capabilities", tag = "catalog",
+    responses((status = 200, body = Vec<CapabilityView>))
+)]
 pub async fn capabilities(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -22,6 +27,10 @@ pub async fn capabilities(
 
 /// `GET /api/connectors`: every connector as the caller's workspace sees it,
 /// with today's fires and its last day.
+#[utoipa::path(
+    get, path = "/api/connectors", tag = "connectors",
+    responses((status = 200, body = Vec<model::InventoryRow>))
+)]
 pub async fn connectors(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -29,7 +38,7 @@ pub async fn connectors(
     Ok(Json(state.engine.inventory(who.workspace_id).await?))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DisableBody {
     #[serde(default)]
@@ -38,6 +47,12 @@ pub struct DisableBody {
 
 /// `POST /api/connectors/{id}/disable` with an optional `{"reason": "..."}`
 /// (admins): off for the caller's workspace only.
+#[utoipa::path(
+    post, path = "/api/connectors/{id}/disable", tag = "connectors",
+    params(("id" = String, Path, description = "The connector")),
+    request_body(content = Option<DisableBody>, description = "Optional reason"),
+    responses((status = 200, body = ConnectorInfo), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn disable(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -52,6 +67,11 @@ pub async fn disable(
 
 /// `POST /api/connectors/{id}/enable` (admins): on again for the caller's
 /// workspace, and a refused key or rate limit cleared for another try.
+#[utoipa::path(
+    post, path = "/api/connectors/{id}/enable", tag = "connectors",
+    params(("id" = String, Path, description = "The connector")),
+    responses((status = 200, body = ConnectorInfo), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn enable(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -62,6 +82,11 @@ pub async fn enable(
 
 /// `GET /api/connectors/{id}/audit`: the status changes the caller's
 /// workspace may see, newest first.
+#[utoipa::path(
+    get, path = "/api/connectors/{id}/audit", tag = "connectors",
+    params(("id" = String, Path, description = "The connector")),
+    responses((status = 200, body = Vec<StatusChange>), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn audit(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -72,6 +97,10 @@ pub async fn audit(
 
 /// `GET /api/connectors/stats`: every connector's last day in the caller's
 /// workspace (attempts by outcome, latency percentiles).
+#[utoipa::path(
+    get, path = "/api/connectors/stats", tag = "connectors",
+    responses((status = 200, body = Vec<model::ConnectorStats>))
+)]
 pub async fn stats(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -81,6 +110,10 @@ pub async fn stats(
 
 /// `GET /api/packs`: the packs of the caller's workspace (shipped, and its
 /// own laid over them).
+#[utoipa::path(
+    get, path = "/api/packs", tag = "catalog",
+    responses((status = 200, body = Vec<PackConfig>))
+)]
 pub async fn packs(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -90,6 +123,10 @@ pub async fn packs(
 }
 
 /// `GET /api/bundles`: the bundles of the caller's workspace.
+#[utoipa::path(
+    get, path = "/api/bundles", tag = "catalog",
+    responses((status = 200, body = Vec<BundleConfig>))
+)]
 pub async fn bundles(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -110,6 +147,12 @@ fn same_id(path: &str, body: &str, field: &str) -> Result<(), ApiError> {
 
 /// `PUT /api/packs/{id}` with the pack (admins): creates it for the
 /// workspace, or makes the workspace's version of a shipped one.
+#[utoipa::path(
+    put, path = "/api/packs/{id}", tag = "catalog",
+    params(("id" = String, Path, description = "The pack")),
+    request_body = PackConfig,
+    responses((status = 200, body = PackConfig), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody))
+)]
 pub async fn save_pack(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -122,6 +165,11 @@ pub async fn save_pack(
 
 /// `DELETE /api/packs/{id}` (admins): the workspace's own pack, or its
 /// version of a shipped one.
+#[utoipa::path(
+    delete, path = "/api/packs/{id}", tag = "catalog",
+    params(("id" = String, Path, description = "The pack")),
+    responses((status = 204, description = "Removed"), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 409, description = "Someone acted first, or it is not in a state for this", body = ErrorBody))
+)]
 pub async fn remove_pack(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -132,6 +180,12 @@ pub async fn remove_pack(
 }
 
 /// `PUT /api/bundles/{id}` with the bundle (admins).
+#[utoipa::path(
+    put, path = "/api/bundles/{id}", tag = "catalog",
+    params(("id" = String, Path, description = "The bundle")),
+    request_body = BundleConfig,
+    responses((status = 200, body = BundleConfig), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody))
+)]
 pub async fn save_bundle(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -143,6 +197,11 @@ pub async fn save_bundle(
 }
 
 /// `DELETE /api/bundles/{id}` (admins).
+#[utoipa::path(
+    delete, path = "/api/bundles/{id}", tag = "catalog",
+    params(("id" = String, Path, description = "The bundle")),
+    responses((status = 204, description = "Removed"), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 409, description = "Someone acted first, or it is not in a state for this", body = ErrorBody))
+)]
 pub async fn remove_bundle(
     State(state): State<AppState>,
     Path(id): Path<String>,

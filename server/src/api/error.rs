@@ -51,12 +51,21 @@ pub enum ApiError {
     Internal(#[source] anyhow::Error),
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
-    error: &'a str,
+/// Every error of the REST door.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// The kind: bad_request, unauthorized, forbidden, not_found, conflict,
+    /// too_large, unsupported_media_type, invalid, rate_limited or internal.
+    #[schema(example = "not_found")]
+    error: &'static str,
+    /// What went wrong, naming the field or the thing.
+    #[schema(example = "record 12 does not exist")]
     detail: String,
+    /// On a triage conflict: the item as it is now.
     #[serde(skip_serializing_if = "Option::is_none")]
     current: Option<Box<Item>>,
+    /// On a manifest that does not check: every mistake, each naming its
+    /// field.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     problems: Vec<model::Problem>,
 }
@@ -91,7 +100,7 @@ impl IntoResponse for ApiError {
         };
         (
             status,
-            Json(Body {
+            Json(ErrorBody {
                 error,
                 detail,
                 current,

@@ -19,13 +19,15 @@ use tokio_stream::wrappers::BroadcastStream;
 
 use engine::store::Owned;
 
+use super::error::ErrorBody;
 use super::extract::{ApiQuery, Caller};
 use super::ApiError;
 use crate::auth::Credential;
 use crate::router::AppState;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct EventParams {
     /// The record set whose events to receive; without it, only the events
     /// every viewer gets (connector changes).
@@ -54,6 +56,11 @@ fn resync(id: u64) -> SseEvent {
 /// How often an open stream checks its caller's access again.
 pub const STREAM_RECHECK: Duration = Duration::from_secs(5);
 
+#[utoipa::path(
+    get, path = "/api/events", tag = "events",
+    params(EventParams),
+    responses((status = 200, description = "Server-sent events, one JSON Event each, with its id", content_type = "text/event-stream", body = Event), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn stream(
     State(state): State<AppState>,
     Caller(who): Caller,

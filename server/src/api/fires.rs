@@ -6,11 +6,12 @@ use axum::Json;
 use model::{Envelope, FireReport, HistoryEntry, Item, TriageVerb};
 use serde::{Deserialize, Serialize};
 
+use super::error::ErrorBody;
 use super::extract::{ApiJson, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FireBody {
     pub pack: String,
@@ -24,6 +25,12 @@ pub struct FireBody {
 /// person cancelled it); 429 when daily caps stopped everything the chain
 /// could fire. The fire is the engine's: a client that disconnects changes
 /// nothing about it.
+#[utoipa::path(
+    post, path = "/api/records/{id}/fire", tag = "records",
+    params(("id" = i64, Path, description = "The record")),
+    request_body = FireBody,
+    responses((status = 200, body = Envelope<FireReport>), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 429, description = "A cap or limit stops it for now", body = ErrorBody))
+)]
 pub async fn fire(
     State(state): State<AppState>,
     Path(record_id): Path<i64>,
@@ -38,13 +45,18 @@ pub async fn fire(
     ))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Cancelled {
     pub fire_id: i64,
     pub cancelled: bool,
 }
 
 /// `POST /api/fires/{id}/cancel`
+#[utoipa::path(
+    post, path = "/api/fires/{id}/cancel", tag = "records",
+    params(("id" = i64, Path, description = "The fire")),
+    responses((status = 200, body = Cancelled), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 409, description = "Someone acted first, or it is not in a state for this", body = ErrorBody))
+)]
 pub async fn cancel(
     State(state): State<AppState>,
     Path(fire_id): Path<i64>,
@@ -58,6 +70,11 @@ pub async fn cancel(
 }
 
 /// `GET /api/records/{id}/history`: every attempt, newest first.
+#[utoipa::path(
+    get, path = "/api/records/{id}/history", tag = "records",
+    params(("id" = i64, Path, description = "The record")),
+    responses((status = 200, body = Vec<HistoryEntry>), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn history(
     State(state): State<AppState>,
     Path(record_id): Path<i64>,
@@ -67,6 +84,11 @@ pub async fn history(
 }
 
 /// `GET /api/records/{id}/items`: the curated layer of one record.
+#[utoipa::path(
+    get, path = "/api/records/{id}/items", tag = "records",
+    params(("id" = i64, Path, description = "The record")),
+    responses((status = 200, body = Vec<Item>), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn items(
     State(state): State<AppState>,
     Path(record_id): Path<i64>,
@@ -75,7 +97,7 @@ pub async fn items(
     Ok(Json(state.engine.record_items(&who, record_id).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TriageBody {
     pub verb: TriageVerb,
@@ -85,6 +107,12 @@ pub struct TriageBody {
 
 /// `POST /api/items/{id}/triage` `{"verb": "accept-canonical", "version": 1}`.
 /// A stale version is refused with 409 and the item as it is now.
+#[utoipa::path(
+    post, path = "/api/items/{id}/triage", tag = "records",
+    params(("id" = i64, Path, description = "The item")),
+    request_body = TriageBody,
+    responses((status = 200, body = Item), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 409, description = "Someone acted first, or it is not in a state for this", body = ErrorBody))
+)]
 pub async fn triage(
     State(state): State<AppState>,
     Path(item_id): Path<i64>,
@@ -100,6 +128,11 @@ pub async fn triage(
 }
 
 /// `GET /api/records/{id}/menu/{pack}`: the chip's connector menu.
+#[utoipa::path(
+    get, path = "/api/records/{id}/menu/{pack}", tag = "records",
+    params(("id" = i64, Path, description = "The record"), ("pack" = String, Path, description = "The pack")),
+    responses((status = 200, body = model::ConnectorMenu), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn menu(
     State(state): State<AppState>,
     Path((record_id, pack_id)): Path<(i64, String)>,
@@ -110,7 +143,7 @@ pub async fn menu(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OverrideBody {
     /// The connector this record starts with for the pack; `null` clears it.
@@ -118,6 +151,12 @@ pub struct OverrideBody {
 }
 
 /// `PUT /api/records/{id}/overrides/{pack}` `{"connector": "serpapi" | null}`
+#[utoipa::path(
+    put, path = "/api/records/{id}/overrides/{pack}", tag = "records",
+    params(("id" = i64, Path, description = "The record"), ("pack" = String, Path, description = "The pack")),
+    request_body = OverrideBody,
+    responses((status = 204, description = "Set"), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn set_override(
     State(state): State<AppState>,
     Path((record_id, pack_id)): Path<(i64, String)>,

@@ -11,6 +11,7 @@ use model::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::error::ErrorBody;
 use super::extract::{AdminCaller, ApiBytes, ApiJson, ApiQuery, Caller};
 use super::ApiError;
 use crate::router::AppState;
@@ -36,6 +37,10 @@ fn manifest_body(body: &ApiBytes) -> Result<(String, ManifestFormat), ApiError> 
 
 /// `GET /api/manifests`: the workspace's saved manifests, as written, each
 /// with why it is not serving when it is not.
+#[utoipa::path(
+    get, path = "/api/manifests", tag = "manifests",
+    responses((status = 200, body = Vec<SavedManifest>))
+)]
 pub async fn list(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -46,6 +51,11 @@ pub async fn list(
 /// `POST /api/manifests` with the manifest as the body (admins): checked,
 /// saved for the workspace and registered at once; the same id again
 /// replaces it. 422 lists every mistake with its field.
+#[utoipa::path(
+    post, path = "/api/manifests", tag = "manifests",
+    request_body(content((String = "application/toml"), (String = "application/json")), description = "The manifest"),
+    responses((status = 201, body = ConnectorInfo), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 409, description = "Someone acted first, or it is not in a state for this", body = ErrorBody), (status = 413, description = "The body is over the limit", body = ErrorBody), (status = 415, description = "The body is not in a media type this route takes", body = ErrorBody), (status = 422, description = "The manifest does not check: every mistake in problems", body = ErrorBody))
+)]
 pub async fn save(
     State(state): State<AppState>,
     AdminCaller(who): AdminCaller,
@@ -56,8 +66,9 @@ pub async fn save(
     Ok((StatusCode::CREATED, Json(info)))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct TestParams {
     pub query: String,
     #[serde(default)]
@@ -67,6 +78,12 @@ pub struct TestParams {
 /// `POST /api/manifests/test?query=...[&record=ID]` with the manifest as the
 /// body (admins): fires it once without saving; its mistakes, or what it
 /// found and how its answer is classified.
+#[utoipa::path(
+    post, path = "/api/manifests/test", tag = "manifests",
+    params(TestParams),
+    request_body(content((String = "application/toml"), (String = "application/json")), description = "The manifest"),
+    responses((status = 200, body = TestReport), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 413, description = "The body is over the limit", body = ErrorBody), (status = 415, description = "The body is not in a media type this route takes", body = ErrorBody), (status = 422, description = "The manifest does not check: every mistake in problems", body = ErrorBody))
+)]
 pub async fn test(
     State(state): State<AppState>,
     AdminCaller(who): AdminCaller,
@@ -84,6 +101,11 @@ pub async fn test(
 }
 
 /// `DELETE /api/manifests/{id}` (admins): unregistered at once.
+#[utoipa::path(
+    delete, path = "/api/manifests/{id}", tag = "manifests",
+    params(("id" = String, Path, description = "The manifest connector")),
+    responses((status = 204, description = "Removed"), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn remove(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -95,6 +117,10 @@ pub async fn remove(
 
 /// `GET /api/secrets`: the names of the workspace's secrets, who set them
 /// and when. Never a value.
+#[utoipa::path(
+    get, path = "/api/secrets", tag = "manifests",
+    responses((status = 200, body = Vec<SecretInfo>))
+)]
 pub async fn secrets(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -104,6 +130,12 @@ pub async fn secrets(
 
 /// `PUT /api/secrets/{name}` with `{"value": "..."}` (admins): sealed and
 /// stored; the answer says it is set, not what it is.
+#[utoipa::path(
+    put, path = "/api/secrets/{name}", tag = "manifests",
+    params(("name" = String, Path, description = "The secret, e.g. TAVILY_API_KEY")),
+    request_body = SecretValue,
+    responses((status = 200, body = SecretInfo), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 409, description = "Someone acted first, or it is not in a state for this", body = ErrorBody))
+)]
 pub async fn set_secret(
     State(state): State<AppState>,
     Path(name): Path<String>,
@@ -117,6 +149,11 @@ pub async fn set_secret(
 }
 
 /// `DELETE /api/secrets/{name}` (admins).
+#[utoipa::path(
+    delete, path = "/api/secrets/{name}", tag = "manifests",
+    params(("name" = String, Path, description = "The secret")),
+    responses((status = 204, description = "Cleared"), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn clear_secret(
     State(state): State<AppState>,
     Path(name): Path<String>,
@@ -126,7 +163,7 @@ pub async fn clear_secret(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Recheck {
     pub connector: ConnectorInfo,
     pub report: TestReport,
@@ -134,6 +171,11 @@ pub struct Recheck {
 
 /// `POST /api/connectors/{id}/recheck` (admins): one probe fire; an answer
 /// clears an earlier failure.
+#[utoipa::path(
+    post, path = "/api/connectors/{id}/recheck", tag = "connectors",
+    params(("id" = String, Path, description = "The connector")),
+    responses((status = 200, body = Recheck), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 429, description = "A cap or limit stops it for now", body = ErrorBody))
+)]
 pub async fn recheck(
     State(state): State<AppState>,
     Path(id): Path<String>,

@@ -11,6 +11,7 @@ mod extract;
 mod fires;
 mod jobs;
 mod manifests;
+pub mod openapi;
 mod record_sets;
 
 use axum::extract::State;
@@ -21,6 +22,7 @@ use axum::{Json, Router};
 use model::Health;
 
 pub use error::ApiError;
+use error::ErrorBody;
 pub use extract::{AdminCaller, Caller};
 
 use crate::router::AppState;
@@ -47,11 +49,12 @@ where
 }
 
 /// Every route of the REST door, in one table the router is built from and
-/// the access tests walk. All but `/health` need a session or a token
-/// ([`crate::auth::gate`]).
+/// the access tests walk. All but `/health` and `/openapi.json` need a
+/// session or a token ([`crate::auth::gate`]).
 pub fn routes() -> Vec<Route> {
     vec![
         route(Method::GET, "/health", health),
+        route(Method::GET, "/openapi.json", openapi::openapi_json),
         route(Method::GET, "/capabilities", catalog::capabilities),
         route(Method::GET, "/connectors", catalog::connectors),
         route(Method::GET, "/connectors/stats", catalog::stats),
@@ -118,6 +121,10 @@ pub fn router() -> Router<AppState> {
 }
 
 /// `GET /api/health`: the process answers and its database is reachable.
+#[utoipa::path(
+    get, path = "/api/health", tag = "health", security(()),
+    responses((status = 200, body = Health), (status = 500, description = "The database does not answer", body = ErrorBody))
+)]
 async fn health(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     state.engine.ping().await?;
     Ok(Json(Health::ok(env!("CARGO_PKG_VERSION"))))

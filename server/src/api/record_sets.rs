@@ -8,11 +8,16 @@ use engine::import::ImportLimits;
 use model::{ExportedRecord, ImportReport, RecordFilter, RecordSetSummary, RecordsPage};
 use serde::Deserialize;
 
+use super::error::ErrorBody;
 use super::extract::{ApiBytes, ApiQuery, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
 /// `GET /api/record-sets`
+#[utoipa::path(
+    get, path = "/api/record-sets", tag = "record sets",
+    responses((status = 200, body = Vec<RecordSetSummary>))
+)]
 pub async fn list(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -20,14 +25,21 @@ pub async fn list(
     Ok(Json(state.engine.record_sets(&who).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ImportParams {
     pub name: String,
     pub bundle: String,
 }
 
 /// `POST /api/record-sets?name=N&bundle=B` with a CSV body.
+#[utoipa::path(
+    post, path = "/api/record-sets", tag = "record sets",
+    params(ImportParams),
+    request_body(content = String, content_type = "text/csv", description = "The CSV file: a name column and any others"),
+    responses((status = 201, body = ImportReport), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 413, description = "The body is over the limit", body = ErrorBody))
+)]
 pub async fn import(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -49,6 +61,11 @@ pub async fn import(
 }
 
 /// `DELETE /api/record-sets/{id}`
+#[utoipa::path(
+    delete, path = "/api/record-sets/{id}", tag = "record sets",
+    params(("id" = i64, Path, description = "The record set")),
+    responses((status = 204, description = "Deleted"), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn remove(
     State(state): State<AppState>,
     Path(id): Path<i64>,
@@ -58,8 +75,9 @@ pub async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct Page {
     #[serde(default)]
     pub offset: i64,
@@ -77,6 +95,11 @@ fn default_limit() -> i64 {
 
 /// `GET /api/record-sets/{id}/records?offset=0&limit=100&filter=all&search=`:
 /// a page of records with their chips; `total` counts every match.
+#[utoipa::path(
+    get, path = "/api/record-sets/{id}/records", tag = "record sets",
+    params(("id" = i64, Path, description = "The record set"), Page),
+    responses((status = 200, body = RecordsPage), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn records(
     State(state): State<AppState>,
     Path(id): Path<i64>,
@@ -91,8 +114,9 @@ pub async fn records(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ExportParams {
     #[serde(default = "default_format")]
     pub format: String,
@@ -104,6 +128,11 @@ fn default_format() -> String {
 
 /// `GET /api/record-sets/{id}/export?format=csv|json`: every record with its
 /// accepted items (the curated layer) and their provenance.
+#[utoipa::path(
+    get, path = "/api/record-sets/{id}/export", tag = "record sets",
+    params(("id" = i64, Path, description = "The record set"), ExportParams),
+    responses((status = 200, description = "Every record with its accepted items", content((Vec<ExportedRecord> = "application/json"), (String = "text/csv"))), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+)]
 pub async fn export(
     State(state): State<AppState>,
     Path(id): Path<i64>,

@@ -36,12 +36,15 @@ pub const SESSION_IDLE_DAYS: i64 = 7;
 const USER_ID: &str = "user_id";
 const WORKSPACE_ID: &str = "workspace_id";
 
-/// Paths anyone may reach: the health check, the sign-in page and its form,
+/// Paths anyone may reach: the health check, the API's description, the
+/// sign-in page and its form,
 /// and the static files the sign-in page needs. Everything else needs a
 /// session or a token.
 pub fn is_public(method: &axum::http::Method, path: &str) -> bool {
     match path {
         "/api/health" => true,
+        // What the REST door is, for anyone writing a client.
+        "/api/openapi.json" => *method == axum::http::Method::GET,
         SIGN_IN_PAGE | SET_PASSWORD_PAGE => *method == axum::http::Method::GET,
         "/auth/sign-in" | "/auth/set-password" => *method == axum::http::Method::POST,
         _ => is_static(path),
@@ -426,6 +429,7 @@ mod tests {
     #[test]
     fn only_the_sign_in_door_and_its_assets_are_public() {
         assert!(is_public(&Method::GET, "/api/health"));
+        assert!(is_public(&Method::GET, "/api/openapi.json"));
         assert!(is_public(&Method::GET, "/sign-in"));
         assert!(is_public(&Method::POST, "/auth/sign-in"));
         assert!(is_public(&Method::GET, "/pkg/switchyard.wasm"));
