@@ -36,6 +36,8 @@ use crate::store::{
 use crate::time::now_ms;
 use model::{ConnectorStatus, RecordSetSummary};
 
+pub(crate) mod walk;
+
 /// Policy of every fire, with its defaults.
 #[derive(Clone, Copy, Debug)]
 pub struct DispatchConfig {
@@ -275,6 +277,101 @@ struct Target<'a> {
     pack: &'a PackConfig,
     query: &'a str,
     priority: Priority,
+}
+
+/// A fire's attempts: its row (opened with the first attempt), its chip,
+/// its items, its job task, and the events every viewer of the set gets.
+struct FireLedger<'a, 'w> {
+    dispatcher: &'a Dispatcher,
+    walk: &'w mut Walk,
+    record: &'a StoredRecord,
+    set: &'a RecordSetSummary,
+    scope: &'a Scope,
+    pack: &'a PackConfig,
+}
+
+#[async_trait::async_trait]
+impl walk::Ledger for FireLedger<'_, '_> {
+    fn skipped(&mut self, skipped: Skipped) {
+        self.walk.report.skipped.push(skipped);
+    }
+
+    async fn open(&mut self, connector_id: &str) -> Result<(), StoreError> {
+        let d = self.dispatcher;
+        let walk = &mut *self.walk;
+        let attempt = match walk.fire_id {
+            Some(fire_id) => {
+                retrying(|| d.store.open_attempt(&walk.ctx, fire_id, connector_id)).await?
+            }
+            None => {
+                let lease = Lease {
+                    owner: d.owner.as_str(),
+                    until: d.leases.expiry(),
+                };
+                let attempt = retrying(|| {
+                    d.store
+                        .open_fire_with_attempt(&walk.ctx, lease, connector_id)
+                })
+                .await?;
+                walk.fire_id = Some(attempt.fire_id);
+                walk.report.fire_id = Some(attempt.fire_id);
+                walk.in_flight
+                    .enter(&d.in_flight, attempt.fire_id, walk.cancel.clone());
+                attempt
+            }
+        };
+        if walk.report.attempts.is_empty() {
+            d.publish_chip(
+                self.set.id,
+                self.record,
+                &self.pack.pack_id,
+                ChipState::Firing,
+                &walk.ctx.actor,
+            );
+        }
+        d.publish_attempt(self.set.id, &attempt);
+        walk.open = Some(attempt);
+        Ok(())
+    }
+
+    async fn close(
+        &mut self,
+        end: &AttemptEnd,
+        results: Vec<ConnectorResult>,
+        last: bool,
+    ) -> Result<(), StoreError> {
+        let d = self.dispatcher;
+        let walk = &mut *self.walk;
+        let Some(attempt) = walk.open.clone() else {
+            return Ok(());
+        };
+        let fire_end = last.then(|| FireEnd {
+            fire_id: attempt.fire_id,
+            status: if end.outcome == Some(FireOutcome::Cancelled) {
+                FireStatus::Cancelled
+            } else {
+                FireStatus::Done
+            },
+            open_attempt_error: None,
+            task: walk
+                .task_id
+                .map(|t| (t, task_outcome(&walk.report.attempts, end.outcome, None))),
+        });
+        let closed = retrying(|| {
+            d.store
+                .close_attempt(&attempt, end, &results, fire_end.as_ref())
+        })
+        .await?;
+        walk.open = None;
+        walk.closed = fire_end.is_some();
+        d.publish_attempt(self.set.id, &closed.attempt);
+        walk.report.attempts.push(closed.attempt);
+        if let Some((attempts, item_count)) = closed.chip {
+            walk.chip = Some(d.chip_from(self.scope, self.pack, &attempts, item_count));
+        }
+        d.publish_items(walk, self.set.id, closed.items);
+        Ok(())
+    }
 }
 
 impl Dispatcher {
@@ -594,9 +691,10 @@ impl Dispatcher {
         walk.report
     }
 
-    /// Walks the chain: one attempt per connector until one finds results,
-    /// the fire is cancelled, or the chain ends. A database failure that
-    /// outlasts its retries stops the walk with the error.
+    /// Walks a fire's chain ([`Dispatcher::walk_chain`]), writing its
+    /// attempts to the fire, then closes the fire if its last attempt did
+    /// not. A database failure that outlasts its retries stops the walk
+    /// with the error.
     async fn walk(
         &self,
         walk: &mut Walk,
@@ -612,170 +710,33 @@ impl Dispatcher {
             query,
             priority,
         } = target;
-        // What the workspace's own keys met since the scope was read (a
-        // job reads it once per batch): its settings, from memory when fresh.
-        let fresh;
-        let lens = match set.workspace_id {
-            Some(ws) => {
-                fresh = Lens::from_settings(ws, &*self.store.workspace_settings(ws).await?);
-                &fresh
-            }
-            None => &scope.lens,
+        let subject = walk::Subject {
+            workspace_id: set.workspace_id,
+            lens: &scope.lens,
+            intent: &pack.intent,
+            query,
+            opts: FireOpts {
+                record_name: record.name.clone(),
+                record_fields: record.field_map(),
+                max_results: self.config.max_results,
+                secrets: Secrets::default(),
+            },
+            priority,
         };
-        // What other processes learned about the connectors.
-        self.registry.refresh_health().await;
-        let secrets = match set.workspace_id {
-            Some(ws) if lens.has_secrets() => retrying(|| self.workspace_secrets(ws)).await?,
-            _ => Secrets::default(),
-        };
-        let opts = FireOpts {
-            record_name: record.name.clone(),
-            record_fields: record.field_map(),
-            max_results: self.config.max_results,
-            secrets: Secrets::default(),
-        };
-        let mut budget = self.config.retry_budget;
-        let last = chain.to_try.len().saturating_sub(1);
-        'chain: for (position, connector_id) in chain.to_try.iter().enumerate() {
-            let Some(handle) = self.registry.by_id_in(connector_id, set.workspace_id) else {
-                walk.report
-                    .skipped
-                    .push(skip(connector_id, "unregistered while the fire ran"));
-                continue;
+        let cancel = walk.cancel.clone();
+        let cancelled = {
+            let mut ledger = FireLedger {
+                dispatcher: self,
+                walk: &mut *walk,
+                record,
+                set,
+                scope,
+                pack,
             };
-            let status = lens.status(&handle);
-            if !status.is_available() {
-                let reason = status.reason().unwrap_or_default();
-                walk.report.skipped.push(skip(connector_id, &reason));
-                continue;
-            }
-            let opts = FireOpts {
-                secrets: secrets.only(&handle.registration.requires_env),
-                ..opts.clone()
-            };
-            let keyed_by = lens.key_owner(&handle);
-            loop {
-                let permit = match first.take() {
-                    Some(p) if p.connector() == connector_id.as_str() => Some(p),
-                    _ => self.flow.acquire(&handle, priority, &walk.cancel).await,
-                };
-                let Some(mut permit) = permit.filter(|_| !walk.cancel.is_cancelled()) else {
-                    walk.cancelled = true;
-                    break 'chain;
-                };
-                // The wait for the rate comes before the attempt opens, so
-                // an open attempt is a call on its way: a process killed
-                // while this waits leaves nothing that looks fired.
-                let paced = tokio::select! {
-                    () = self.pace(&handle, &mut permit, keyed_by) => true,
-                    () = walk.cancel.cancelled() => false,
-                };
-                if !paced {
-                    walk.cancelled = true;
-                    break 'chain;
-                }
-                if let Some(cap) = handle.registration.rate_hints.daily_cap {
-                    let counted = crate::lens::usage_key(connector_id, keyed_by);
-                    if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
-                        walk.report.skipped.push(Skipped {
-                            capped: true,
-                            ..skip(connector_id, &format!("daily cap of {cap} fires reached"))
-                        });
-                        continue 'chain;
-                    }
-                }
-                let attempt = match walk.fire_id {
-                    Some(fire_id) => {
-                        retrying(|| self.store.open_attempt(&walk.ctx, fire_id, connector_id))
-                            .await?
-                    }
-                    None => {
-                        let lease = Lease {
-                            owner: self.owner.as_str(),
-                            until: self.leases.expiry(),
-                        };
-                        let attempt = retrying(|| {
-                            self.store
-                                .open_fire_with_attempt(&walk.ctx, lease, connector_id)
-                        })
-                        .await?;
-                        walk.fire_id = Some(attempt.fire_id);
-                        walk.report.fire_id = Some(attempt.fire_id);
-                        walk.in_flight
-                            .enter(&self.in_flight, attempt.fire_id, walk.cancel.clone());
-                        attempt
-                    }
-                };
-                if walk.report.attempts.is_empty() {
-                    self.publish_chip(
-                        set.id,
-                        record,
-                        &pack.pack_id,
-                        ChipState::Firing,
-                        &walk.ctx.actor,
-                    );
-                }
-                walk.open = Some(attempt.clone());
-                self.publish_attempt(set.id, &attempt);
-
-                let called = self
-                    .call(&handle, &pack.intent, query, &opts, &walk.cancel)
-                    .await;
-                permit.finish(called.signal());
-                let (end, results, retry) = self
-                    .classify(&handle, keyed_by, called, &mut budget)
-                    .await?;
-                let ends_chain = match end.outcome {
-                    Some(FireOutcome::Found | FireOutcome::Cancelled) => true,
-                    _ => !retry && position == last,
-                };
-                let fire_end = ends_chain.then(|| FireEnd {
-                    fire_id: attempt.fire_id,
-                    status: if end.outcome == Some(FireOutcome::Cancelled) {
-                        FireStatus::Cancelled
-                    } else {
-                        FireStatus::Done
-                    },
-                    open_attempt_error: None,
-                    task: walk
-                        .task_id
-                        .map(|t| (t, task_outcome(&walk.report.attempts, end.outcome, None))),
-                });
-                let closed = retrying(|| {
-                    self.store
-                        .close_attempt(&attempt, &end, &results, fire_end.as_ref())
-                })
-                .await?;
-                walk.open = None;
-                walk.closed = fire_end.is_some();
-                self.publish_attempt(set.id, &closed.attempt);
-                walk.report.attempts.push(closed.attempt);
-                if let Some((attempts, item_count)) = closed.chip {
-                    walk.chip = Some(self.chip_from(scope, pack, &attempts, item_count));
-                }
-                self.publish_items(walk, set.id, closed.items);
-                match end.outcome {
-                    Some(FireOutcome::Found) => break 'chain,
-                    Some(FireOutcome::Cancelled) => {
-                        walk.cancelled = true;
-                        break 'chain;
-                    }
-                    // A connector the errors just suspended is not tried again.
-                    _ if retry
-                        && self
-                            .registry
-                            .by_id(connector_id)
-                            .is_some_and(|h| h.status.is_available()) =>
-                    {
-                        tokio::select! {
-                            () = tokio::time::sleep(self.config.retry_pause) => {}
-                            () = walk.cancel.cancelled() => { walk.cancelled = true; break 'chain; }
-                        }
-                    }
-                    _ => break,
-                }
-            }
-        }
+            self.walk_chain(&mut ledger, &chain.to_try, subject, &cancel, first)
+                .await?
+        };
+        walk.cancelled |= cancelled;
         if let (Some(fire_id), false) = (walk.fire_id, walk.closed) {
             let end = FireEnd {
                 fire_id,

@@ -54,6 +54,8 @@ pub struct EngineConfig {
     pub secrets: Option<secrets::Sealer>,
     /// Internal destinations manifest connectors may reach.
     pub fetch_allow: connectors::guard::AllowList,
+    /// How long capability calls may take and keep their results.
+    pub calls: ops::CallConfig,
 }
 
 /// The handle to the whole domain that the server shares with every request:
@@ -76,6 +78,9 @@ pub struct Engine {
     /// This process as the owner of running work.
     pub owner: lease::Owner,
     pub leases: lease::LeaseConfig,
+    /// Capability calls' settings, and those walking in this process.
+    calls: ops::CallConfig,
+    calls_in_flight: ops::CallsInFlight,
     /// Stops the heartbeat (see [`Engine::recover`]).
     upkeep: tokio_util::sync::CancellationToken,
 }
@@ -117,6 +122,8 @@ impl Engine {
             owner,
             presence,
             leases: config.leases,
+            calls: config.calls,
+            calls_in_flight: ops::CallsInFlight::default(),
             upkeep: tokio_util::sync::CancellationToken::new(),
             drop_folder: Arc::default(),
             outbound: connectors::guard::Outbound::new(config.fetch_allow),

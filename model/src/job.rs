@@ -59,8 +59,9 @@ pub struct Job {
     pub created_by: String,
 }
 
-/// `completed` when the results are here, `pending` when a job carries on,
-/// `cancelled` when someone stopped it (what had finished stays).
+/// `completed` when the results are here, `pending` when the work carries
+/// on, `cancelled` when someone stopped it (what had finished stays),
+/// `failed` when it ended without an answer (`error` says why).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
@@ -68,6 +69,7 @@ pub enum EnvelopeStatus {
     Completed,
     Pending,
     Cancelled,
+    Failed,
 }
 
 impl EnvelopeStatus {
@@ -90,6 +92,9 @@ pub struct Envelope<T> {
     pub job_id: Option<i64>,
     pub progress: Progress,
     pub results: Vec<T>,
+    /// Why the work failed as a whole, with each connector's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// For a job: where it stands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<Job>,
@@ -111,6 +116,7 @@ impl Envelope<crate::FireReport> {
             job_id: None,
             progress: Progress { done: 1, total: 1 },
             results: vec![report],
+            error: None,
             job: None,
         }
     }

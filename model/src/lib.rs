@@ -2,6 +2,7 @@
 //! WebAssembly and carries no server-only dependency.
 
 pub mod account;
+pub mod call;
 pub mod capability;
 pub mod connector;
 pub mod event;
@@ -15,6 +16,7 @@ pub mod record;
 pub mod record_set;
 
 pub use account::{Member, Role, Viewer, WorkspaceRef};
+pub use call::{CallAttempt, CallRequest, CallResult};
 pub use capability::{BuiltinCapability, Capability, CapabilityView, InvalidCapability};
 pub use connector::{
     ConnectorInfo, ConnectorMenu, ConnectorSource, ConnectorStats, ConnectorStatus, CostTier,

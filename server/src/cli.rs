@@ -237,6 +237,7 @@ impl TryFrom<&ServeArgs> for Config {
             max_inflight: args.max_inflight as usize,
             trusted_proxies: crate::auth::TrustedProxies::parse(&args.trusted_proxies)
                 .map_err(|e| format!("--trusted-proxies: {e}"))?,
+            calls: engine::ops::CallConfig::default(),
         })
     }
 }

@@ -43,6 +43,9 @@ pub struct Config {
     pub max_inflight: usize,
     /// The reverse proxies whose `X-Forwarded-For` is believed.
     pub trusted_proxies: crate::auth::TrustedProxies,
+    /// How long a capability call is awaited in its request and keeps its
+    /// results.
+    pub calls: engine::ops::CallConfig,
 }
 
 impl Config {

@@ -39,6 +39,7 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
             secrets: config.secrets.clone(),
             fetch_allow: config.fetch_allow.clone(),
             leases: config.leases,
+            calls: config.calls,
             flow: engine::flow::FlowConfig {
                 max_inflight: config.max_inflight,
                 ..engine::flow::FlowConfig::default()

@@ -3,10 +3,13 @@
 //! operation takes the caller, checks what they may touch, validates its
 //! input and answers a typed [`OpError`] that each door maps to its own form.
 
+mod calls;
 mod jobs;
 mod records;
 mod sets;
 mod workspace;
+
+pub use calls::{CallConfig, CallsInFlight, DEFAULT_MAX_RESULTS, MAX_QUERY_CHARS, MAX_RESULTS};
 
 use model::Item;
 

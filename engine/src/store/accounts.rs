@@ -70,6 +70,7 @@ pub enum Owned {
     Item(i64),
     Fire(i64),
     Job(i64),
+    Call(i64),
 }
 
 impl Owned {
@@ -80,11 +81,13 @@ impl Owned {
             Owned::Item(id) => format!("item {id}"),
             Owned::Fire(id) => format!("fire {id}"),
             Owned::Job(id) => format!("job {id}"),
+            Owned::Call(id) => format!("call {id}"),
         }
     }
 
     fn owner_query(self) -> (&'static str, i64) {
         match self {
+            Owned::Call(id) => ("SELECT workspace_id FROM calls WHERE id = $1", id),
             Owned::RecordSet(id) => ("SELECT workspace_id FROM record_sets WHERE id = $1", id),
             Owned::Record(id) => (
                 "SELECT s.workspace_id FROM records r \

@@ -179,10 +179,10 @@ impl Store {
         Ok(done.rows_affected() > 0)
     }
 
-    /// Every connector's finished attempts for a workspace's records since
-    /// `since` (Unix ms): counts by outcome, duration percentiles, and counts
-    /// per hour from `since` to `until`. Reads at most the newest 50,000
-    /// attempts.
+    /// Every connector's finished attempts for a workspace's records and
+    /// capability calls since `since` (Unix ms): counts by outcome, duration
+    /// percentiles, and counts per hour from `since` to `until`. Reads at
+    /// most the newest 50,000 attempts.
     pub async fn connector_stats(
         &self,
         workspace_id: i64,
@@ -194,12 +194,20 @@ impl Store {
             .unwrap_or(0)
             .min(24 * 31);
         let rows = sqlx::query(
-            "SELECT h.connector_id, h.outcome, h.fired_at, h.finished_at - h.fired_at AS ms \
+            // The attempts of fires on the workspace's records and of its
+            // capability calls.
+            "SELECT connector_id, outcome, fired_at, ms FROM ( \
+             SELECT h.connector_id, h.outcome, h.fired_at, h.finished_at - h.fired_at AS ms \
              FROM connector_history h JOIN records r ON r.id = h.record_id \
              JOIN record_sets s ON s.id = r.record_set_id \
              WHERE s.workspace_id = $1 AND h.fired_at >= $2 AND h.finished_at IS NOT NULL \
              AND h.outcome <> 'cancelled' \
-             ORDER BY h.id DESC LIMIT 50000",
+             UNION ALL \
+             SELECT a.connector_id, a.outcome, a.fired_at, a.finished_at - a.fired_at AS ms \
+             FROM call_attempts a JOIN calls c ON c.id = a.call_id \
+             WHERE c.workspace_id = $1 AND a.fired_at >= $2 AND a.finished_at IS NOT NULL \
+             AND a.outcome <> 'cancelled') attempts \
+             ORDER BY fired_at DESC LIMIT 50000",
         )
         .bind(workspace_id)
         .bind(since)

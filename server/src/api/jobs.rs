@@ -34,6 +34,7 @@ fn envelope(job: Job) -> Envelope<FireReport> {
         job_id: Some(job.id),
         progress: job.progress,
         results: Vec::new(),
+        error: None,
         job: Some(job),
     }
 }

@@ -3,6 +3,7 @@
 //! kind it is.
 
 mod account;
+mod calls;
 mod catalog;
 mod error;
 mod events;
@@ -56,6 +57,10 @@ pub fn routes() -> Vec<Route> {
         route(Method::GET, "/health", health),
         route(Method::GET, "/openapi.json", openapi::openapi_json),
         route(Method::GET, "/capabilities", catalog::capabilities),
+        route(Method::POST, "/capabilities/{capability}/call", calls::call),
+        route(Method::GET, "/calls/{id}", calls::get),
+        route(Method::GET, "/calls/{id}/attempts", calls::attempts),
+        route(Method::POST, "/calls/{id}/cancel", calls::cancel),
         route(Method::GET, "/connectors", catalog::connectors),
         route(Method::GET, "/connectors/stats", catalog::stats),
         route(Method::POST, "/connectors/{id}/disable", catalog::disable),

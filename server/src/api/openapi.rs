@@ -7,7 +7,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::openapi::{ContentBuilder, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::{account, catalog, events, fires, jobs, manifests, record_sets};
+use super::{account, calls, catalog, events, fires, jobs, manifests, record_sets};
 use crate::auth::SESSION_COOKIE;
 
 #[derive(OpenApi)]
@@ -23,6 +23,10 @@ use crate::auth::SESSION_COOKIE;
         super::health,
         openapi_json,
         catalog::capabilities,
+        calls::call,
+        calls::get,
+        calls::attempts,
+        calls::cancel,
         catalog::connectors,
         catalog::stats,
         catalog::disable,

@@ -83,6 +83,7 @@ impl TestServer {
             leases: engine::lease::LeaseConfig::default(),
             max_inflight: 256,
             trusted_proxies: server::auth::TrustedProxies::default(),
+            calls: engine::ops::CallConfig::default(),
         }
     }
 

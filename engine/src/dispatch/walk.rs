@@ -1,0 +1,163 @@
+//! Walking a chain, the one way: for each connector in turn, the flow's
+//! permit, the rate, the daily cap, the call under its timeout, and what the
+//! answer means for the connector, until one finds results, the walk is
+//! cancelled or the chain ends. Where each attempt is written is the
+//! [`Ledger`]'s: a record's fire, or a capability call.
+
+use model::{Capability, FireOutcome, Skipped};
+use tokio_util::sync::CancellationToken;
+
+use super::{skip, Dispatcher};
+use crate::connector::{ConnectorResult, FireOpts, Secrets};
+use crate::flow::{Permit, Priority};
+use crate::lens::Lens;
+use crate::store::{retrying, AttemptEnd, StoreError};
+
+/// Where a walk writes its attempts.
+#[async_trait::async_trait]
+pub(crate) trait Ledger: Send {
+    /// A connector of the chain was walked past without a call.
+    fn skipped(&mut self, skipped: Skipped);
+
+    /// `connector_id` is about to be called: its attempt is written as
+    /// open, so a process killed during the call leaves it for the lease
+    /// sweep to close.
+    async fn open(&mut self, connector_id: &str) -> Result<(), StoreError>;
+
+    /// The open attempt ended, with the results of a call that answered.
+    /// `last`: nothing follows it in this walk.
+    async fn close(
+        &mut self,
+        end: &AttemptEnd,
+        results: Vec<ConnectorResult>,
+        last: bool,
+    ) -> Result<(), StoreError>;
+}
+
+/// What a walk fires at.
+pub(crate) struct Subject<'a> {
+    pub workspace_id: Option<i64>,
+    /// The workspace's lens as read with the scope (used without a workspace).
+    pub lens: &'a Lens,
+    pub intent: &'a Capability,
+    pub query: &'a str,
+    /// The options every call gets (secrets are added per connector).
+    pub opts: FireOpts,
+    pub priority: Priority,
+}
+
+impl Dispatcher {
+    /// Walks `to_try` in order and reports whether it was cancelled. A
+    /// database failure that outlasts its retries stops the walk with the
+    /// error.
+    pub(crate) async fn walk_chain(
+        &self,
+        ledger: &mut dyn Ledger,
+        to_try: &[String],
+        subject: Subject<'_>,
+        cancel: &CancellationToken,
+        first: &mut Option<Permit>,
+    ) -> Result<bool, StoreError> {
+        let Subject {
+            workspace_id,
+            lens: scope_lens,
+            intent,
+            query,
+            opts,
+            priority,
+        } = subject;
+        // What the workspace's own keys met since the scope was read (a
+        // job reads it once per batch): its settings, from memory when fresh.
+        let fresh;
+        let lens = match workspace_id {
+            Some(ws) => {
+                fresh = Lens::from_settings(ws, &*self.store.workspace_settings(ws).await?);
+                &fresh
+            }
+            None => scope_lens,
+        };
+        // What other processes learned about the connectors.
+        self.registry.refresh_health().await;
+        let secrets = match workspace_id {
+            Some(ws) if lens.has_secrets() => retrying(|| self.workspace_secrets(ws)).await?,
+            _ => Secrets::default(),
+        };
+        let mut budget = self.config.retry_budget;
+        let last = to_try.len().saturating_sub(1);
+        'chain: for (position, connector_id) in to_try.iter().enumerate() {
+            let Some(handle) = self.registry.by_id_in(connector_id, workspace_id) else {
+                ledger.skipped(skip(connector_id, "unregistered while the fire ran"));
+                continue;
+            };
+            let status = lens.status(&handle);
+            if !status.is_available() {
+                let reason = status.reason().unwrap_or_default();
+                ledger.skipped(skip(connector_id, &reason));
+                continue;
+            }
+            let opts = FireOpts {
+                secrets: secrets.only(&handle.registration.requires_env),
+                ..opts.clone()
+            };
+            let keyed_by = lens.key_owner(&handle);
+            loop {
+                let permit = match first.take() {
+                    Some(p) if p.connector() == connector_id.as_str() => Some(p),
+                    _ => self.flow.acquire(&handle, priority, cancel).await,
+                };
+                let Some(mut permit) = permit.filter(|_| !cancel.is_cancelled()) else {
+                    return Ok(true);
+                };
+                // The wait for the rate comes before the attempt opens, so
+                // an open attempt is a call on its way: a process killed
+                // while this waits leaves nothing that looks fired.
+                let paced = tokio::select! {
+                    () = self.pace(&handle, &mut permit, keyed_by) => true,
+                    () = cancel.cancelled() => false,
+                };
+                if !paced {
+                    return Ok(true);
+                }
+                if let Some(cap) = handle.registration.rate_hints.daily_cap {
+                    let counted = crate::lens::usage_key(connector_id, keyed_by);
+                    if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
+                        ledger.skipped(Skipped {
+                            capped: true,
+                            ..skip(connector_id, &format!("daily cap of {cap} fires reached"))
+                        });
+                        continue 'chain;
+                    }
+                }
+                ledger.open(connector_id).await?;
+                let called = self.call(&handle, intent, query, &opts, cancel).await;
+                permit.finish(called.signal());
+                let (end, results, retry) = self
+                    .classify(&handle, keyed_by, called, &mut budget)
+                    .await?;
+                let ends_walk = match end.outcome {
+                    Some(FireOutcome::Found | FireOutcome::Cancelled) => true,
+                    _ => !retry && position == last,
+                };
+                ledger.close(&end, results, ends_walk).await?;
+                match end.outcome {
+                    Some(FireOutcome::Found) => break 'chain,
+                    Some(FireOutcome::Cancelled) => return Ok(true),
+                    // A connector the errors just suspended is not tried again.
+                    _ if retry
+                        && self
+                            .registry
+                            .by_id(connector_id)
+                            .is_some_and(|h| h.status.is_available()) =>
+                    {
+                        tokio::select! {
+                            () = tokio::time::sleep(self.config.retry_pause) => {}
+                            () = cancel.cancelled() => return Ok(true),
+                        }
+                    }
+                    _ => break,
+                }
+            }
+        }
+        Ok(false)
+    }
+}

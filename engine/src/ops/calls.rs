@@ -1,0 +1,515 @@
+//! Capability calls: "search the news for X" with no record behind it. The
+//! query walks the capability's chain the one way every fire does (rates,
+//! caps, statuses, cost tiers, the flow's limits), each attempt leaves a
+//! receipt, and the answer is the envelope: `completed` with the results
+//! when the walk ends within [`CallConfig::inline_wait`], `pending` with the
+//! call's id otherwise (or when asked for), read again with
+//! [`Engine::call_envelope`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use model::{
+    CallAttempt, CallRequest, CallResult, Capability, Envelope, EnvelopeStatus, FireOutcome,
+    Progress, Skipped,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::chain::{self, ChainRequest};
+use crate::connector::{ConnectorResult, FireOpts, Secrets};
+use crate::dispatch::walk::{Ledger, Subject};
+use crate::flow::Priority;
+use crate::store::{
+    AttemptEnd, CallStatus, NewCall, Owned, Principal, Store, StoreError, StoredCall,
+};
+use crate::time::now_ms;
+use crate::urlnorm::{parse_web_url, url_key};
+use crate::Engine;
+
+use super::OpError;
+
+/// How long calls may take and how long their results are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallConfig {
+    /// A call still walking after this is answered `pending`.
+    pub inline_wait: Duration,
+    /// Results are kept this long after a call starts.
+    pub keep_results: Duration,
+    /// A call still running this long after it started was lost with its
+    /// process (the longest walk: every connector's timeout and retry).
+    pub longest: Duration,
+}
+
+impl Default for CallConfig {
+    fn default() -> Self {
+        Self {
+            inline_wait: Duration::from_secs(10),
+            keep_results: Duration::from_secs(24 * 3600),
+            longest: Duration::from_secs(15 * 60),
+        }
+    }
+}
+
+/// Results a call gives when it is not told how many.
+pub const DEFAULT_MAX_RESULTS: u32 = 10;
+/// The most results a call may ask for.
+pub const MAX_RESULTS: u32 = 50;
+/// The longest query, in characters.
+pub const MAX_QUERY_CHARS: usize = 1000;
+
+/// The calls walking in this process, by id, with their cancel tokens.
+pub type CallsInFlight = Arc<Mutex<HashMap<i64, CancellationToken>>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
+impl Engine {
+    /// Walks `capability`'s chain for a query on behalf of the caller's
+    /// workspace and answers the envelope (see the module's doc).
+    pub async fn call_capability(
+        &self,
+        who: &Principal,
+        capability: &str,
+        req: CallRequest,
+    ) -> Result<Envelope<CallResult>, OpError> {
+        let ws = who.workspace_id;
+        let intent: Capability = capability
+            .parse()
+            .map_err(|e| OpError::NotFound(format!("capability: {e}")))?;
+        let query = req.query.trim().to_owned();
+        if query.is_empty() || query.chars().count() > MAX_QUERY_CHARS {
+            return Err(OpError::Invalid(format!(
+                "query: give 1 to {MAX_QUERY_CHARS} characters to look for"
+            )));
+        }
+        let max_results = req.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+        if !(1..=MAX_RESULTS).contains(&max_results) {
+            return Err(OpError::Invalid(format!(
+                "max_results: ask for 1 to {MAX_RESULTS} results"
+            )));
+        }
+        let explicit = req
+            .connector
+            .as_deref()
+            .map(str::trim)
+            .filter(|c| !c.is_empty());
+        if let Some(id) = explicit {
+            let handle = self.registry.by_id_in(id, Some(ws)).ok_or_else(|| {
+                OpError::Invalid(format!("connector: no connector {id:?} is registered"))
+            })?;
+            if !handle.registration.capabilities.contains(&intent) {
+                return Err(OpError::Invalid(format!(
+                    "connector: {id:?} does not serve {intent}"
+                )));
+            }
+        } else if self.registry.serving(&intent, Some(ws)).is_empty() {
+            return Err(OpError::NotFound(format!(
+                "capability: no connector serves {intent} in this workspace"
+            )));
+        }
+        let scope = self.dispatcher.scope(Some(ws)).await?;
+        // A call has no record and no pack: the chain is the capability's
+        // default one (cheapest first), or the one connector asked for.
+        let chain = chain::resolve(
+            &ChainRequest {
+                intent: Some(&intent),
+                explicit,
+                record_override: None,
+                bundle_override: None,
+                pack_preferred: &[],
+                already_found: &[],
+            },
+            &scope.candidates(&self.registry),
+        );
+        let now = now_ms();
+        let config = self.calls;
+        let id = self
+            .store
+            .create_call(&NewCall {
+                workspace_id: ws,
+                capability: intent.name(),
+                query: &query,
+                connector: explicit,
+                max_results,
+                created_by: &who.email,
+                deadline: now + ms(config.longest),
+                keep_until: now + ms(config.keep_results),
+            })
+            .await?;
+        let cancel = CancellationToken::new();
+        lock(&self.calls_in_flight).insert(id, cancel.clone());
+        let total = chain.to_try.len() as u64;
+        let engine = self.clone();
+        let plan = CallPlan {
+            id,
+            workspace_id: ws,
+            actor: who.email.clone(),
+            intent,
+            query,
+            max_results,
+            chain,
+        };
+        let walk = tokio::spawn(async move {
+            let outcome = engine.walk_call(&plan, &scope.lens, &cancel).await;
+            lock(&engine.calls_in_flight).remove(&plan.id);
+            outcome
+        });
+        let pending = Envelope {
+            status: EnvelopeStatus::Pending,
+            job_id: Some(id),
+            progress: Progress { done: 0, total },
+            results: Vec::new(),
+            error: None,
+            job: None,
+        };
+        if req.run_async {
+            return Ok(pending);
+        }
+        match tokio::time::timeout(config.inline_wait, walk).await {
+            Ok(Ok(Ok(envelope))) => Ok(envelope),
+            Ok(Ok(Err(e))) => Err(e.into()),
+            Ok(Err(e)) => {
+                tracing::error!(call = id, error = %e, "A call's task stopped unexpectedly.");
+                Err(OpError::Internal(anyhow::anyhow!(
+                    "the call {id} stopped unexpectedly"
+                )))
+            }
+            Err(_) => Ok(pending),
+        }
+    }
+
+    /// Walks a stored call's chain and stores how it ended.
+    async fn walk_call(
+        &self,
+        plan: &CallPlan,
+        lens: &crate::lens::Lens,
+        cancel: &CancellationToken,
+    ) -> Result<Envelope<CallResult>, StoreError> {
+        let CallPlan {
+            id,
+            workspace_id,
+            ref actor,
+            ref intent,
+            ref query,
+            max_results,
+            ref chain,
+        } = *plan;
+        let mut ledger = CallLedger {
+            store: &self.store,
+            call_id: id,
+            actor,
+            max_results: max_results as usize,
+            open: None,
+            attempts: Vec::new(),
+            skipped: chain.skipped.clone(),
+            results: Vec::new(),
+            seen: Vec::new(),
+        };
+        let subject = Subject {
+            workspace_id: Some(workspace_id),
+            lens,
+            intent,
+            query,
+            opts: FireOpts {
+                record_name: query.to_owned(),
+                record_fields: Default::default(),
+                max_results: max_results as usize,
+                secrets: Secrets::default(),
+            },
+            priority: Priority::Person,
+        };
+        let walked = self
+            .dispatcher
+            .walk_chain(&mut ledger, &chain.to_try, subject, cancel, &mut None)
+            .await;
+        let cancelled = match walked {
+            Ok(cancelled) => cancelled,
+            Err(e) => {
+                tracing::error!(call = id, error = %e, "The database failed during a call.");
+                let reason = "stopped: the database failed while this call was being stored";
+                let _ = self
+                    .store
+                    .finish_call(id, &CallStatus::Failed, &ledger.results, Some(reason))
+                    .await;
+                return Err(e);
+            }
+        };
+        let (status, error) = ledger.verdict(cancelled, intent);
+        self.store
+            .finish_call(id, &status, &ledger.results, error.as_deref())
+            .await?;
+        tracing::info!(
+            call = id,
+            capability = %intent,
+            attempts = ledger.attempts.len(),
+            results = ledger.results.len(),
+            status = status.name(),
+            "Call finished."
+        );
+        Ok(Envelope {
+            status: envelope_status(&status),
+            job_id: Some(id),
+            progress: Progress {
+                done: ledger.attempts.len() as u64,
+                total: chain.to_try.len() as u64,
+            },
+            results: ledger.results,
+            error,
+            job: None,
+        })
+    }
+
+    /// A call as it stands: `pending` while it walks, then its end with
+    /// its results (kept for [`CallConfig::keep_results`]).
+    pub async fn call_envelope(
+        &self,
+        who: &Principal,
+        id: i64,
+    ) -> Result<Envelope<CallResult>, OpError> {
+        self.authorize(who, Owned::Call(id)).await?;
+        let call = self.store.call(id).await?;
+        let attempts = self.store.call_attempts(id).await?;
+        Ok(stored_envelope(call, &attempts, now_ms()))
+    }
+
+    /// The receipts of a call's attempts, in order.
+    pub async fn call_receipts(
+        &self,
+        who: &Principal,
+        id: i64,
+    ) -> Result<Vec<CallAttempt>, OpError> {
+        self.authorize(who, Owned::Call(id)).await?;
+        Ok(self.store.call_attempts(id).await?)
+    }
+
+    /// Cancels a call walking in this process and answers it as it stands
+    /// once it has stopped (what it had found stays). A call that has
+    /// ended, or walks in another process, is a conflict.
+    pub async fn cancel_call(
+        &self,
+        who: &Principal,
+        id: i64,
+    ) -> Result<Envelope<CallResult>, OpError> {
+        self.authorize(who, Owned::Call(id)).await?;
+        let token = lock(&self.calls_in_flight).get(&id).cloned();
+        if let Some(token) = token {
+            token.cancel();
+            // The walk stops at its next await and writes its end.
+            for _ in 0..100 {
+                if !lock(&self.calls_in_flight).contains_key(&id) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            return self.call_envelope(who, id).await;
+        }
+        let call = self.store.call(id).await?;
+        Err(OpError::Conflict {
+            detail: format!(
+                "call {id} is not walking here (it is {})",
+                call.status.name()
+            ),
+            current: None,
+        })
+    }
+}
+
+/// A call stored and about to walk.
+struct CallPlan {
+    id: i64,
+    workspace_id: i64,
+    actor: String,
+    intent: Capability,
+    query: String,
+    max_results: u32,
+    chain: chain::Chain,
+}
+
+fn envelope_status(status: &CallStatus) -> EnvelopeStatus {
+    match status {
+        CallStatus::Running => EnvelopeStatus::Pending,
+        CallStatus::Completed => EnvelopeStatus::Completed,
+        CallStatus::Cancelled => EnvelopeStatus::Cancelled,
+        CallStatus::Failed => EnvelopeStatus::Failed,
+    }
+}
+
+/// A stored call's envelope at `now`.
+fn stored_envelope(call: StoredCall, attempts: &[CallAttempt], now: i64) -> Envelope<CallResult> {
+    let lost = call.status == CallStatus::Running && now > call.deadline;
+    let gone = call.status != CallStatus::Running && call.results.is_none();
+    let error = if lost {
+        Some("lost: the process walking this call stopped before it ended".to_owned())
+    } else if gone {
+        Some(format!(
+            "the results were kept until {} (Unix ms) and are gone",
+            call.keep_until
+        ))
+    } else {
+        call.error
+    };
+    Envelope {
+        status: if lost {
+            EnvelopeStatus::Failed
+        } else {
+            envelope_status(&call.status)
+        },
+        job_id: Some(call.id),
+        progress: Progress {
+            done: attempts.iter().filter(|a| a.finished_at.is_some()).count() as u64,
+            total: attempts.len() as u64,
+        },
+        results: call.results.unwrap_or_default(),
+        error,
+        job: None,
+    }
+}
+
+/// A call's attempts: its receipts, and the results it keeps.
+struct CallLedger<'a> {
+    store: &'a Store,
+    call_id: i64,
+    actor: &'a str,
+    max_results: usize,
+    /// The attempt written but not yet closed: its id and connector.
+    open: Option<(i64, String)>,
+    /// Every closed attempt: its connector and how it ended.
+    attempts: Vec<(String, AttemptEnd)>,
+    skipped: Vec<Skipped>,
+    results: Vec<CallResult>,
+    /// The web addresses of `results`, normalised.
+    seen: Vec<String>,
+}
+
+impl CallLedger<'_> {
+    /// How the walk ended: completed when something answered (found or
+    /// not), cancelled, or failed with each connector's reason.
+    fn verdict(&self, cancelled: bool, intent: &Capability) -> (CallStatus, Option<String>) {
+        if cancelled {
+            return (CallStatus::Cancelled, None);
+        }
+        let answered = self.attempts.iter().any(|(_, end)| {
+            matches!(
+                end.outcome,
+                Some(FireOutcome::Found | FireOutcome::NotFound)
+            )
+        });
+        if answered {
+            return (CallStatus::Completed, None);
+        }
+        let reasons: Vec<String> = self
+            .attempts
+            .iter()
+            .map(|(id, end)| format!("{id}: {}", end.error.as_deref().unwrap_or("no answer")))
+            .chain(
+                self.skipped
+                    .iter()
+                    .map(|s| format!("{} (not tried): {}", s.connector_id, s.reason)),
+            )
+            .collect();
+        let error = if reasons.is_empty() {
+            format!("no connector can answer {intent} now")
+        } else {
+            format!("nothing answered: {}", reasons.join("; "))
+        };
+        (CallStatus::Failed, Some(error))
+    }
+}
+
+#[async_trait::async_trait]
+impl Ledger for CallLedger<'_> {
+    fn skipped(&mut self, skipped: Skipped) {
+        self.skipped.push(skipped);
+    }
+
+    async fn open(&mut self, connector_id: &str) -> Result<(), StoreError> {
+        let id = crate::store::retrying(|| {
+            self.store
+                .open_call_attempt(self.call_id, connector_id, self.actor)
+        })
+        .await?;
+        self.open = Some((id, connector_id.to_owned()));
+        Ok(())
+    }
+
+    async fn close(
+        &mut self,
+        end: &AttemptEnd,
+        results: Vec<ConnectorResult>,
+        _last: bool,
+    ) -> Result<(), StoreError> {
+        let Some((id, connector_id)) = self.open.take() else {
+            return Ok(());
+        };
+        crate::store::retrying(|| self.store.close_call_attempt(id, end)).await?;
+        for r in results {
+            if self.results.len() >= self.max_results {
+                break;
+            }
+            let Some(url) = parse_web_url(&r.url) else {
+                continue;
+            };
+            let key = url_key(&url);
+            if self.seen.contains(&key) {
+                continue;
+            }
+            self.seen.push(key);
+            self.results.push(CallResult {
+                url: r.url,
+                title: r.title,
+                snippet: r.snippet,
+                connector_id: connector_id.clone(),
+            });
+        }
+        self.attempts.push((connector_id, end.clone()));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(status: CallStatus, results: Option<Vec<CallResult>>) -> StoredCall {
+        StoredCall {
+            id: 7,
+            workspace_id: 1,
+            capability: "search.news".into(),
+            query: "Ada Lovelace".into(),
+            status,
+            created_by: "a@example.org".into(),
+            created_at: 1_000,
+            finished_at: None,
+            deadline: 5_000,
+            keep_until: 9_000,
+            results,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_call_running_past_its_deadline_was_lost() {
+        let running = stored_envelope(stored(CallStatus::Running, None), &[], 4_000);
+        assert_eq!(running.status, EnvelopeStatus::Pending);
+        assert_eq!(running.error, None);
+        let lost = stored_envelope(stored(CallStatus::Running, None), &[], 6_000);
+        assert_eq!(lost.status, EnvelopeStatus::Failed);
+        assert!(lost.error.unwrap().starts_with("lost"));
+    }
+
+    #[test]
+    fn an_ended_call_without_results_says_they_are_gone() {
+        let kept = stored_envelope(stored(CallStatus::Completed, Some(Vec::new())), &[], 6_000);
+        assert_eq!(kept.status, EnvelopeStatus::Completed);
+        assert_eq!(kept.error, None);
+        let gone = stored_envelope(stored(CallStatus::Completed, None), &[], 10_000);
+        assert_eq!(gone.status, EnvelopeStatus::Completed);
+        assert!(gone.error.unwrap().contains("are gone"));
+    }
+}

@@ -1,0 +1,237 @@
+//! Capability calls and their attempts (`calls`, `call_attempts`): a
+//! query's walk through a chain with no record, its results kept for a
+//! while, its attempts kept as receipts.
+
+use model::{CallAttempt, CallResult, FireOutcome};
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::history::AttemptEnd;
+use super::{Store, StoreError};
+use crate::time::now_ms;
+
+/// A call to store.
+#[derive(Clone, Debug)]
+pub struct NewCall<'a> {
+    pub workspace_id: i64,
+    pub capability: &'a str,
+    pub query: &'a str,
+    pub connector: Option<&'a str>,
+    pub max_results: u32,
+    pub created_by: &'a str,
+    /// Past this a call still running was lost with its process (Unix ms).
+    pub deadline: i64,
+    /// Its results are kept until then (Unix ms).
+    pub keep_until: i64,
+}
+
+/// Where a call stands, as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallStatus {
+    Running,
+    Completed,
+    Cancelled,
+    Failed,
+}
+
+impl CallStatus {
+    pub const fn name(&self) -> &'static str {
+        match self {
+            CallStatus::Running => "running",
+            CallStatus::Completed => "completed",
+            CallStatus::Cancelled => "cancelled",
+            CallStatus::Failed => "failed",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        [
+            CallStatus::Running,
+            CallStatus::Completed,
+            CallStatus::Cancelled,
+            CallStatus::Failed,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+}
+
+/// A stored call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredCall {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub capability: String,
+    pub query: String,
+    pub status: CallStatus,
+    pub created_by: String,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+    pub deadline: i64,
+    pub keep_until: i64,
+    /// `None` while running, and once the keeping time is over.
+    pub results: Option<Vec<CallResult>>,
+    pub error: Option<String>,
+}
+
+fn call(row: &AnyRow) -> Result<StoredCall, StoreError> {
+    let id: i64 = row.try_get("id")?;
+    let corrupt = |what: &str| StoreError::Corrupt(format!("call {id}: {what}"));
+    let status: String = row.try_get("status")?;
+    let results: Option<String> = row.try_get("results")?;
+    Ok(StoredCall {
+        id,
+        workspace_id: row.try_get("workspace_id")?,
+        capability: row.try_get("capability")?,
+        query: row.try_get("query")?,
+        status: CallStatus::from_name(&status).ok_or_else(|| corrupt("status"))?,
+        created_by: row.try_get("created_by")?,
+        created_at: row.try_get("created_at")?,
+        finished_at: row.try_get("finished_at")?,
+        deadline: row.try_get("deadline")?,
+        keep_until: row.try_get("keep_until")?,
+        results: results
+            .map(|r| serde_json::from_str(&r).map_err(|_| corrupt("results")))
+            .transpose()?,
+        error: row.try_get("error")?,
+    })
+}
+
+impl Store {
+    /// Stores a call as running, and forgets the results of calls whose
+    /// keeping time is over. Returns its id.
+    pub async fn create_call(&self, new: &NewCall<'_>) -> Result<i64, StoreError> {
+        let now = now_ms();
+        sqlx::query(
+            "UPDATE calls SET results = NULL WHERE keep_until < $1 AND results IS NOT NULL",
+        )
+        .bind(now)
+        .execute(self.pool())
+        .await?;
+        Ok(sqlx::query_scalar(
+            "INSERT INTO calls (workspace_id, capability, query, connector, max_results, status, \
+             created_by, created_at, deadline, keep_until) \
+             VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9) RETURNING id",
+        )
+        .bind(new.workspace_id)
+        .bind(new.capability)
+        .bind(new.query)
+        .bind(new.connector)
+        .bind(i64::from(new.max_results))
+        .bind(new.created_by)
+        .bind(now)
+        .bind(new.deadline)
+        .bind(new.keep_until)
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    /// A call as stored.
+    pub async fn call(&self, id: i64) -> Result<StoredCall, StoreError> {
+        let row = sqlx::query(
+            "SELECT id, workspace_id, capability, query, status, created_by, created_at, \
+             finished_at, deadline, keep_until, results, error FROM calls WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("call {id}")))?;
+        call(&row)
+    }
+
+    /// Ends a running call with its results (or why it has none). A call
+    /// that has already ended keeps its end.
+    pub async fn finish_call(
+        &self,
+        id: i64,
+        status: &CallStatus,
+        results: &[CallResult],
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let results = serde_json::to_string(results)
+            .map_err(|e| StoreError::Corrupt(format!("call {id}: results: {e}")))?;
+        sqlx::query(
+            "UPDATE calls SET status = $1, results = $2, error = $3, finished_at = $4 \
+             WHERE id = $5 AND status = 'running'",
+        )
+        .bind(status.name())
+        .bind(results)
+        .bind(error)
+        .bind(now_ms())
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Writes an attempt of a call as in flight, before the connector is
+    /// called. Returns its id.
+    pub async fn open_call_attempt(
+        &self,
+        call_id: i64,
+        connector_id: &str,
+        actor: &str,
+    ) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "INSERT INTO call_attempts (call_id, connector_id, actor, fired_at) \
+             VALUES ($1, $2, $3, $4) RETURNING id",
+        )
+        .bind(call_id)
+        .bind(connector_id)
+        .bind(actor)
+        .bind(now_ms())
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    /// Writes how an attempt of a call ended.
+    pub async fn close_call_attempt(&self, id: i64, end: &AttemptEnd) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE call_attempts SET finished_at = $1, outcome = $2, result_count = $3, \
+             error = $4, retry_after = $5 WHERE id = $6",
+        )
+        .bind(now_ms())
+        .bind(end.outcome.map(FireOutcome::name))
+        .bind(end.result_count.map(i64::from))
+        .bind(end.error.as_deref())
+        .bind(end.retry_after)
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// A call's attempts, in the order they were made.
+    pub async fn call_attempts(&self, call_id: i64) -> Result<Vec<CallAttempt>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, connector_id, actor, fired_at, finished_at, outcome, result_count, error, \
+             retry_after FROM call_attempts WHERE call_id = $1 ORDER BY id",
+        )
+        .bind(call_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let id: i64 = row.try_get("id")?;
+                let outcome: Option<String> = row.try_get("outcome")?;
+                let result_count: Option<i64> = row.try_get("result_count")?;
+                Ok(CallAttempt {
+                    connector_id: row.try_get("connector_id")?,
+                    actor: row.try_get("actor")?,
+                    fired_at: row.try_get("fired_at")?,
+                    finished_at: row.try_get("finished_at")?,
+                    outcome: outcome
+                        .map(|o| {
+                            FireOutcome::from_name(&o).ok_or_else(|| {
+                                StoreError::Corrupt(format!("call attempt {id}: outcome"))
+                            })
+                        })
+                        .transpose()?,
+                    result_count: result_count.and_then(|c| u32::try_from(c).ok()),
+                    error: row.try_get("error")?,
+                    retry_after: row.try_get("retry_after")?,
+                })
+            })
+            .collect()
+    }
+}
