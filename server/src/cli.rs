@@ -34,6 +34,104 @@ pub enum Command {
     /// run: they follow within a second).
     #[command(subcommand)]
     Connector(ConnectorCommand),
+    #[command(flatten)]
+    Remote(RemoteCommand),
+}
+
+/// Commands that talk to a running server with an API token.
+#[derive(Debug, Subcommand)]
+pub enum RemoteCommand {
+    /// Walk a capability's chain for a query, e.g.
+    /// `switchyard call search.news "Ada Lovelace"`; waits for a slow call
+    /// unless `--async`.
+    Call(CallArgs),
+    /// Fire a pack for one record, as a click on its chip does.
+    Fire(FireArgs),
+    /// Fire packs over every record of a set, as a job.
+    Fanout(FanoutArgs),
+    /// The connectors of the token's workspace, with their status.
+    Connectors(RemoteArgs),
+    /// A record set with its accepted items, as CSV or JSON.
+    Export(ExportArgs),
+}
+
+/// Where the server is and who is asking.
+#[derive(Clone, Debug, Args)]
+#[command(after_help = "Exit codes: 0 done; 1 the work failed; 2 bad input; \
+3 no or refused token, or not allowed; 4 not found; 5 conflict; 6 a cap or \
+rate limit; 7 the server failed or cannot be reached.")]
+pub struct RemoteArgs {
+    /// The server's address.
+    #[arg(long, env = "SWITCHYARD_URL", default_value = "http://127.0.0.1:3000")]
+    pub url: String,
+    /// An API token (`switchyard token create`).
+    #[arg(long, env = "SWITCHYARD_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print the server's JSON instead of text for people.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct CallArgs {
+    /// The capability, e.g. search.news.
+    pub capability: String,
+    /// What to look for.
+    pub query: String,
+    /// At most this many results (1 to 50).
+    #[arg(long)]
+    pub max_results: Option<u32>,
+    /// Fire exactly this connector.
+    #[arg(long)]
+    pub connector: Option<String>,
+    /// Do not wait: print the call's id at once.
+    #[arg(long = "async")]
+    pub run_async: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct FireArgs {
+    #[arg(long)]
+    pub record: i64,
+    #[arg(long)]
+    pub pack: String,
+    /// Fire exactly this connector (the chip menu's "fire through").
+    #[arg(long)]
+    pub connector: Option<String>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct FanoutArgs {
+    /// The record set.
+    #[arg(long)]
+    pub set: i64,
+    /// A pack to run (repeat for more); the set's whole bundle when absent.
+    #[arg(long)]
+    pub pack: Vec<String>,
+    /// Wait for the job to end, with a progress bar.
+    #[arg(long)]
+    pub wait: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct ExportArgs {
+    /// The record set.
+    #[arg(long)]
+    pub set: i64,
+    /// csv or json.
+    #[arg(long, default_value = "csv")]
+    pub format: String,
+    /// Write to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -11,6 +11,7 @@ pub mod csrf;
 pub mod delivery;
 pub mod metrics;
 pub mod operator;
+pub mod remote;
 pub mod router;
 pub mod startup;
 

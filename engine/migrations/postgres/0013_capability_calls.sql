@@ -10,6 +10,8 @@ CREATE TABLE calls (
     -- Fire exactly this connector.
     connector     TEXT,
     max_results   BIGINT NOT NULL,
+    -- The connectors of its chain, for its progress.
+    chain_length  BIGINT NOT NULL,
     -- running | completed | cancelled | failed
     status        TEXT   NOT NULL,
     created_by    TEXT   NOT NULL,

@@ -137,6 +137,7 @@ impl Engine {
                 query: &query,
                 connector: explicit,
                 max_results,
+                chain_length: chain.to_try.len() as u64,
                 created_by: &who.email,
                 deadline: now + ms(config.longest),
                 keep_until: now + ms(config.keep_results),
@@ -256,7 +257,7 @@ impl Engine {
             status: envelope_status(&status),
             job_id: Some(id),
             progress: Progress {
-                done: ledger.attempts.len() as u64,
+                done: connectors_tried(ledger.attempts.iter().map(|(id, _)| id.as_str())),
                 total: chain.to_try.len() as u64,
             },
             results: ledger.results,
@@ -340,6 +341,15 @@ fn envelope_status(status: &CallStatus) -> EnvelopeStatus {
     }
 }
 
+/// A call's progress: how many connectors of its chain it has tried (a
+/// retry of the same one counts once).
+fn connectors_tried<'a>(ids: impl Iterator<Item = &'a str>) -> u64 {
+    let mut ids: Vec<&str> = ids.collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.len() as u64
+}
+
 /// A stored call's envelope at `now`.
 fn stored_envelope(call: StoredCall, attempts: &[CallAttempt], now: i64) -> Envelope<CallResult> {
     let lost = call.status == CallStatus::Running && now > call.deadline;
@@ -362,8 +372,13 @@ fn stored_envelope(call: StoredCall, attempts: &[CallAttempt], now: i64) -> Enve
         },
         job_id: Some(call.id),
         progress: Progress {
-            done: attempts.iter().filter(|a| a.finished_at.is_some()).count() as u64,
-            total: attempts.len() as u64,
+            done: connectors_tried(
+                attempts
+                    .iter()
+                    .filter(|a| a.finished_at.is_some())
+                    .map(|a| a.connector_id.as_str()),
+            ),
+            total: call.chain_length,
         },
         results: call.results.unwrap_or_default(),
         error,
@@ -483,6 +498,7 @@ mod tests {
             capability: "search.news".into(),
             query: "Ada Lovelace".into(),
             status,
+            chain_length: 2,
             created_by: "a@example.org".into(),
             created_at: 1_000,
             finished_at: None,

@@ -18,6 +18,8 @@ pub struct NewCall<'a> {
     pub query: &'a str,
     pub connector: Option<&'a str>,
     pub max_results: u32,
+    /// The connectors of its chain.
+    pub chain_length: u64,
     pub created_by: &'a str,
     /// Past this a call still running was lost with its process (Unix ms).
     pub deadline: i64,
@@ -64,6 +66,7 @@ pub struct StoredCall {
     pub capability: String,
     pub query: String,
     pub status: CallStatus,
+    pub chain_length: u64,
     pub created_by: String,
     pub created_at: i64,
     pub finished_at: Option<i64>,
@@ -85,6 +88,8 @@ fn call(row: &AnyRow) -> Result<StoredCall, StoreError> {
         capability: row.try_get("capability")?,
         query: row.try_get("query")?,
         status: CallStatus::from_name(&status).ok_or_else(|| corrupt("status"))?,
+        chain_length: u64::try_from(row.try_get::<i64, _>("chain_length")?)
+            .map_err(|_| corrupt("chain_length"))?,
         created_by: row.try_get("created_by")?,
         created_at: row.try_get("created_at")?,
         finished_at: row.try_get("finished_at")?,
@@ -109,15 +114,16 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(sqlx::query_scalar(
-            "INSERT INTO calls (workspace_id, capability, query, connector, max_results, status, \
-             created_by, created_at, deadline, keep_until) \
-             VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9) RETURNING id",
+            "INSERT INTO calls (workspace_id, capability, query, connector, max_results, \
+             chain_length, status, created_by, created_at, deadline, keep_until) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10) RETURNING id",
         )
         .bind(new.workspace_id)
         .bind(new.capability)
         .bind(new.query)
         .bind(new.connector)
         .bind(i64::from(new.max_results))
+        .bind(i64::try_from(new.chain_length).unwrap_or(i64::MAX))
         .bind(new.created_by)
         .bind(now)
         .bind(new.deadline)
@@ -129,8 +135,8 @@ impl Store {
     /// A call as stored.
     pub async fn call(&self, id: i64) -> Result<StoredCall, StoreError> {
         let row = sqlx::query(
-            "SELECT id, workspace_id, capability, query, status, created_by, created_at, \
-             finished_at, deadline, keep_until, results, error FROM calls WHERE id = $1",
+            "SELECT id, workspace_id, capability, query, status, chain_length, created_by, \
+             created_at, finished_at, deadline, keep_until, results, error FROM calls WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(self.pool())

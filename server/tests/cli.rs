@@ -1,0 +1,247 @@
+//! The scripting commands of the `switchyard` binary against a real server:
+//! what a person reads, what a script parses (`--json`, the same envelope
+//! as the REST door), and the exit code of each kind of failure.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_WORKSPACE};
+use engine::connector::FireError;
+use engine::packs::Catalog;
+use engine::scripted::{ScriptedConnector, Step};
+use model::{BuiltinCapability as B, Capability, CostTier};
+use serde_json::Value;
+
+/// What a run of the binary left.
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+async fn switchyard(server: &TestServer, token: Option<&str>, args: &[&str]) -> Ran {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    command
+        .args(args)
+        .env("SWITCHYARD_URL", &server.url)
+        .env_remove("SWITCHYARD_TOKEN")
+        .env("RUST_LOG", "off");
+    if let Some(token) = token {
+        command.env("SWITCHYARD_TOKEN", token);
+    }
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("the command ends")
+        .expect("the binary runs");
+    Ran {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// A server with the test catalogue: `alpha` serves the web and the news
+/// and finds two results; `broken` serves the news and fails.
+async fn server() -> (TestServer, String) {
+    let server = TestServer::start_with(engine::store::testing::sqlite(), |state| {
+        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        let serves: Vec<Capability> = vec![B::SearchWeb.into(), B::SearchNews.into()];
+        state
+            .engine
+            .registry
+            .register(
+                ScriptedConnector::registration("alpha", CostTier::Free, &serves),
+                ScriptedConnector::new("alpha", [Step::Found(2)]),
+            )
+            .unwrap();
+        let news: Vec<Capability> = vec![B::SearchNews.into()];
+        state
+            .engine
+            .registry
+            .register(
+                ScriptedConnector::registration("broken", CostTier::Paid, &news),
+                ScriptedConnector::new(
+                    "broken",
+                    [Step::Fail(FireError::Upstream {
+                        reason: "HTTP 503".into(),
+                    })],
+                ),
+            )
+            .unwrap();
+    })
+    .await;
+    let (_, token) = server
+        .state
+        .engine
+        .create_token(TEST_EMAIL, TEST_WORKSPACE)
+        .await
+        .unwrap();
+    (server, token)
+}
+
+#[tokio::test]
+async fn a_call_prints_its_results_for_people_and_the_envelope_for_scripts() {
+    let (server, token) = server().await;
+    let ran = switchyard(
+        &server,
+        Some(&token),
+        &["call", "search.news", "Ada Lovelace"],
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout
+            .starts_with("search.news \"Ada Lovelace\": 2 results, completed"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("via alpha"), "{}", ran.stdout);
+
+    let ran = switchyard(
+        &server,
+        Some(&token),
+        &[
+            "call",
+            "search.news",
+            "Ada Lovelace",
+            "--json",
+            "--max-results",
+            "1",
+        ],
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let envelope: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(envelope["status"], "completed");
+    assert_eq!(envelope["results"].as_array().unwrap().len(), 1);
+    // The same envelope the REST door keeps for that call.
+    let id = envelope["job_id"].as_i64().unwrap();
+    let (_, stored) = server.get_json(&format!("/api/calls/{id}")).await;
+    assert_eq!(stored, envelope);
+
+    // Nothing answered: exit 1 and each reason on standard error.
+    let ran = switchyard(
+        &server,
+        Some(&token),
+        &["call", "search.news", "Ada", "--connector", "broken"],
+    )
+    .await;
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.contains("broken: ") && ran.stderr.contains("503"),
+        "{}",
+        ran.stderr
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn fire_fanout_connectors_and_export_work_on_a_set() {
+    let (server, token) = server().await;
+    let (_, set) = server
+        .import("Companies", "test", "name,city\nAcme,Lyon\nBolt,Oslo\n")
+        .await;
+    let set = set["id"].as_i64().unwrap().to_string();
+    let records = server.record_ids(set.parse().unwrap()).await;
+
+    let ran = switchyard(&server, Some(&token), &["connectors"]).await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let lines: Vec<&str> = ran.stdout.lines().collect();
+    assert!(lines[0].starts_with("id"), "{}", ran.stdout);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("alpha") && l.contains("available") && l.contains("search.web")),
+        "{}",
+        ran.stdout
+    );
+
+    let record = records[0].to_string();
+    let ran = switchyard(
+        &server,
+        Some(&token),
+        &["fire", "--record", &record, "--pack", "web"],
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout
+            .contains(&format!("record {record}, pack web: found (2)")),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("alpha found, 2 results"),
+        "{}",
+        ran.stdout
+    );
+
+    let ran = switchyard(
+        &server,
+        Some(&token),
+        &["fanout", "--set", &set, "--pack", "web", "--wait"],
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("completed: 2/2 fires"),
+        "{}",
+        ran.stdout
+    );
+
+    let ran = switchyard(&server, Some(&token), &["export", "--set", &set]).await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.starts_with("record_id,name,city,intent"),
+        "{}",
+        ran.stdout
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn each_kind_of_failure_has_its_exit_code() {
+    let (server, token) = server().await;
+    // No token, and one the server does not know.
+    let ran = switchyard(&server, None, &["connectors"]).await;
+    assert_eq!(ran.code, 3, "{}", ran.stderr);
+    assert!(ran.stderr.contains("SWITCHYARD_TOKEN"), "{}", ran.stderr);
+    let ran = switchyard(&server, Some("sy_not_a_token"), &["connectors"]).await;
+    assert_eq!(ran.code, 3, "{}", ran.stderr);
+    assert!(!ran.stderr.contains("sy_not_a_token"), "{}", ran.stderr);
+    // Not in the workspace.
+    let ran = switchyard(
+        &server,
+        Some(&token),
+        &["fire", "--record", "999999", "--pack", "web"],
+    )
+    .await;
+    assert_eq!(ran.code, 4, "{}", ran.stderr);
+    assert!(ran.stderr.contains("record 999999"), "{}", ran.stderr);
+    // Input the server refuses names what.
+    let ran = switchyard(
+        &server,
+        Some(&token),
+        &["call", "search.news", "x", "--max-results", "500"],
+    )
+    .await;
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert!(ran.stderr.contains("max_results"), "{}", ran.stderr);
+    // Nothing listening.
+    let ran = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args([
+            "connectors",
+            "--url",
+            "http://127.0.0.1:9",
+            "--token",
+            &token,
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(7));
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(!stderr.contains(&token), "{stderr}");
+    server.stop().await;
+}
