@@ -30,6 +30,8 @@ pub enum AccountError {
     Invalid(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    NotAdmin(#[from] crate::ops::NotAdmin),
 }
 
 /// How long a set-password link lasts.
@@ -440,6 +442,7 @@ impl Engine {
         email: &str,
         role: Role,
     ) -> Result<AddedUser, AccountError> {
+        crate::ops::require_admin(who)?;
         let normalized = normalize_email(email)?;
         if let Some(user) = self.store.user_by_email(&normalized).await? {
             let elsewhere = self
@@ -475,6 +478,7 @@ impl Engine {
         user_id: i64,
         role: Role,
     ) -> Result<(), AccountError> {
+        crate::ops::require_admin(who)?;
         let member = self.member(who, user_id).await?;
         if member.role == Role::Admin && role != Role::Admin {
             self.keep_an_admin(who.workspace_id, &who.workspace_name, &member)
@@ -489,6 +493,7 @@ impl Engine {
     /// Takes a member out of the caller's workspace (admins): their sessions
     /// and tokens there stop working at once. The last admin stays.
     pub async fn remove_member(&self, who: &Principal, user_id: i64) -> Result<(), AccountError> {
+        crate::ops::require_admin(who)?;
         let member = self.member(who, user_id).await?;
         self.remove_from(who.workspace_id, &who.workspace_name, &member)
             .await

@@ -268,6 +268,26 @@ struct Walk {
     in_flight: InFlight,
 }
 
+impl Walk {
+    /// The fire's end: cancelled or done, with its job task's outcome.
+    /// `pending` is the outcome of the attempt that closes with it, if one
+    /// does.
+    fn end(&self, fire_id: i64, cancelled: bool, pending: Option<FireOutcome>) -> FireEnd {
+        FireEnd {
+            fire_id,
+            status: if cancelled {
+                FireStatus::Cancelled
+            } else {
+                FireStatus::Done
+            },
+            open_attempt_error: None,
+            task: self
+                .task_id
+                .map(|t| (t, task_outcome(&self.report.attempts, pending, None))),
+        }
+    }
+}
+
 /// What a walk fires at.
 #[derive(Clone, Copy)]
 struct Target<'a> {
@@ -345,17 +365,9 @@ impl walk::Ledger for FireLedger<'_, '_> {
         let Some(attempt) = walk.open.clone() else {
             return Ok(());
         };
-        let fire_end = last.then(|| FireEnd {
-            fire_id: attempt.fire_id,
-            status: if end.outcome == Some(FireOutcome::Cancelled) {
-                FireStatus::Cancelled
-            } else {
-                FireStatus::Done
-            },
-            open_attempt_error: None,
-            task: walk
-                .task_id
-                .map(|t| (t, task_outcome(&walk.report.attempts, end.outcome, None))),
+        let fire_end = last.then(|| {
+            let cancelled = end.outcome == Some(FireOutcome::Cancelled);
+            walk.end(attempt.fire_id, cancelled, end.outcome)
         });
         let closed = retrying(|| {
             d.store
@@ -738,18 +750,7 @@ impl Dispatcher {
         };
         walk.cancelled |= cancelled;
         if let (Some(fire_id), false) = (walk.fire_id, walk.closed) {
-            let end = FireEnd {
-                fire_id,
-                status: if walk.cancelled {
-                    FireStatus::Cancelled
-                } else {
-                    FireStatus::Done
-                },
-                open_attempt_error: None,
-                task: walk
-                    .task_id
-                    .map(|t| (t, task_outcome(&walk.report.attempts, None, None))),
-            };
+            let end = walk.end(fire_id, walk.cancelled, None);
             retrying(|| self.store.close_fire(&end)).await?;
             walk.closed = true;
         }

@@ -38,6 +38,8 @@ pub enum SecretsError {
     NotSet(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    NotAdmin(#[from] crate::ops::NotAdmin),
 }
 
 /// Seals and opens secret values. Cheap to clone; Debug shows nothing.
@@ -184,6 +186,7 @@ impl Engine {
         name: &str,
         value: &str,
     ) -> Result<SecretInfo, SecretsError> {
+        crate::ops::require_admin(who)?;
         check_secret_name(name).map_err(SecretsError::Invalid)?;
         let value = check_value(value)?;
         let sealer = self.dispatcher.sealer().ok_or(SecretsError::NoKey)?;
@@ -221,6 +224,7 @@ impl Engine {
 
     /// Clears a secret of the caller's workspace (admins).
     pub async fn clear_secret(&self, who: &Principal, name: &str) -> Result<(), SecretsError> {
+        crate::ops::require_admin(who)?;
         if !self.store.delete_secret(who.workspace_id, name).await? {
             return Err(SecretsError::NotSet(name.to_owned()));
         }

@@ -20,6 +20,8 @@ pub enum CatalogEditError {
     NotFound(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    NotAdmin(#[from] crate::ops::NotAdmin),
 }
 
 impl Engine {
@@ -118,6 +120,7 @@ impl Engine {
         who: &Principal,
         pack: PackConfig,
     ) -> Result<PackConfig, CatalogEditError> {
+        crate::ops::require_admin(who)?;
         self.check_chain(who, "preferred_connectors", &pack.preferred_connectors)?;
         let (mut packs, bundles) = self.store.workspace_catalog(who.workspace_id).await?;
         match packs.iter_mut().find(|p| p.pack_id == pack.pack_id) {
@@ -148,6 +151,7 @@ impl Engine {
     /// Removes the caller's workspace's own pack, or its version of a
     /// shipped pack (which comes back as shipped) (admins).
     pub async fn remove_pack(&self, who: &Principal, id: &str) -> Result<(), CatalogEditError> {
+        crate::ops::require_admin(who)?;
         let (mut packs, bundles) = self.store.workspace_catalog(who.workspace_id).await?;
         let before = packs.len();
         packs.retain(|p| p.pack_id != id);
@@ -172,6 +176,7 @@ impl Engine {
         who: &Principal,
         bundle: BundleConfig,
     ) -> Result<BundleConfig, CatalogEditError> {
+        crate::ops::require_admin(who)?;
         for (i, member) in bundle.members.iter().enumerate() {
             if let Some(chain) = &member.connector_chain_override {
                 self.check_chain(
@@ -207,6 +212,7 @@ impl Engine {
     /// shipped one (admins). A bundle of its own that a record set uses
     /// stays.
     pub async fn remove_bundle(&self, who: &Principal, id: &str) -> Result<(), CatalogEditError> {
+        crate::ops::require_admin(who)?;
         let (packs, mut bundles) = self.store.workspace_catalog(who.workspace_id).await?;
         let before = bundles.len();
         bundles.retain(|b| b.bundle_id != id);

@@ -24,6 +24,8 @@ pub enum SwitchError {
     Registry(#[from] RegistryError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    NotAdmin(#[from] crate::ops::NotAdmin),
 }
 
 impl Engine {
@@ -136,6 +138,7 @@ impl Engine {
         id: &str,
         reason: &str,
     ) -> Result<ConnectorInfo, SwitchError> {
+        crate::ops::require_admin(who)?;
         if self.registry.by_id_in(id, Some(who.workspace_id)).is_none() {
             return Err(RegistryError::Unknown(id.to_owned()).into());
         }
@@ -178,6 +181,7 @@ impl Engine {
         who: &Principal,
         id: &str,
     ) -> Result<ConnectorInfo, SwitchError> {
+        crate::ops::require_admin(who)?;
         if self.registry.by_id_in(id, Some(who.workspace_id)).is_none() {
             return Err(RegistryError::Unknown(id.to_owned()).into());
         }
@@ -221,6 +225,7 @@ impl Engine {
         who: &Principal,
         id: &str,
     ) -> Result<(ConnectorInfo, TestReport), SwitchError> {
+        crate::ops::require_admin(who)?;
         let Some(handle) = self.registry.by_id_in(id, Some(who.workspace_id)) else {
             return Err(RegistryError::Unknown(id.to_owned()).into());
         };

@@ -193,3 +193,138 @@ async fn an_undo_with_nothing_to_undo_is_a_conflict_through_every_door() {
     assert!(page.contains("nothing to undo"), "{page}");
     server.stop().await;
 }
+
+/// The engine refuses a member's admin operation itself, so a door that
+/// forgot to check (or one still to come) cannot let it through.
+#[tokio::test]
+async fn every_admin_operation_refuses_a_member_in_the_engine_itself() {
+    let server = server(None).await;
+    let engine = &server.state.engine;
+    let member = engine::store::Principal {
+        user_id: 0,
+        email: "member@example.org".to_owned(),
+        workspace_id: server.workspace_id,
+        workspace_name: common::TEST_WORKSPACE.to_owned(),
+        role: model::Role::Member,
+    };
+    let pack: model::PackConfig = engine.catalog().pack("web").unwrap().clone();
+    let bundle: model::BundleConfig = engine.catalog().bundle("test").unwrap().clone();
+    let test = model::ManifestTest {
+        text: String::new(),
+        format: model::ManifestFormat::Toml,
+        query: "x".to_owned(),
+        record_id: None,
+    };
+    use engine::ops::OpError;
+    let refusals: Vec<(&str, OpError)> = vec![
+        (
+            "disable",
+            engine
+                .disable_connector(&member, "alpha", "")
+                .await
+                .unwrap_err()
+                .into(),
+        ),
+        (
+            "enable",
+            engine
+                .enable_connector(&member, "alpha")
+                .await
+                .unwrap_err()
+                .into(),
+        ),
+        (
+            "recheck",
+            engine.recheck(&member, "alpha").await.unwrap_err().into(),
+        ),
+        (
+            "test manifest",
+            engine
+                .test_manifest(&member, &test)
+                .await
+                .unwrap_err()
+                .into(),
+        ),
+        (
+            "save manifest",
+            engine
+                .save_manifest(&member, "", model::ManifestFormat::Toml)
+                .await
+                .unwrap_err()
+                .into(),
+        ),
+        (
+            "remove manifest",
+            engine
+                .remove_manifest(&member, "alpha")
+                .await
+                .unwrap_err()
+                .into(),
+        ),
+        (
+            "set secret",
+            engine
+                .set_secret(&member, "KEY", "v")
+                .await
+                .unwrap_err()
+                .into(),
+        ),
+        (
+            "clear secret",
+            engine
+                .clear_secret(&member, "KEY")
+                .await
+                .unwrap_err()
+                .into(),
+        ),
+        (
+            "save pack",
+            engine.save_pack(&member, pack).await.unwrap_err().into(),
+        ),
+        (
+            "remove pack",
+            engine.remove_pack(&member, "web").await.unwrap_err().into(),
+        ),
+        (
+            "save bundle",
+            engine
+                .save_bundle(&member, bundle)
+                .await
+                .unwrap_err()
+                .into(),
+        ),
+        (
+            "remove bundle",
+            engine
+                .remove_bundle(&member, "test")
+                .await
+                .unwrap_err()
+                .into(),
+        ),
+        (
+            "add member",
+            engine
+                .add_member(&member, "x@example.org", model::Role::Admin)
+                .await
+                .unwrap_err()
+                .into(),
+        ),
+        (
+            "set role",
+            engine
+                .set_member_role(&member, 1, model::Role::Member)
+                .await
+                .unwrap_err()
+                .into(),
+        ),
+        (
+            "remove member",
+            engine.remove_member(&member, 1).await.unwrap_err().into(),
+        ),
+    ];
+    for (what, e) in refusals {
+        assert_eq!(e.kind(), "forbidden", "{what}: {e}");
+        assert!(e.to_string().contains("only an admin"), "{what}: {e}");
+    }
+    server.stop().await;
+}

@@ -89,6 +89,8 @@ pub enum SaveError {
     Registry(#[from] RegistryError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    NotAdmin(#[from] crate::ops::NotAdmin),
 }
 
 impl From<SwitchError> for SaveError {
@@ -96,6 +98,7 @@ impl From<SwitchError> for SaveError {
         match e {
             SwitchError::Registry(e) => SaveError::Registry(e),
             SwitchError::Store(e) => SaveError::Store(e),
+            SwitchError::NotAdmin(e) => SaveError::NotAdmin(e),
         }
     }
 }
@@ -129,7 +132,8 @@ impl Engine {
         &self,
         who: &Principal,
         test: &ManifestTest,
-    ) -> Result<TestReport, StoreError> {
+    ) -> Result<TestReport, SaveError> {
+        crate::ops::require_admin(who)?;
         let started = Instant::now();
         let (manifest, mut problems) = match parse(&test.text, test.format) {
             Ok(m) => (Some(m), Vec::new()),
@@ -181,6 +185,7 @@ impl Engine {
         text: &str,
         format: Format,
     ) -> Result<ConnectorInfo, SaveError> {
+        crate::ops::require_admin(who)?;
         let manifest = parse(text, format)?;
         let id = manifest.spec.id.clone();
         let mine = ConnectorSource::Workspace {
@@ -215,6 +220,7 @@ impl Engine {
     /// Removes a manifest connector of the caller's workspace (admins).
     /// Fires already running through it finish; its history stays.
     pub async fn remove_manifest(&self, who: &Principal, id: &str) -> Result<(), SaveError> {
+        crate::ops::require_admin(who)?;
         if !self.store.delete_manifest(who.workspace_id, id).await? {
             return Err(SaveError::NotFound(id.to_owned()));
         }

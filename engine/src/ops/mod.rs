@@ -78,16 +78,29 @@ impl OpError {
     }
 }
 
-/// Fails with [`OpError::Forbidden`] unless `who` is an admin of their
-/// workspace.
-pub fn require_admin(who: &Principal) -> Result<(), OpError> {
+/// The caller is a member, and the operation is an admin's.
+#[derive(Debug, thiserror::Error)]
+#[error("only an admin of workspace {workspace:?} may do this")]
+pub struct NotAdmin {
+    pub workspace: String,
+}
+
+/// Fails unless `who` is an admin of their workspace. Every operation that
+/// changes a workspace's connectors, manifests, secrets, catalogue or
+/// members starts with it, whichever door it came through.
+pub fn require_admin(who: &Principal) -> Result<(), NotAdmin> {
     if who.is_admin() {
         Ok(())
     } else {
-        Err(OpError::Forbidden(format!(
-            "only an admin of workspace {:?} may do this",
-            who.workspace_name
-        )))
+        Err(NotAdmin {
+            workspace: who.workspace_name.clone(),
+        })
+    }
+}
+
+impl From<NotAdmin> for OpError {
+    fn from(e: NotAdmin) -> Self {
+        OpError::Forbidden(e.to_string())
     }
 }
 
@@ -142,6 +155,7 @@ impl From<crate::workspace_connectors::SwitchError> for OpError {
         match e {
             SwitchError::Registry(e) => e.into(),
             SwitchError::Store(e) => e.into(),
+            SwitchError::NotAdmin(e) => e.into(),
         }
     }
 }
@@ -152,6 +166,7 @@ impl From<crate::accounts::AccountError> for OpError {
         match e {
             AccountError::Invalid(m) => OpError::Invalid(m),
             AccountError::Store(e) => e.into(),
+            AccountError::NotAdmin(e) => e.into(),
         }
     }
 }
@@ -167,6 +182,7 @@ impl From<crate::secrets::SecretsError> for OpError {
                 current: None,
             },
             SecretsError::Store(e) => e.into(),
+            SecretsError::NotAdmin(e) => e.into(),
         }
     }
 }
@@ -178,6 +194,26 @@ impl From<crate::workspace_catalog::CatalogEditError> for OpError {
             CatalogEditError::Invalid(m) => OpError::Invalid(m),
             CatalogEditError::NotFound(m) => OpError::NotFound(m),
             CatalogEditError::Store(e) => e.into(),
+            CatalogEditError::NotAdmin(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::manifest::SaveError> for OpError {
+    fn from(e: crate::manifest::SaveError) -> Self {
+        use crate::manifest::SaveError;
+        match e {
+            SaveError::Invalid(invalid) => {
+                OpError::Invalid(format!("the manifest does not check: {invalid}"))
+            }
+            SaveError::Taken { .. } => OpError::Conflict {
+                detail: e.to_string(),
+                current: None,
+            },
+            SaveError::NotFound(_) => OpError::NotFound(e.to_string()),
+            SaveError::Registry(e) => e.into(),
+            SaveError::Store(e) => e.into(),
+            SaveError::NotAdmin(e) => e.into(),
         }
     }
 }

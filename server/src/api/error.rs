@@ -179,6 +179,7 @@ impl From<engine::manifest::SaveError> for ApiError {
             SaveError::NotFound(_) => ApiError::NotFound(e.to_string()),
             SaveError::Registry(e) => e.into(),
             SaveError::Store(e) => e.into(),
+            SaveError::NotAdmin(e) => OpError::from(e).into(),
         }
     }
 }

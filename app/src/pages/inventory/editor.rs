@@ -36,15 +36,6 @@ pub async fn test_manifest(
     engine.test_manifest(&who, &test).await.map_err(ssr::fail)
 }
 
-#[cfg(feature = "ssr")]
-fn save_error(e: engine::manifest::SaveError) -> ServerFnError {
-    use engine::manifest::SaveError;
-    match e {
-        SaveError::Store(e) => crate::access::ssr::fail(e),
-        other => ServerFnError::new(other.to_string()),
-    }
-}
-
 /// Saves a manifest for the workspace and registers it (admins): the
 /// connector, or every mistake in the manifest.
 #[server]
@@ -57,7 +48,7 @@ pub async fn save_manifest(
     match engine.save_manifest(&who, &text, format).await {
         Ok(info) => Ok(Ok(info)),
         Err(engine::manifest::SaveError::Invalid(e)) => Ok(Err(e.0)),
-        Err(e) => Err(save_error(e)),
+        Err(e) => Err(ssr::fail(e)),
     }
 }
 
@@ -66,7 +57,7 @@ pub async fn save_manifest(
 pub async fn remove_manifest(id: String) -> Result<(), ServerFnError> {
     use crate::access::ssr;
     let (engine, who) = (ssr::engine()?, ssr::admin()?);
-    engine.remove_manifest(&who, &id).await.map_err(save_error)
+    engine.remove_manifest(&who, &id).await.map_err(ssr::fail)
 }
 
 /// What a test fire found, or what is wrong with the draft.
