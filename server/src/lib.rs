@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod csrf;
 pub mod delivery;
+pub mod mcp;
 pub mod metrics;
 pub mod operator;
 pub mod remote;

@@ -59,6 +59,10 @@ pub fn app(state: AppState) -> Router {
     let site_files = crate::delivery::site_files(&state.leptos_options.site_root);
     Router::new()
         .nest("/api", crate::api::router())
+        .nest_service(
+            crate::mcp::MCP_PATH,
+            crate::mcp::service(state.engine.clone()),
+        )
         .nest_service(crate::delivery::PKG_PATH, site_files)
         .route(AUTH_ROUTES[0].1, post(auth::sign_in))
         .route(AUTH_ROUTES[1].1, post(auth::sign_out))
@@ -86,7 +90,8 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// Every method and path the router answers (path parameters as `{name}`):
-/// the REST door, the sign-in forms, the pages and the server functions.
+/// the REST door, the sign-in forms, the agents' door, the pages and the
+/// server functions.
 /// The access tests call each one.
 pub fn inventory() -> Vec<(Method, String)> {
     let mut all: Vec<(Method, String)> = crate::api::routes()
@@ -99,6 +104,7 @@ pub fn inventory() -> Vec<(Method, String)> {
             .map(|(m, p)| (m.clone(), (*p).to_owned())),
     );
     all.push((Method::GET, METRICS_PATH.to_owned()));
+    all.push((Method::POST, crate::mcp::MCP_PATH.to_owned()));
     for page in generate_route_list(App) {
         all.push((Method::GET, page.path().to_owned()));
     }

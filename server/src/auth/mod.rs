@@ -94,9 +94,12 @@ pub async fn gate(
             req.extensions_mut().insert(credential);
         }
         None if is_public(req.method(), &path) => {}
+        // Doors for programs answer 401; pages send people to sign in.
         None if path.starts_with("/api/")
             || path == "/api"
-            || path == crate::router::METRICS_PATH =>
+            || path == crate::router::METRICS_PATH
+            || path == crate::mcp::MCP_PATH
+            || path.starts_with("/mcp/") =>
         {
             return unauthorized();
         }

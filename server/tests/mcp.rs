@@ -1,0 +1,268 @@
+//! The agents' door, driven by a real MCP client (rmcp's, over streamable
+//! HTTP): the tools a workspace may use, a capability call answering the
+//! same envelope as the REST door, the record-set tools, a connector added
+//! while the server runs, and no way in without a token.
+
+mod common;
+
+use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_WORKSPACE};
+use engine::packs::Catalog;
+use engine::scripted::{ScriptedConnector, Step};
+use model::{BuiltinCapability as B, Capability, CostTier, Role};
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+async fn server() -> TestServer {
+    TestServer::start_with(engine::store::testing::sqlite(), |state| {
+        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        let serves: Vec<Capability> = vec![B::SearchWeb.into(), B::SearchNews.into()];
+        state
+            .engine
+            .registry
+            .register(
+                ScriptedConnector::registration("alpha", CostTier::Free, &serves),
+                ScriptedConnector::new("alpha", [Step::Found(2)]),
+            )
+            .unwrap();
+    })
+    .await
+}
+
+async fn agent(server: &TestServer, token: &str) -> RunningService<RoleClient, ()> {
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(server.at("/mcp")).auth_header(token);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("the agent connects")
+}
+
+async fn token(server: &TestServer, email: &str, workspace: &str) -> String {
+    server
+        .state
+        .engine
+        .create_token(email, workspace)
+        .await
+        .unwrap()
+        .1
+}
+
+async fn tool_names(agent: &RunningService<RoleClient, ()>) -> Vec<String> {
+    agent
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
+async fn call(agent: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
+    agent
+        .call_tool(
+            CallToolRequestParams::new(name.to_owned()).with_arguments(JsonObject::from(args)),
+        )
+        .await
+        .expect("the tool answers")
+}
+
+fn answer(result: &CallToolResult) -> Value {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result
+        .structured_content
+        .clone()
+        .expect("a structured answer")
+}
+
+#[tokio::test]
+async fn an_agent_calls_a_capability_and_gets_the_rest_door_s_envelope() {
+    let server = server().await;
+    let token = token(&server, TEST_EMAIL, TEST_WORKSPACE).await;
+    let agent = agent(&server, &token).await;
+
+    let tools = agent.list_all_tools().await.unwrap();
+    let news = tools
+        .iter()
+        .find(|t| t.name == "search.news")
+        .expect("a tool per served capability");
+    assert_eq!(
+        news.input_schema["properties"]["connector"]["enum"],
+        json!(["alpha"]),
+        "the connector is one of those serving it"
+    );
+    let names = tool_names(&agent).await;
+    for tool in [
+        "list_record_sets",
+        "list_records",
+        "fire_pack",
+        "start_fanout",
+        "read_job",
+        "list_items",
+        "triage_item",
+        "read_call",
+    ] {
+        assert!(names.iter().any(|n| n == tool), "{tool} in {names:?}");
+    }
+    assert!(
+        !names.iter().any(|n| n == "search.video"),
+        "no connector serves it: {names:?}"
+    );
+
+    let result = call(&agent, "search.news", json!({"query": "Ada Lovelace"})).await;
+    let envelope = answer(&result);
+    assert_eq!(envelope["status"], "completed");
+    assert_eq!(envelope["results"].as_array().unwrap().len(), 2);
+    // The same call as the REST door keeps it, and its receipts.
+    let id = envelope["job_id"].as_i64().unwrap();
+    let (_, stored) = server.get_json(&format!("/api/calls/{id}")).await;
+    assert_eq!(stored, envelope);
+    let (_, attempts) = server.get_json(&format!("/api/calls/{id}/attempts")).await;
+    assert_eq!(attempts[0]["actor"], TEST_EMAIL);
+
+    // A failure the agent can read, not a protocol error.
+    let result = call(&agent, "search.news", json!({"query": ""})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        format!("{:?}", result.content).contains("query"),
+        "{result:?}"
+    );
+    agent.cancel().await.ok();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_agent_works_a_record_set_through_its_tools() {
+    let server = server().await;
+    let token = token(&server, TEST_EMAIL, TEST_WORKSPACE).await;
+    let agent = agent(&server, &token).await;
+    let (_, set) = server
+        .import("Companies", "test", "name,city\nAcme,Lyon\n")
+        .await;
+    let set_id = set["id"].as_i64().unwrap();
+
+    let sets = answer(&call(&agent, "list_record_sets", json!({})).await);
+    assert_eq!(sets["record_sets"][0]["id"], set_id, "{sets}");
+    let page = answer(&call(&agent, "list_records", json!({"set_id": set_id})).await);
+    let record = page["records"][0]["id"].as_i64().unwrap();
+    let fired = answer(
+        &call(
+            &agent,
+            "fire_pack",
+            json!({"record_id": record, "pack": "web"}),
+        )
+        .await,
+    );
+    assert_eq!(fired["results"][0]["chip"]["state"], "found", "{fired}");
+    let items = answer(&call(&agent, "list_items", json!({"record_id": record})).await);
+    let item = &items["items"][0];
+    let triaged = answer(
+        &call(
+            &agent,
+            "triage_item",
+            json!({"item_id": item["id"], "verb": "accept-canonical", "version": item["version"]}),
+        )
+        .await,
+    );
+    assert_eq!(triaged["state"], "accepted-canonical", "{triaged}");
+    let job = answer(
+        &call(
+            &agent,
+            "start_fanout",
+            json!({"set_id": set_id, "packs": ["web"]}),
+        )
+        .await,
+    );
+    let read = answer(&call(&agent, "read_job", json!({"job_id": job["id"]})).await);
+    assert_eq!(read["id"], job["id"]);
+    agent.cancel().await.ok();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn tools_follow_the_registry_and_stay_in_their_workspace() {
+    let server = server().await;
+    let mine = agent(&server, &token(&server, TEST_EMAIL, TEST_WORKSPACE).await).await;
+    server.user("b@example.org", "elsewhere", Role::Admin).await;
+    let theirs = agent(&server, &token(&server, "b@example.org", "elsewhere").await).await;
+
+    // A manifest connector of this workspace only: a new capability.
+    let manifest = r#"
+id = "own_video"
+display_name = "Own video search"
+short_label = "OV"
+capabilities = ["search.video"]
+cost_tier = "free"
+
+[request]
+url = "https://video.example.org/search"
+query = { q = "{{query}}" }
+
+[response]
+items = "$.items[*]"
+url = "$.link"
+title = "$.name"
+"#;
+    let res = server
+        .client
+        .post(server.at("/api/manifests"))
+        .header("content-type", "application/toml")
+        .body(manifest)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    assert_eq!(status, 201, "{}", res.text().await.unwrap());
+    assert!(tool_names(&mine).await.iter().any(|n| n == "search.video"));
+    assert!(!tool_names(&theirs)
+        .await
+        .iter()
+        .any(|n| n == "search.video"));
+    // Nor can the other workspace call it by name.
+    let refused = theirs
+        .call_tool(CallToolRequestParams::new("search.video").with_arguments(JsonObject::new()))
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+
+    // Removed: gone from the next listing.
+    let res = server
+        .client
+        .delete(server.at("/api/manifests/own_video"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 204);
+    // A client may keep a listing for its time to live (a second).
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert!(!tool_names(&mine).await.iter().any(|n| n == "search.video"));
+    mine.cancel().await.ok();
+    theirs.cancel().await.ok();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_door_is_shut_without_a_valid_token() {
+    let server = server().await;
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    });
+    for token in [None, Some("sy_not_a_token")] {
+        let mut req = server
+            .anonymous
+            .post(server.at("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize);
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 401, "{token:?}");
+    }
+    server.stop().await;
+}
