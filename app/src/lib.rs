@@ -8,6 +8,7 @@ use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::{path, Lazy};
 
 pub mod access;
+pub mod capability;
 mod clock;
 mod error_view;
 mod live;

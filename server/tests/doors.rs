@@ -328,3 +328,128 @@ async fn every_admin_operation_refuses_a_member_in_the_engine_itself() {
     }
     server.stop().await;
 }
+
+/// The same capability call through the REST door, the agents' door (a real
+/// MCP client), the command line and the pages' server function: the same
+/// envelope, and the same receipts, each naming its caller.
+#[tokio::test]
+async fn a_capability_call_is_the_same_through_every_door() {
+    use rmcp::model::{CallToolRequestParams, JsonObject};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::ServiceExt;
+
+    let server = server(None).await;
+    let (_, token) = server
+        .state
+        .engine
+        .create_token(TEST_EMAIL, common::TEST_WORKSPACE)
+        .await
+        .unwrap();
+    let query = json!({"query": "Ada Lovelace", "max_results": 3});
+
+    let (code, rest) = server
+        .post_json("/api/capabilities/search.web/call", query.clone())
+        .await;
+    assert_eq!(code, 200, "{rest}");
+
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(server.at("/mcp")).auth_header(token.clone());
+    let agent = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let serde_json::Value::Object(args) = query.clone() else {
+        unreachable!()
+    };
+    let mcp = agent
+        .call_tool(CallToolRequestParams::new("search.web").with_arguments(JsonObject::from(args)))
+        .await
+        .unwrap()
+        .structured_content
+        .expect("the envelope");
+    agent.cancel().await.ok();
+
+    let cli = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args([
+            "call",
+            "search.web",
+            "Ada Lovelace",
+            "--max-results",
+            "3",
+            "--json",
+        ])
+        .env("SWITCHYARD_URL", &server.url)
+        .env("SWITCHYARD_TOKEN", &token)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let cli: serde_json::Value = serde_json::from_slice(&cli.stdout).unwrap();
+
+    let browser = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
+    let path = server::router::inventory()
+        .into_iter()
+        .map(|(_, p)| p)
+        .find(|p| p.trim_end_matches(|c: char| c.is_ascii_digit()) == "/api/call_capability")
+        .expect("the server function");
+    let res = browser
+        .post(server.at(&path))
+        .json(&json!({"capability": "search.web", "request": query}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let page: serde_json::Value = res.json().await.unwrap();
+
+    let mut receipts = Vec::new();
+    for (door, envelope) in [
+        ("rest", &rest),
+        ("mcp", &mcp),
+        ("cli", &cli),
+        ("page", &page),
+    ] {
+        let id = envelope["job_id"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{door}: {envelope}"));
+        let mut without_id = envelope.clone();
+        without_id["job_id"] = json!(null);
+        let mut rest_without_id = rest.clone();
+        rest_without_id["job_id"] = json!(null);
+        assert_eq!(without_id, rest_without_id, "{door}");
+        let (_, attempts) = server.get_json(&format!("/api/calls/{id}/attempts")).await;
+        let seen: Vec<(String, String, String)> = attempts
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                (
+                    a["connector_id"].as_str().unwrap().to_owned(),
+                    a["outcome"].as_str().unwrap().to_owned(),
+                    a["actor"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        receipts.push(seen);
+    }
+    assert_eq!(
+        receipts[0],
+        [(
+            "alpha".to_owned(),
+            "found".to_owned(),
+            TEST_EMAIL.to_owned()
+        )]
+    );
+    assert!(receipts.iter().all(|r| *r == receipts[0]), "{receipts:?}");
+    // Four calls, four receipts in the statistics.
+    let (_, stats) = server.get_json("/api/connectors/stats").await;
+    let alpha = stats
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["connector_id"] == "alpha")
+        .unwrap();
+    assert_eq!(alpha["found"], 4, "{stats}");
+    server.stop().await;
+}

@@ -266,3 +266,66 @@ async fn the_door_is_shut_without_a_valid_token() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_manifest_dropped_into_the_folder_is_a_tool_within_a_second() {
+    let server = server().await;
+    let token = token(&server, TEST_EMAIL, TEST_WORKSPACE).await;
+    let dir = std::env::temp_dir().join(format!(
+        "switchyard-mcp-drop-{}-{}",
+        std::process::id(),
+        engine::time::now_ms()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let folder = engine::manifest::folder::DropFolder::new(
+        &dir,
+        server.state.engine.registry.clone(),
+        server.state.engine.outbound.clone(),
+        std::sync::Arc::new(|_| None),
+    );
+    let _watching = folder.watch().unwrap();
+    assert!(!tool_names(&agent(&server, &token).await)
+        .await
+        .iter()
+        .any(|n| n == "search.podcasts"));
+
+    std::fs::write(
+        dir.join("podcasts.toml"),
+        r#"
+id = "podcasts"
+display_name = "Podcast search"
+short_label = "P"
+capabilities = ["search.podcasts"]
+cost_tier = "free"
+
+[request]
+url = "https://podcasts.example.org/search"
+query = { q = "{{query}}" }
+
+[response]
+items = "$.items[*]"
+url = "$.link"
+title = "$.name"
+"#,
+    )
+    .unwrap();
+    let dropped = std::time::Instant::now();
+    loop {
+        // A new agent each time: none has a listing to keep.
+        let agent = agent(&server, &token).await;
+        if tool_names(&agent)
+            .await
+            .iter()
+            .any(|n| n == "search.podcasts")
+        {
+            break;
+        }
+        assert!(
+            dropped.elapsed() < std::time::Duration::from_secs(1),
+            "not a tool a second after the drop"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    server.stop().await;
+}
