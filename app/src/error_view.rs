@@ -13,11 +13,33 @@ pub fn error_list(errors: ArcRwSignal<Errors>) -> impl IntoView {
                     errors
                         .get()
                         .into_iter()
-                        .map(|(_, e)| view! { <li>{e.to_string()}</li> })
+                        .map(|(_, e)| view! { <li>{readable(&e.to_string())}</li> })
                         .collect_view()
                 }}
             </ul>
         </div>
+    }
+}
+
+/// A server function's failure as a person reads it. An error rendered on
+/// the server reaches the browser in its wire encoding (`ServerError|...`);
+/// the kind before the bar is for programs.
+fn readable(text: &str) -> String {
+    const KINDS: [&str; 10] = [
+        "ServerError",
+        "WrappedServerFn",
+        "Registration",
+        "Request",
+        "Response",
+        "MiddlewareError",
+        "Deserialization",
+        "Serialization",
+        "Args",
+        "MissingArg",
+    ];
+    match text.split_once('|') {
+        Some((kind, rest)) if KINDS.contains(&kind) => rest.to_owned(),
+        _ => text.to_owned(),
     }
 }
 
@@ -32,5 +54,20 @@ pub fn notice_line(notice: Notice) -> impl IntoView {
             Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
             Err(text) => view! { <p class="error" role="alert">{text}</p> }.into_any(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::readable;
+
+    #[test]
+    fn a_server_error_reads_without_its_wire_kind() {
+        assert_eq!(
+            readable("ServerError|record set 1 does not exist"),
+            "record set 1 does not exist"
+        );
+        assert_eq!(readable("no bar here"), "no bar here");
+        assert_eq!(readable("Odd|kept whole"), "Odd|kept whole");
     }
 }
