@@ -5,24 +5,27 @@
 //! the caller's workspace has a serving connector for (the capability call),
 //! and the record-set tools. The list is computed for each `tools/list`
 //! from the registry as it is now, so a connector added or removed shows at
-//! the next listing; its time to live is a second.
+//! the next listing (its time to live is a second), and an agent that
+//! listens (`subscriptions/listen`) is told `notifications/tools/list_changed`.
 
 use std::sync::Arc;
 
 use engine::store::Principal;
 use engine::Engine;
-use model::{CallRequest, RecordFilter, TriageVerb};
+use model::{CallRequest, EventKind, RecordFilter, TriageVerb};
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio::sync::broadcast::error::RecvError;
 
 /// Where the door is.
 pub const MCP_PATH: &str = "/mcp";
@@ -309,7 +312,13 @@ fn arguments<T: DeserializeOwned>(args: Value) -> Result<T, String> {
 
 impl ServerHandler for Door {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_instructions(
             "Switchyard enriches lists of entities. Call a capability tool (e.g. search.news) \
              with a query for results without a record set, or work on record sets: list them, \
              fire a pack for a record, start a fan-out, read and triage the items found. \
@@ -327,6 +336,50 @@ impl ServerHandler for Door {
         // Connectors come and go while the server runs: list again soon.
         listed.ttl_ms = Some(1000);
         Ok(listed)
+    }
+
+    /// Agents may listen for `notifications/tools/list_changed`.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// Tells a listening agent when its workspace's tools change: on every
+    /// connector registered, changed or removed (in any process: the event
+    /// bus carries them), the names are compared with the last ones told.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let who = caller(context.request_context())?;
+        let mut events = self.engine.events.subscribe();
+        let names = |door: &Door| -> Vec<String> {
+            door.tools(&who)
+                .into_iter()
+                .map(|t| t.name.to_string())
+                .collect()
+        };
+        let mut told = names(self);
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                event = events.recv() => match event {
+                    Err(RecvError::Closed) => return Ok(()),
+                    Ok(event) if !matches!(
+                        event.kind,
+                        EventKind::ConnectorChanged { .. } | EventKind::ConnectorRemoved { .. }
+                    ) => continue,
+                    // A connector event, or some were missed: look again.
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                },
+            }
+            let now = names(self);
+            if now != told {
+                told = now;
+                if context.sink().notify_tool_list_changed().await.is_err() {
+                    return Ok(());
+                }
+            }
+        }
     }
 
     async fn call_tool(

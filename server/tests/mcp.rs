@@ -329,3 +329,71 @@ title = "$.name"
     let _ = std::fs::remove_dir_all(&dir);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_listening_agent_is_told_when_its_tools_change() {
+    use rmcp::model::{ClientConfig, ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let server = server().await;
+    let token = token(&server, TEST_EMAIL, TEST_WORKSPACE).await;
+    // Listening is the 2026-07-28 protocol's: an agent that discovers.
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(server.at("/mcp")).auth_header(token);
+    let agent = ClientConfig::default()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("the agent connects");
+    let mut listening = agent
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .expect("the server accepts the subscription");
+    assert_eq!(listening.acknowledged().tools_list_changed, Some(true));
+
+    // A new capability through a manifest saved in the workspace.
+    let res = server
+        .client
+        .post(server.at("/api/manifests"))
+        .header("content-type", "application/toml")
+        .body(
+            r#"
+id = "podcasts"
+display_name = "Podcast search"
+short_label = "P"
+capabilities = ["search.podcasts"]
+cost_tier = "free"
+
+[request]
+url = "https://podcasts.example.org/search"
+query = { q = "{{query}}" }
+
+[response]
+items = "$.items[*]"
+url = "$.link"
+title = "$.name"
+"#,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 201);
+    let told = tokio::time::timeout(std::time::Duration::from_secs(5), listening.next())
+        .await
+        .expect("told within seconds")
+        .expect("the subscription is open");
+    assert!(
+        matches!(
+            told,
+            Some(ServerNotification::ToolListChangedNotification(_))
+        ),
+        "{told:?}"
+    );
+    let tools = agent.list_tools(None).await.unwrap().tools;
+    assert!(tools.iter().any(|t| t.name == "search.podcasts"));
+    agent.cancel().await.ok();
+    server.stop().await;
+}
