@@ -258,3 +258,40 @@ async fn bad_calls_name_what_is_wrong_and_calls_stay_in_their_workspace() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn results_past_their_keeping_time_are_gone_and_say_so() {
+    let news: Vec<Capability> = vec![B::SearchNews.into()];
+    let server = TestServer::start_configured(
+        engine::store::testing::sqlite(),
+        |config| config.calls.keep_results = Duration::ZERO,
+        move |state| {
+            state
+                .engine
+                .registry
+                .register(
+                    ScriptedConnector::registration("alpha", CostTier::Free, &news),
+                    ScriptedConnector::new("alpha", [Step::Found(1)]),
+                )
+                .unwrap();
+        },
+    )
+    .await;
+    let (_, first) = call(&server, json!({"query": "Ada"})).await;
+    assert_eq!(first["results"].as_array().unwrap().len(), 1);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    // The next call forgets what is past its keeping time.
+    call(&server, json!({"query": "Grace"})).await;
+    let id = first["job_id"].as_i64().unwrap();
+    let (_, read) = server.get_json(&format!("/api/calls/{id}")).await;
+    assert_eq!(read["status"], "completed");
+    assert_eq!(read["results"], json!([]));
+    assert!(
+        read["error"].as_str().unwrap().contains("are gone"),
+        "{read}"
+    );
+    // Its receipts stay.
+    let (_, attempts) = server.get_json(&format!("/api/calls/{id}/attempts")).await;
+    assert_eq!(attempts.as_array().unwrap().len(), 1);
+    server.stop().await;
+}

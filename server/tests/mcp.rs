@@ -16,6 +16,29 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
+/// A manifest connector `id` serving one new capability (it is never
+/// fired here, so its address need not answer).
+fn manifest(id: &str, capability: &str) -> String {
+    format!(
+        r#"
+id = "{id}"
+display_name = "{id} search"
+short_label = "{id}"
+capabilities = ["{capability}"]
+cost_tier = "free"
+
+[request]
+url = "https://{id}.example.org/search"
+query = {{ q = "{{{{query}}}}" }}
+
+[response]
+items = "$.items[*]"
+url = "$.link"
+title = "$.name"
+"#
+    )
+}
+
 async fn server() -> TestServer {
     TestServer::start_with(engine::store::testing::sqlite(), |state| {
         *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
@@ -192,22 +215,7 @@ async fn tools_follow_the_registry_and_stay_in_their_workspace() {
     let theirs = agent(&server, &token(&server, "b@example.org", "elsewhere").await).await;
 
     // A manifest connector of this workspace only: a new capability.
-    let manifest = r#"
-id = "own_video"
-display_name = "Own video search"
-short_label = "OV"
-capabilities = ["search.video"]
-cost_tier = "free"
-
-[request]
-url = "https://video.example.org/search"
-query = { q = "{{query}}" }
-
-[response]
-items = "$.items[*]"
-url = "$.link"
-title = "$.name"
-"#;
+    let manifest = manifest("own_video", "search.video");
     let res = server
         .client
         .post(server.at("/api/manifests"))
@@ -291,22 +299,7 @@ async fn a_manifest_dropped_into_the_folder_is_a_tool_within_a_second() {
 
     std::fs::write(
         dir.join("podcasts.toml"),
-        r#"
-id = "podcasts"
-display_name = "Podcast search"
-short_label = "P"
-capabilities = ["search.podcasts"]
-cost_tier = "free"
-
-[request]
-url = "https://podcasts.example.org/search"
-query = { q = "{{query}}" }
-
-[response]
-items = "$.items[*]"
-url = "$.link"
-title = "$.name"
-"#,
+        manifest("podcasts", "search.podcasts"),
     )
     .unwrap();
     let dropped = std::time::Instant::now();
@@ -359,24 +352,7 @@ async fn a_listening_agent_is_told_when_its_tools_change() {
         .client
         .post(server.at("/api/manifests"))
         .header("content-type", "application/toml")
-        .body(
-            r#"
-id = "podcasts"
-display_name = "Podcast search"
-short_label = "P"
-capabilities = ["search.podcasts"]
-cost_tier = "free"
-
-[request]
-url = "https://podcasts.example.org/search"
-query = { q = "{{query}}" }
-
-[response]
-items = "$.items[*]"
-url = "$.link"
-title = "$.name"
-"#,
-        )
+        .body(manifest("podcasts", "search.podcasts"))
         .send()
         .await
         .unwrap();

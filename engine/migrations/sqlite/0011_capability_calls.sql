@@ -25,6 +25,8 @@ CREATE TABLE calls (
     error         TEXT
 );
 CREATE INDEX calls_by_workspace ON calls(workspace_id, created_at);
+-- Results past their keeping time are forgotten as calls are made.
+CREATE INDEX calls_by_keep_until ON calls(keep_until) WHERE results IS NOT NULL;
 
 CREATE TABLE call_attempts (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
