@@ -188,6 +188,24 @@ enum Called {
 }
 
 impl Called {
+    /// Whether the provider bills this call, by what its pricing says of
+    /// empty answers. A call the provider refused or failed, or whose
+    /// answer is not one (an error page), is not billed; one whose answer
+    /// never came (timed out, cancelled) may have been, and counts, so a
+    /// budget is never passed.
+    fn billed(&self, bills_empty: bool) -> bool {
+        match self {
+            Called::Results(results) => bills_empty || crate::store::usable_results(results) > 0,
+            Called::Failed(
+                FireError::RateLimited { .. }
+                | FireError::AuthFailed { .. }
+                | FireError::Upstream { .. }
+                | FireError::Malformed { .. },
+            ) => false,
+            Called::Failed(FireError::Timeout { .. }) | Called::Cancelled => true,
+        }
+    }
+
     fn signal(&self) -> Signal {
         match self {
             Called::Results(_) => Signal::Answered,
@@ -892,6 +910,7 @@ impl Dispatcher {
             result_count: None,
             error: Some(error),
             retry_after: None,
+            charge: None,
         };
         Ok(match called {
             Called::Cancelled => (
@@ -919,6 +938,7 @@ impl Dispatcher {
                         )
                     }),
                     retry_after: None,
+                    charge: None,
                 };
                 (end, results, false)
             }

@@ -25,6 +25,8 @@ pub struct Registration {
     pub short_label: String,
     pub capabilities: Vec<Capability>,
     pub cost_tier: CostTier,
+    /// What a call costs, when declared; `None`: calls are not billed.
+    pub cost: Option<model::Cost>,
     /// Environment variables the connector needs; names only.
     pub requires_env: Vec<String>,
     pub rate_hints: RateHints,
@@ -120,6 +122,7 @@ impl ConnectorHandle {
             short_label: r.short_label.clone(),
             capabilities: r.capabilities.clone(),
             cost_tier: r.cost_tier,
+            cost: r.cost.clone(),
             requires_env: r.requires_env.clone(),
             rate_hints: r.rate_hints,
             status_reason: self.status.reason(),
@@ -617,6 +620,19 @@ fn validate(r: &Registration) -> Result<(), RegistryError> {
     if r.rate_hints.daily_cap == Some(0) {
         return Err(invalid("rate_hints.daily_cap must be at least 1"));
     }
+    if let Some(cost) = &r.cost {
+        cost.check()
+            .map_err(|e| invalid(&format!("cost.unit: {e}")))?;
+        if let Some(other) = cost
+            .by_capability
+            .keys()
+            .find(|c| !r.capabilities.iter().any(|own| own.name() == c.as_str()))
+        {
+            return Err(invalid(&format!(
+                "cost.by_capability names {other:?}, which it does not serve"
+            )));
+        }
+    }
     if let Some(bad) = r.requires_env.iter().find(|v| {
         v.is_empty()
             || !v
@@ -935,6 +951,7 @@ mod tests {
             (reg("none", CostTier::Free, &[]), "serves no capability"),
             (
                 Registration {
+                    cost: None,
                     suspends_on_errors: true,
                     display_name: " ".into(),
                     ..reg("a", CostTier::Free, std::slice::from_ref(&web))
@@ -943,6 +960,7 @@ mod tests {
             ),
             (
                 Registration {
+                    cost: None,
                     suspends_on_errors: true,
                     short_label: String::new(),
                     ..reg("a", CostTier::Free, std::slice::from_ref(&web))
@@ -951,6 +969,7 @@ mod tests {
             ),
             (
                 Registration {
+                    cost: None,
                     suspends_on_errors: true,
                     requires_env: vec!["lower".into()],
                     ..reg("a", CostTier::Free, std::slice::from_ref(&web))
@@ -959,6 +978,7 @@ mod tests {
             ),
             (
                 Registration {
+                    cost: None,
                     suspends_on_errors: true,
                     rate_hints: RateHints {
                         per_second: Some(-1.0),
@@ -970,6 +990,7 @@ mod tests {
             ),
             (
                 Registration {
+                    cost: None,
                     suspends_on_errors: true,
                     rate_hints: RateHints {
                         per_second: None,

@@ -61,6 +61,7 @@ impl ScriptedConnector {
     /// A registration for it serving `capabilities`.
     pub fn registration(id: &str, tier: CostTier, capabilities: &[Capability]) -> Registration {
         Registration {
+            cost: None,
             suspends_on_errors: true,
             id: id.to_owned(),
             display_name: format!("Scripted {id}"),

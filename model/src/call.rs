@@ -54,4 +54,7 @@ pub struct CallAttempt {
     /// For a rate-limited attempt: when the provider said to come back (Unix ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<i64>,
+    /// What the provider billed for it, when its connector has a price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub charge: Option<crate::Charge>,
 }

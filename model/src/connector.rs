@@ -117,6 +117,9 @@ pub struct ConnectorInfo {
     pub short_label: String,
     pub capabilities: Vec<Capability>,
     pub cost_tier: CostTier,
+    /// What a call costs, when its operator declared it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::Cost>,
     /// Names of the environment variables it needs (never their values).
     pub requires_env: Vec<String>,
     pub rate_hints: RateHints,

@@ -56,6 +56,12 @@ pub enum EventKind {
     Presence {
         viewers: Vec<String>,
     },
+    /// A budget of the workspace passed its warning line or was spent to
+    /// the end, or an admin set, changed or removed it: budgets are read
+    /// again.
+    BudgetChanged {
+        budget: crate::BudgetStatus,
+    },
     /// The workspace's packs or bundles changed: chips may have come, gone
     /// or changed their chain.
     CatalogChanged,

@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod pack;
 pub mod record;
 pub mod record_set;
+pub mod spend;
 
 pub use account::{Member, Role, Viewer, WorkspaceRef};
 pub use call::{CallAttempt, CallRequest, CallResult};
@@ -37,3 +38,4 @@ pub use record::{
     TriagePage,
 };
 pub use record_set::RecordSetSummary;
+pub use spend::{check_unit, Amount, Budget, BudgetStatus, Charge, Cost, PaidBy};

@@ -295,9 +295,12 @@ impl Board {
             EventKind::JobChanged { job } => self.see_job(Some(job)),
             // Chips may have come, gone or changed: read the page again.
             EventKind::Resync | EventKind::CatalogChanged => self.reload.update(|n| *n += 1),
-            // A connector came, went or changed: open menus read it again,
-            // and the chips (which connector a click fires, whether any can).
-            EventKind::ConnectorChanged { .. } | EventKind::ConnectorRemoved { .. } => {
+            // A connector came, went or changed, or a budget did: open menus
+            // read it again, and the chips (which connector a click fires,
+            // whether any can).
+            EventKind::ConnectorChanged { .. }
+            | EventKind::ConnectorRemoved { .. }
+            | EventKind::BudgetChanged { .. } => {
                 self.connectors.update(|n| *n += 1);
                 self.refresh_chips_soon();
             }

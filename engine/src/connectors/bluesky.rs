@@ -13,6 +13,7 @@ pub const BASE: &str = "https://public.api.bsky.app";
 
 pub fn registration() -> Registration {
     Registration {
+        cost: None,
         suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "Bluesky public AppView".to_owned(),

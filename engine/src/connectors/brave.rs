@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
+use model::{Amount, BuiltinCapability as B, Capability, Cost, CostTier, RateHints};
 use serde::Deserialize;
 
 use super::http::{classify_status, parse_json, plain_text};
@@ -21,6 +21,7 @@ pub fn registration() -> Registration {
     let mut capabilities: Vec<Capability> = vec![B::SearchWeb.into(), B::SearchNews.into()];
     capabilities.extend(social::social_capabilities());
     Registration {
+        cost: Some(Cost::per_call(Amount::units(1), "Brave requests")),
         suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "Brave Search".to_owned(),

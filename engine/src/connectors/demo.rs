@@ -16,6 +16,7 @@ pub const ID: &str = "demo";
 /// Serves every built-in capability.
 pub fn registration() -> Registration {
     Registration {
+        cost: None,
         // Its errors are made-up examples for single records, not an outage.
         suspends_on_errors: false,
         id: ID.to_owned(),

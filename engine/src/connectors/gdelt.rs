@@ -16,6 +16,7 @@ pub const BASE: &str = "https://api.gdeltproject.org";
 
 pub fn registration() -> Registration {
     Registration {
+        cost: None,
         suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "GDELT news".to_owned(),

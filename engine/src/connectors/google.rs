@@ -81,6 +81,7 @@ async fn google_json<T: serde::de::DeserializeOwned>(
 
 pub fn kg_registration() -> Registration {
     Registration {
+        cost: None,
         suspends_on_errors: true,
         id: KG_ID.to_owned(),
         display_name: "Google Knowledge Graph".to_owned(),
@@ -167,6 +168,7 @@ impl Connector for KnowledgeGraph {
 
 pub fn youtube_registration() -> Registration {
     Registration {
+        cost: None,
         suspends_on_errors: true,
         id: YOUTUBE_ID.to_owned(),
         display_name: "YouTube Data API".to_owned(),

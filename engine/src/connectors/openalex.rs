@@ -16,6 +16,7 @@ pub const MAILTO_VAR: &str = "OPENALEX_MAILTO";
 
 pub fn registration() -> Registration {
     Registration {
+        cost: None,
         suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "OpenAlex".to_owned(),

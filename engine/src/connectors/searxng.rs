@@ -28,6 +28,7 @@ pub fn registration() -> Registration {
     ];
     capabilities.extend(social::social_capabilities());
     Registration {
+        cost: None,
         suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "SearXNG (self-hosted)".to_owned(),

@@ -3,7 +3,7 @@
 //! the key in `api_key`. An answer of "no results" is not found, not an error.
 
 use async_trait::async_trait;
-use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
+use model::{Amount, BuiltinCapability as B, Capability, Cost, CostTier, RateHints};
 use serde::Deserialize;
 
 use super::http::{classify_status, parse_json};
@@ -24,6 +24,7 @@ pub fn registration() -> Registration {
     ];
     capabilities.extend(social::social_capabilities());
     Registration {
+        cost: Some(Cost::per_call(Amount::units(1), "SerpApi searches")),
         suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "Google via SerpApi".to_owned(),

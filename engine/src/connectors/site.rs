@@ -31,6 +31,7 @@ pub fn registration() -> Registration {
     let mut capabilities: Vec<Capability> = vec![B::CrawlSite.into(), B::CrawlExtract.into()];
     capabilities.extend(social::social_capabilities());
     Registration {
+        cost: None,
         // Its errors are about one record's website, not about the crawler.
         suspends_on_errors: false,
         id: ID.to_owned(),

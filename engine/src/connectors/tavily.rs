@@ -3,7 +3,7 @@
 //! (crawl.site), with `Authorization: Bearer <TAVILY_API_KEY>`.
 
 use async_trait::async_trait;
-use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
+use model::{Amount, BuiltinCapability as B, Capability, Cost, CostTier, RateHints};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -26,6 +26,12 @@ pub fn registration() -> Registration {
     ];
     capabilities.extend(social::social_capabilities());
     Registration {
+        cost: Some(Cost {
+            // A crawl maps and reads up to ten pages: 1 credit per 10 pages
+            // mapped and 1 per 5 pages extracted.
+            by_capability: [(B::CrawlSite.name().to_owned(), Amount::units(3))].into(),
+            ..Cost::per_call(Amount::units(1), "Tavily credits")
+        }),
         suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "Tavily".to_owned(),

@@ -37,6 +37,7 @@ pub fn registration() -> Registration {
             .filter_map(|(p, _, _)| format!("search.social.{p}").parse().ok()),
     );
     Registration {
+        cost: None,
         suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "Wikidata".to_owned(),

@@ -15,6 +15,7 @@ pub const BASE: &str = "https://en.wikipedia.org";
 
 pub fn registration() -> Registration {
     Registration {
+        cost: None,
         suspends_on_errors: true,
         id: ID.to_owned(),
         display_name: "Wikipedia (English)".to_owned(),

@@ -1,17 +1,19 @@
 //! Walking a chain, the one way: for each connector in turn, the flow's
-//! permit, the rate, the daily cap, the call under its timeout, and what the
-//! answer means for the connector, until one finds results, the walk is
+//! permit, the rate, the workspace's budgets, the daily cap, the call under
+//! its timeout, and what the answer means for the connector (and whether
+//! the provider billed it), until one finds results, the walk is
 //! cancelled or the chain ends. Where each attempt is written is the
 //! [`Ledger`]'s: a record's fire, or a capability call.
 
-use model::{Capability, FireOutcome, Skipped};
+use model::{Capability, Charge, EventKind, FireOutcome, PaidBy, Skipped};
 use tokio_util::sync::CancellationToken;
 
 use super::{skip, Dispatcher};
 use crate::connector::{ConnectorResult, FireOpts, Secrets};
 use crate::flow::{Permit, Priority};
 use crate::lens::Lens;
-use crate::store::{retrying, AttemptEnd, StoreError};
+use crate::registry::ConnectorHandle;
+use crate::store::{retrying, AttemptEnd, Reservation, StoreError, Taken};
 
 /// Where a walk writes its attempts.
 #[async_trait::async_trait]
@@ -118,9 +120,29 @@ impl Dispatcher {
                 if !paced {
                     return Ok(true);
                 }
+                let price = handle.registration.cost.as_ref().map(|cost| Charge {
+                    amount: cost.of_call(intent.name()),
+                    unit: cost.unit.clone(),
+                    paid_by: if keyed_by.is_some() {
+                        PaidBy::Workspace
+                    } else {
+                        PaidBy::Server
+                    },
+                });
+                let reserved = match (&price, workspace_id) {
+                    (Some(price), Some(ws)) => match self.take_spend(ws, &handle, price).await? {
+                        Ok(reserved) => Some(reserved),
+                        Err(refused) => {
+                            ledger.skipped(refused);
+                            continue 'chain;
+                        }
+                    },
+                    _ => None,
+                };
                 if let Some(cap) = handle.registration.rate_hints.daily_cap {
                     let counted = crate::lens::usage_key(connector_id, keyed_by);
                     if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
+                        self.give_back(reserved.as_ref()).await;
                         ledger.skipped(Skipped {
                             capped: true,
                             ..skip(connector_id, &format!("daily cap of {cap} fires reached"))
@@ -131,9 +153,19 @@ impl Dispatcher {
                 ledger.open(connector_id).await?;
                 let called = self.call(&handle, intent, query, &opts, cancel).await;
                 permit.finish(called.signal());
-                let (end, results, retry) = self
+                let billed = handle
+                    .registration
+                    .cost
+                    .as_ref()
+                    .is_some_and(|cost| called.billed(cost.bills_empty));
+                let (mut end, results, retry) = self
                     .classify(&handle, keyed_by, called, &mut budget)
                     .await?;
+                if billed {
+                    end.charge = price;
+                } else {
+                    self.give_back(reserved.as_ref()).await;
+                }
                 let ends_walk = match end.outcome {
                     Some(FireOutcome::Found | FireOutcome::Cancelled) => true,
                     _ => !retry && position == last,
@@ -159,5 +191,57 @@ impl Dispatcher {
             }
         }
         Ok(false)
+    }
+
+    /// Takes a call's price from the workspace's spend, or says which
+    /// budget has too little left, as the walk's skip; the budgets it
+    /// took past their warning line are told to the workspace.
+    async fn take_spend(
+        &self,
+        workspace_id: i64,
+        handle: &ConnectorHandle,
+        price: &Charge,
+    ) -> Result<Result<Reservation, Skipped>, StoreError> {
+        let id = &handle.registration.id;
+        let taken = retrying(|| {
+            self.store
+                .take_spend(workspace_id, id, &price.unit, price.amount)
+        })
+        .await?;
+        Ok(match taken {
+            Taken::Taken {
+                reservation,
+                warnings,
+            } => {
+                for budget in warnings {
+                    self.events
+                        .publish_in(Some(workspace_id), EventKind::BudgetChanged { budget });
+                }
+                Ok(reservation)
+            }
+            Taken::Refused(status) => {
+                let whose = match &status.budget.connector_id {
+                    Some(_) => handle.registration.display_name.clone(),
+                    None => format!("every connector in {}", status.budget.unit),
+                };
+                Err(Skipped {
+                    capped: true,
+                    ..skip(
+                        id,
+                        &format!("budget for {whose} spent: {}", status.describe()),
+                    )
+                })
+            }
+        })
+    }
+
+    /// Gives back what a call that was not billed (or not made) took. A
+    /// give-back that fails leaves the call counted: a budget may then
+    /// stop early, never late.
+    async fn give_back(&self, reserved: Option<&Reservation>) {
+        let Some(reserved) = reserved else { return };
+        if let Err(e) = retrying(|| self.store.give_back(reserved)).await {
+            tracing::warn!(error = %e, connector = %reserved.connector_id, "Giving back an unbilled call's cost failed; it stays counted.");
+        }
     }
 }

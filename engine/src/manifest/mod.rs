@@ -60,6 +60,9 @@ pub struct ManifestSpec {
     pub requires_env: Vec<String>,
     #[serde(default)]
     pub rate_hints: RateHints,
+    /// What a call costs, e.g. `cost = { per_call = 0.005, unit = "USD" }`.
+    #[serde(default)]
+    pub cost: Option<model::Cost>,
     pub request: RequestSpec,
     pub response: ResponseSpec,
     #[serde(default)]
@@ -417,6 +420,7 @@ impl Manifest {
     /// What the registry is told about this connector.
     pub fn registration(&self) -> Registration {
         Registration {
+            cost: self.spec.cost.clone(),
             suspends_on_errors: true,
             id: self.spec.id.clone(),
             display_name: self.spec.display_name.clone(),

@@ -7,6 +7,7 @@ mod calls;
 mod jobs;
 mod records;
 mod sets;
+mod spend;
 mod workspace;
 
 pub use calls::{CallConfig, CallsInFlight, DEFAULT_MAX_RESULTS, MAX_QUERY_CHARS, MAX_RESULTS};

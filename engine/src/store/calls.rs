@@ -194,13 +194,17 @@ impl Store {
     pub async fn close_call_attempt(&self, id: i64, end: &AttemptEnd) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE call_attempts SET finished_at = $1, outcome = $2, result_count = $3, \
-             error = $4, retry_after = $5 WHERE id = $6",
+             error = $4, retry_after = $5, cost_micros = $6, cost_unit = $7, paid_by = $8 \
+             WHERE id = $9",
         )
         .bind(now_ms())
         .bind(end.outcome.map(FireOutcome::name))
         .bind(end.result_count.map(i64::from))
         .bind(end.error.as_deref())
         .bind(end.retry_after)
+        .bind(end.charge.as_ref().map(|c| c.amount.micros()))
+        .bind(end.charge.as_ref().map(|c| c.unit.clone()))
+        .bind(end.charge.as_ref().map(|c| c.paid_by.name()))
         .bind(id)
         .execute(self.pool())
         .await?;
@@ -211,7 +215,8 @@ impl Store {
     pub async fn call_attempts(&self, call_id: i64) -> Result<Vec<CallAttempt>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, connector_id, actor, fired_at, finished_at, outcome, result_count, error, \
-             retry_after FROM call_attempts WHERE call_id = $1 ORDER BY id",
+             retry_after, cost_micros, cost_unit, paid_by FROM call_attempts \
+             WHERE call_id = $1 ORDER BY id",
         )
         .bind(call_id)
         .fetch_all(self.pool())
@@ -236,6 +241,9 @@ impl Store {
                     result_count: result_count.and_then(|c| u32::try_from(c).ok()),
                     error: row.try_get("error")?,
                     retry_after: row.try_get("retry_after")?,
+                    charge: super::spend::charge_of(row).map_err(|what| {
+                        StoreError::Corrupt(format!("call attempt {id}: {what}"))
+                    })?,
                 })
             })
             .collect()

@@ -12,7 +12,8 @@ use crate::connector::ConnectorResult;
 use crate::time::now_ms;
 
 const ENTRY: &str = "SELECT id, fire_id, record_id, pack_id, intent, connector_id, triggered_by, \
-     actor, fired_at, finished_at, outcome, result_count, error, retry_after FROM connector_history";
+     actor, fired_at, finished_at, outcome, result_count, error, retry_after, cost_micros, cost_unit, \
+     paid_by FROM connector_history";
 
 fn entry(row: &AnyRow) -> Result<HistoryEntry, StoreError> {
     let id: i64 = row.try_get("id")?;
@@ -41,6 +42,7 @@ fn entry(row: &AnyRow) -> Result<HistoryEntry, StoreError> {
             .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
         error: row.try_get("error")?,
         retry_after: row.try_get("retry_after")?,
+        charge: super::spend::charge_of(row).map_err(|what| corrupt(&what))?,
     })
 }
 
@@ -49,8 +51,8 @@ fn entry(row: &AnyRow) -> Result<HistoryEntry, StoreError> {
 /// count for the intent, marked `part = 'chip'`. Binds the record and intent.
 const CHIP_INPUTS: &str = "SELECT 'chip' AS part, c.n AS item_count, h.id, h.fire_id, \
      h.record_id, h.pack_id, h.intent, h.connector_id, h.triggered_by, h.actor, h.fired_at, \
-     h.finished_at, h.outcome, h.result_count, h.error, h.retry_after \
-     FROM (SELECT COUNT(*) AS n FROM items WHERE record_id = $1 AND intent = $2) c \
+     h.finished_at, h.outcome, h.result_count, h.error, h.retry_after, h.cost_micros, \
+     h.cost_unit, h.paid_by FROM (SELECT COUNT(*) AS n FROM items WHERE record_id = $1 AND intent = $2) c \
      LEFT JOIN connector_history h ON h.record_id = $1 AND h.intent = $2 \
      ORDER BY h.fired_at, h.id";
 
@@ -99,6 +101,8 @@ pub struct AttemptEnd {
     pub result_count: Option<u32>,
     pub error: Option<String>,
     pub retry_after: Option<i64>,
+    /// What the provider billed for the call, when its connector is priced.
+    pub charge: Option<model::Charge>,
 }
 
 /// How a fire ended. (`interrupted` is written by the lease reaper, for a
@@ -246,13 +250,17 @@ impl Store {
         );
         batch.push(
             "UPDATE connector_history SET finished_at = $1, outcome = $2, result_count = $3, \
-             error = $4, retry_after = $5 WHERE id = $6",
+             error = $4, retry_after = $5, cost_micros = $6, cost_unit = $7, paid_by = $8 \
+             WHERE id = $9",
             vec![
                 now.into(),
                 end.outcome.map(FireOutcome::name).into(),
                 end.result_count.map(i64::from).into(),
                 end.error.as_deref().into(),
                 end.retry_after.into(),
+                end.charge.as_ref().map(|c| c.amount.micros()).into(),
+                end.charge.as_ref().map(|c| c.unit.as_str()).into(),
+                end.charge.as_ref().map(|c| c.paid_by.name()).into(),
                 attempt.id.into(),
             ],
         );
@@ -282,6 +290,7 @@ impl Store {
                 result_count: end.result_count,
                 error: end.error.clone(),
                 retry_after: end.retry_after,
+                charge: end.charge.clone(),
                 ..attempt.clone()
             },
             items: ordered,
@@ -454,6 +463,7 @@ fn in_flight(
         result_count: None,
         error: None,
         retry_after: None,
+        charge: None,
     }
 }
 

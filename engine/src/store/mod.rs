@@ -31,6 +31,7 @@ pub use leases::{Leased, ReapedFire, INTERRUPTED};
 pub use manifests::StoredManifest;
 pub use record_sets::{NewRecord, StoredRecord};
 pub use settings::{WorkspaceSettings, FRESH_FOR};
+pub use spend::{Reservation, Taken};
 mod health;
 mod history;
 mod items;
@@ -39,6 +40,7 @@ mod leases;
 mod rates;
 mod record_sets;
 mod settings;
+mod spend;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 mod viewers;

@@ -14,6 +14,7 @@ mod jobs;
 mod manifests;
 pub mod openapi;
 mod record_sets;
+mod spend;
 
 use axum::extract::State;
 use axum::handler::Handler;
@@ -74,6 +75,9 @@ pub fn routes() -> Vec<Route> {
         route(Method::GET, "/secrets", manifests::secrets),
         route(Method::PUT, "/secrets/{name}", manifests::set_secret),
         route(Method::DELETE, "/secrets/{name}", manifests::clear_secret),
+        route(Method::GET, "/budgets", spend::list),
+        route(Method::PUT, "/budgets", spend::set),
+        route(Method::DELETE, "/budgets", spend::remove),
         route(Method::GET, "/packs", catalog::packs),
         route(Method::PUT, "/packs/{id}", catalog::save_pack),
         route(Method::DELETE, "/packs/{id}", catalog::remove_pack),

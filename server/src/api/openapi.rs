@@ -7,7 +7,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::openapi::{ContentBuilder, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::{account, calls, catalog, events, fires, jobs, manifests, record_sets};
+use super::{account, calls, catalog, events, fires, jobs, manifests, record_sets, spend};
 use crate::auth::SESSION_COOKIE;
 
 #[derive(OpenApi)]
@@ -40,6 +40,9 @@ use crate::auth::SESSION_COOKIE;
         manifests::secrets,
         manifests::set_secret,
         manifests::clear_secret,
+        spend::list,
+        spend::set,
+        spend::remove,
         catalog::packs,
         catalog::save_pack,
         catalog::remove_pack,

@@ -304,6 +304,22 @@ impl TestServer {
         .await
     }
 
+    pub async fn put_json(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        answer(
+            self.client
+                .put(self.at(path))
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    pub async fn delete(&self, path: &str) -> (u16, serde_json::Value) {
+        answer(self.client.delete(self.at(path)).send().await.unwrap()).await
+    }
+
     /// Imports a CSV as a record set under `bundle`; returns the import report.
     pub async fn import(&self, name: &str, bundle: &str, csv: &str) -> (u16, serde_json::Value) {
         self.import_as(&self.client, name, bundle, csv).await

@@ -1,0 +1,119 @@
+//! Operations on what a workspace spends: its monthly budgets, read by
+//! every member and set or removed by admins.
+
+use model::{check_unit, Budget, BudgetStatus, EventKind};
+
+use crate::store::Principal;
+use crate::Engine;
+
+use super::{require_admin, OpError};
+
+impl Engine {
+    /// The workspace's budgets with this month's spend against each.
+    pub async fn budgets_of(&self, who: &Principal) -> Result<Vec<BudgetStatus>, OpError> {
+        Ok(self.store.budgets(who.workspace_id).await?)
+    }
+
+    /// Sets (or changes) a monthly budget (admins). A connector's budget is
+    /// in the unit the connector is priced in; a budget for every connector
+    /// covers those priced in its unit.
+    pub async fn set_budget(
+        &self,
+        who: &Principal,
+        budget: Budget,
+    ) -> Result<BudgetStatus, OpError> {
+        require_admin(who)?;
+        let budget = self.checked_budget(who, budget)?;
+        self.store
+            .set_budget(who.workspace_id, &budget, &who.email)
+            .await?;
+        let status = self.budget_status(who, &budget).await?;
+        self.events.publish_in(
+            Some(who.workspace_id),
+            EventKind::BudgetChanged {
+                budget: status.clone(),
+            },
+        );
+        Ok(status)
+    }
+
+    /// Removes a budget (admins): the connector's, or with `connector_id`
+    /// absent the one for every connector priced in `unit`.
+    pub async fn remove_budget(
+        &self,
+        who: &Principal,
+        connector_id: Option<&str>,
+        unit: &str,
+    ) -> Result<(), OpError> {
+        require_admin(who)?;
+        let budget = Budget {
+            connector_id: connector_id.map(str::to_owned),
+            unit: unit.to_owned(),
+            monthly_limit: model::Amount::ZERO,
+        };
+        let status = self.budget_status(who, &budget).await?;
+        if !self
+            .store
+            .remove_budget(who.workspace_id, connector_id, unit)
+            .await?
+        {
+            return Err(OpError::NotFound(match connector_id {
+                Some(id) => format!("no budget for connector {id:?} in {unit}"),
+                None => format!("no budget for every connector in {unit}"),
+            }));
+        }
+        self.events.publish_in(
+            Some(who.workspace_id),
+            EventKind::BudgetChanged { budget: status },
+        );
+        Ok(())
+    }
+
+    /// The budget as it may be stored: its unit a unit, and a connector's
+    /// budget for a connector the workspace sees, in the unit it is priced in.
+    fn checked_budget(&self, who: &Principal, mut budget: Budget) -> Result<Budget, OpError> {
+        budget.unit = budget.unit.trim().to_owned();
+        let Some(id) = budget.connector_id.as_deref() else {
+            check_unit(&budget.unit).map_err(|e| OpError::Invalid(format!("unit: {e}")))?;
+            return Ok(budget);
+        };
+        let handle = self
+            .registry
+            .by_id_in(id, Some(who.workspace_id))
+            .ok_or_else(|| OpError::NotFound(format!("connector {id:?} does not exist")))?;
+        let Some(cost) = &handle.registration.cost else {
+            return Err(OpError::Invalid(format!(
+                "connector_id: {id} has no price, so nothing counts against a budget; give its manifest a cost"
+            )));
+        };
+        if budget.unit.is_empty() {
+            budget.unit.clone_from(&cost.unit);
+        } else if budget.unit != cost.unit {
+            return Err(OpError::Invalid(format!(
+                "unit: {id} is priced in {}, not {}",
+                cost.unit, budget.unit
+            )));
+        }
+        Ok(budget)
+    }
+
+    /// A budget with this month's spend against it (as just stored, or as
+    /// it was before removal).
+    async fn budget_status(
+        &self,
+        who: &Principal,
+        budget: &Budget,
+    ) -> Result<BudgetStatus, OpError> {
+        self.store
+            .budgets(who.workspace_id)
+            .await?
+            .into_iter()
+            .find(|s| s.budget.connector_id == budget.connector_id && s.budget.unit == budget.unit)
+            .ok_or_else(|| {
+                OpError::NotFound(match &budget.connector_id {
+                    Some(id) => format!("no budget for connector {id:?} in {}", budget.unit),
+                    None => format!("no budget for every connector in {}", budget.unit),
+                })
+            })
+    }
+}

@@ -1,0 +1,392 @@
+//! What each workspace spent this month per connector and unit, and the
+//! budgets that cap it. A priced call takes its cost from the count before
+//! it goes out, in one transaction that refuses when a budget would be
+//! exceeded; the cost is given back when the provider does not bill the
+//! answer. Every process shares the count, so no number of processes and
+//! concurrent fan-outs spends past a budget.
+
+use model::{Amount, Budget, BudgetStatus, Charge, PaidBy};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use super::{Backend, Store, StoreError};
+use crate::time::{now_ms, utc_month};
+
+/// The `connector_id` of budgets and counts that cover every connector
+/// priced in their unit.
+const EVERY_CONNECTOR: &str = "*";
+
+/// Far above any budget (a trillion units, in millionths): "no limit".
+const UNLIMITED: i64 = 1_000_000_000_000_000_000;
+
+/// A cost taken from a workspace's count for one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    pub workspace_id: i64,
+    pub connector_id: String,
+    pub unit: String,
+    pub month: String,
+    pub amount: Amount,
+}
+
+/// What taking a call's cost did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Taken {
+    /// Taken; `warnings` are the budgets this call took past the warning
+    /// line (or spent to the end).
+    Taken {
+        reservation: Reservation,
+        warnings: Vec<BudgetStatus>,
+    },
+    /// A budget has too little left for the call; nothing was taken.
+    Refused(BudgetStatus),
+}
+
+/// The charge an attempt's row records (`cost_micros`, `cost_unit`,
+/// `paid_by`), or what about it is not as written.
+pub(super) fn charge_of(row: &AnyRow) -> Result<Option<Charge>, String> {
+    let read = |name: &str| -> Result<Option<String>, String> {
+        row.try_get(name).map_err(|e| format!("{name}: {e}"))
+    };
+    let micros: Option<i64> = row
+        .try_get("cost_micros")
+        .map_err(|e| format!("cost_micros: {e}"))?;
+    let (Some(micros), Some(unit), Some(paid_by)) = (micros, read("cost_unit")?, read("paid_by")?)
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Charge {
+        amount: Amount::from_micros(micros),
+        unit,
+        paid_by: PaidBy::parse(&paid_by).ok_or_else(|| format!("paid_by {paid_by:?}"))?,
+    }))
+}
+
+impl Store {
+    /// A transaction that writers take one at a time on SQLite (taken
+    /// before its first read, so two never both read then write).
+    async fn exclusive(&self) -> Result<Transaction<'static, Any>, StoreError> {
+        Ok(match self.backend() {
+            Backend::Sqlite => self.pool().begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres => self.pool().begin().await?,
+        })
+    }
+
+    /// Takes `amount` of `unit` from the workspace's count for a call of
+    /// `connector_id` this month, unless the connector's budget or the
+    /// budget of every connector in `unit` has too little left.
+    pub async fn take_spend(
+        &self,
+        workspace_id: i64,
+        connector_id: &str,
+        unit: &str,
+        amount: Amount,
+    ) -> Result<Taken, StoreError> {
+        let month = utc_month(now_ms());
+        let mut tx = self.exclusive().await?;
+        let budgets = sqlx::query(
+            "SELECT connector_id, monthly_limit_micros, set_by, set_at FROM budgets \
+             WHERE workspace_id = $1 AND unit = $2 AND connector_id IN ($3, $4)",
+        )
+        .bind(workspace_id)
+        .bind(unit)
+        .bind(connector_id)
+        .bind(EVERY_CONNECTOR)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut warnings = Vec::new();
+        // The connector's count first, then everyone's: one order for
+        // every call, so two calls never wait on each other's rows.
+        for scope in [connector_id, EVERY_CONNECTOR] {
+            let budget = budgets.iter().find(|row| {
+                row.try_get::<String, _>("connector_id")
+                    .is_ok_and(|c| c == scope)
+            });
+            let limit = match budget {
+                Some(row) => row.try_get::<i64, _>("monthly_limit_micros")?,
+                None => UNLIMITED,
+            };
+            let status = |spent: i64| -> Result<Option<BudgetStatus>, StoreError> {
+                let Some(row) = budget else { return Ok(None) };
+                Ok(Some(BudgetStatus {
+                    budget: Budget {
+                        connector_id: (scope != EVERY_CONNECTOR).then(|| scope.to_owned()),
+                        unit: unit.to_owned(),
+                        monthly_limit: Amount::from_micros(limit),
+                    },
+                    month: month.clone(),
+                    spent: Amount::from_micros(spent),
+                    set_by: row.try_get("set_by")?,
+                    set_at: row.try_get("set_at")?,
+                }))
+            };
+            let taken: Option<i64> = if amount.micros() > limit {
+                None
+            } else {
+                sqlx::query_scalar(
+                    "INSERT INTO spend (workspace_id, connector_id, unit, month, spent_micros) \
+                     VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (workspace_id, connector_id, unit, month) DO UPDATE \
+                     SET spent_micros = spend.spent_micros + excluded.spent_micros \
+                     WHERE spend.spent_micros + excluded.spent_micros <= $6 \
+                     RETURNING spent_micros",
+                )
+                .bind(workspace_id)
+                .bind(scope)
+                .bind(unit)
+                .bind(&month)
+                .bind(amount.micros())
+                .bind(limit)
+                .fetch_optional(&mut *tx)
+                .await?
+            };
+            let Some(after) = taken else {
+                let spent: Option<i64> = sqlx::query_scalar(
+                    "SELECT spent_micros FROM spend WHERE workspace_id = $1 \
+                     AND connector_id = $2 AND unit = $3 AND month = $4",
+                )
+                .bind(workspace_id)
+                .bind(scope)
+                .bind(unit)
+                .bind(&month)
+                .fetch_optional(&mut *tx)
+                .await?;
+                tx.rollback().await?;
+                let refused = status(spent.unwrap_or(0))?.ok_or_else(|| {
+                    StoreError::Corrupt("a spend count refused without a budget".into())
+                })?;
+                return Ok(Taken::Refused(refused));
+            };
+            if let Some(now) = status(after)? {
+                let before = BudgetStatus {
+                    spent: Amount::from_micros(after - amount.micros()),
+                    ..now.clone()
+                };
+                let crossed = |s: &BudgetStatus| (s.warns(), s.percent() >= 100);
+                if crossed(&before) != crossed(&now) {
+                    warnings.push(now);
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(Taken::Taken {
+            reservation: Reservation {
+                workspace_id,
+                connector_id: connector_id.to_owned(),
+                unit: unit.to_owned(),
+                month,
+                amount,
+            },
+            warnings,
+        })
+    }
+
+    /// Gives a call's cost back: the provider did not bill it.
+    pub async fn give_back(&self, r: &Reservation) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE spend SET spent_micros = spent_micros - $1 WHERE workspace_id = $2 \
+             AND unit = $3 AND month = $4 AND connector_id IN ($5, $6)",
+        )
+        .bind(r.amount.micros())
+        .bind(r.workspace_id)
+        .bind(&r.unit)
+        .bind(&r.month)
+        .bind(&r.connector_id)
+        .bind(EVERY_CONNECTOR)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// A workspace's budgets with this month's spend against each, every
+    /// connector's before the ones for every connector, by connector and unit.
+    pub async fn budgets(&self, workspace_id: i64) -> Result<Vec<BudgetStatus>, StoreError> {
+        let month = utc_month(now_ms());
+        let rows = sqlx::query(
+            "SELECT b.connector_id, b.unit, b.monthly_limit_micros, b.set_by, b.set_at, \
+             COALESCE(s.spent_micros, 0) AS spent FROM budgets b \
+             LEFT JOIN spend s ON s.workspace_id = b.workspace_id \
+             AND s.connector_id = b.connector_id AND s.unit = b.unit AND s.month = $2 \
+             WHERE b.workspace_id = $1 ORDER BY b.connector_id = '*', b.connector_id, b.unit",
+        )
+        .bind(workspace_id)
+        .bind(&month)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let connector: String = row.try_get("connector_id")?;
+                Ok(BudgetStatus {
+                    budget: Budget {
+                        connector_id: (connector != EVERY_CONNECTOR).then_some(connector),
+                        unit: row.try_get("unit")?,
+                        monthly_limit: Amount::from_micros(row.try_get("monthly_limit_micros")?),
+                    },
+                    month: month.clone(),
+                    spent: Amount::from_micros(row.try_get("spent")?),
+                    set_by: row.try_get("set_by")?,
+                    set_at: row.try_get("set_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Sets (or changes) a budget; this month's spend so far counts against it.
+    pub async fn set_budget(
+        &self,
+        workspace_id: i64,
+        budget: &Budget,
+        actor: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO budgets (workspace_id, connector_id, unit, monthly_limit_micros, set_by, set_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (workspace_id, connector_id, unit) DO UPDATE \
+             SET monthly_limit_micros = excluded.monthly_limit_micros, \
+             set_by = excluded.set_by, set_at = excluded.set_at",
+        )
+        .bind(workspace_id)
+        .bind(budget.connector_id.as_deref().unwrap_or(EVERY_CONNECTOR))
+        .bind(&budget.unit)
+        .bind(budget.monthly_limit.micros())
+        .bind(actor)
+        .bind(now_ms())
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Removes a budget; says whether there was one.
+    pub async fn remove_budget(
+        &self,
+        workspace_id: i64,
+        connector_id: Option<&str>,
+        unit: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM budgets WHERE workspace_id = $1 AND connector_id = $2 AND unit = $3",
+        )
+        .bind(workspace_id)
+        .bind(connector_id.unwrap_or(EVERY_CONNECTOR))
+        .bind(unit)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing;
+
+    fn usd(units: f64) -> Amount {
+        Amount::from_decimal(units).unwrap()
+    }
+
+    #[tokio::test]
+    async fn budgets_refuse_what_would_exceed_them_and_take_back_what_was_not_billed() {
+        for db in testing::all().await {
+            let store = Store::connect(&db.url).await.unwrap();
+            let (ws, _) = store.ensure_workspace("w").await.unwrap();
+            // No budget: counted, never refused.
+            for _ in 0..3 {
+                let taken = store.take_spend(ws, "serp", "USD", usd(1.0)).await.unwrap();
+                assert!(matches!(taken, Taken::Taken { .. }), "{}", db.kind());
+            }
+            // A budget set mid-month counts the month's spend so far.
+            let budget = Budget {
+                connector_id: Some("serp".into()),
+                unit: "USD".into(),
+                monthly_limit: usd(4.0),
+            };
+            store.set_budget(ws, &budget, "ana").await.unwrap();
+            let Taken::Taken {
+                reservation,
+                warnings,
+            } = store.take_spend(ws, "serp", "USD", usd(1.0)).await.unwrap()
+            else {
+                panic!("{}: 4 of 4 fits", db.kind());
+            };
+            assert_eq!(warnings.len(), 1, "{}: spent to the end", db.kind());
+            let Taken::Refused(status) =
+                store.take_spend(ws, "serp", "USD", usd(1.0)).await.unwrap()
+            else {
+                panic!("{}: 5 of 4 must be refused", db.kind());
+            };
+            assert_eq!(status.describe(), "4.00 of 4.00 USD this month");
+            // Another unit is another count.
+            assert!(matches!(
+                store
+                    .take_spend(ws, "serp", "credits", usd(9.0))
+                    .await
+                    .unwrap(),
+                Taken::Taken { .. }
+            ));
+            // Given back: room for one more.
+            store.give_back(&reservation).await.unwrap();
+            assert!(matches!(
+                store.take_spend(ws, "serp", "USD", usd(1.0)).await.unwrap(),
+                Taken::Taken { .. }
+            ));
+            // Every connector's budget in the unit caps the others too.
+            store
+                .set_budget(
+                    ws,
+                    &Budget {
+                        connector_id: None,
+                        unit: "USD".into(),
+                        monthly_limit: usd(5.0),
+                    },
+                    "ana",
+                )
+                .await
+                .unwrap();
+            let Taken::Refused(all) = store
+                .take_spend(ws, "brave", "USD", usd(1.5))
+                .await
+                .unwrap()
+            else {
+                panic!("{}: 5.5 of 5 must be refused", db.kind());
+            };
+            assert_eq!(all.budget.connector_id, None);
+            let listed = store.budgets(ws).await.unwrap();
+            assert_eq!(listed.len(), 2);
+            assert_eq!(listed[0].budget.connector_id.as_deref(), Some("serp"));
+            assert_eq!(listed[1].spent, usd(4.0), "{}", db.kind());
+            assert!(store.remove_budget(ws, None, "USD").await.unwrap());
+            assert!(!store.remove_budget(ws, None, "USD").await.unwrap());
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_takes_never_spend_past_a_budget() {
+        for db in testing::all().await {
+            let store = Store::connect(&db.url).await.unwrap();
+            let (ws, _) = store.ensure_workspace("w").await.unwrap();
+            let budget = Budget {
+                connector_id: None,
+                unit: "USD".into(),
+                monthly_limit: usd(0.05),
+            };
+            store.set_budget(ws, &budget, "ana").await.unwrap();
+            let takes = (0..40).map(|i| {
+                let store = store.clone();
+                let connector = if i % 2 == 0 { "serp" } else { "brave" };
+                tokio::spawn(async move {
+                    crate::store::retrying(|| store.take_spend(ws, connector, "USD", usd(0.005)))
+                        .await
+                        .unwrap()
+                })
+            });
+            let mut taken = 0;
+            for take in takes {
+                if matches!(take.await.unwrap(), Taken::Taken { .. }) {
+                    taken += 1;
+                }
+            }
+            assert_eq!(taken, 10, "{}: 10 calls of 0.005 fit in 0.05", db.kind());
+            assert_eq!(store.budgets(ws).await.unwrap()[0].spent, usd(0.05));
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Spend through the REST door: what each attempt was billed, budgets that
+//! stop a connector and let the chain walk on, and a fan-out that never
+//! spends past a budget, on SQLite and PostgreSQL.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{on_every_backend, TestServer, TEST_PACKS};
+use engine::packs::Catalog;
+use engine::scripted::{ScriptedConnector, Step};
+use engine::store::testing::TestDatabase;
+use model::{Amount, BuiltinCapability as B, CostTier};
+use serde_json::{json, Value};
+
+/// A server where `alpha` costs what `cost` says and `beta` is free.
+async fn server(db: TestDatabase, alpha: Arc<ScriptedConnector>, cost: model::Cost) -> TestServer {
+    let beta = ScriptedConnector::new("beta", [Step::Found(1)]);
+    TestServer::start_with(db, move |state| {
+        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        let web = [B::SearchWeb.into()];
+        let mut reg = ScriptedConnector::registration("alpha", CostTier::Paid, &web);
+        reg.cost = Some(cost);
+        state.engine.registry.register(reg, alpha).unwrap();
+        let reg = ScriptedConnector::registration("beta", CostTier::Free, &web);
+        state.engine.registry.register(reg, beta).unwrap();
+    })
+    .await
+}
+
+async fn records(server: &TestServer, n: usize) -> (i64, Vec<i64>) {
+    let csv: String = std::iter::once("name,city\n".to_owned())
+        .chain((0..n).map(|i| format!("Company {i},Lyon\n")))
+        .collect();
+    let (status, report) = server.import("Companies", "test", &csv).await;
+    assert_eq!(status, 201, "{report}");
+    let set = report["id"].as_i64().unwrap();
+    (set, server.record_ids(set).await)
+}
+
+fn usd(units: f64) -> Amount {
+    Amount::from_decimal(units).unwrap()
+}
+
+fn charges(history: &Value, connector: &str) -> Vec<Value> {
+    history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["connector_id"] == connector)
+        .map(|a| a["charge"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn attempts_record_what_they_cost_and_a_spent_budget_lets_the_chain_walk_on() {
+    on_every_backend(|db| async {
+        let alpha = ScriptedConnector::new("alpha", [Step::Empty, Step::Found(2)]);
+        let cost = model::Cost {
+            bills_empty: false,
+            ..model::Cost::per_call(usd(0.5), "USD")
+        };
+        let server = server(db, alpha.clone(), cost).await;
+        let (_, ids) = records(&server, 4).await;
+        // The connector's budget is in the unit it is priced in.
+        let (code, body) = server
+            .put_json(
+                "/api/budgets",
+                json!({"connector_id": "alpha", "unit": "", "monthly_limit": 1.0}),
+            )
+            .await;
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(body["unit"], "USD");
+        let (code, body) = server
+            .put_json(
+                "/api/budgets",
+                json!({"connector_id": "alpha", "unit": "credits", "monthly_limit": 1.0}),
+            )
+            .await;
+        assert_eq!(code, 400, "{body}");
+        assert!(body["detail"].as_str().unwrap().contains("priced in USD"));
+
+        // An empty answer this provider does not bill: recorded without a
+        // charge, and nothing counted.
+        let report = server.fire(ids[0], "web", None).await;
+        assert_eq!(report["attempts"][0]["outcome"], "not_found");
+        assert!(report["attempts"][0].get("charge").is_none(), "{report}");
+        // Two answers billed at 0.5 spend the budget of 1.
+        for id in &ids[1..3] {
+            let report = server.fire(*id, "web", None).await;
+            assert_eq!(report["attempts"][0]["connector_id"], "alpha");
+            assert_eq!(
+                report["attempts"][0]["charge"],
+                json!({"amount": 0.5, "unit": "USD", "paid_by": "server"})
+            );
+        }
+        let (_, history) = server
+            .get_json(&format!("/api/records/{}/history", ids[1]))
+            .await;
+        assert_eq!(charges(&history, "alpha")[0]["amount"], 0.5, "{history}");
+        let (_, budgets) = server.get_json("/api/budgets").await;
+        assert_eq!(budgets[0]["spent"], 1.0, "{budgets}");
+        // The next fire does not reach alpha: the chain walks on to beta,
+        // and the report says which budget is spent.
+        let report = server.fire(ids[3], "web", None).await;
+        assert_eq!(alpha.calls(), 3);
+        assert_eq!(report["attempts"][0]["connector_id"], "beta", "{report}");
+        let skipped = report["skipped"].as_array().unwrap();
+        let alpha_skip = skipped.iter().find(|s| s["connector_id"] == "alpha");
+        assert_eq!(
+            alpha_skip.unwrap()["reason"],
+            "budget for Scripted alpha spent: 1.00 of 1.00 USD this month",
+            "{report}"
+        );
+        // Raising it lets alpha fire again; removing it too.
+        let (code, _) = server
+            .put_json(
+                "/api/budgets",
+                json!({"connector_id": "alpha", "unit": "USD", "monthly_limit": 1.5}),
+            )
+            .await;
+        assert_eq!(code, 200);
+        let (code, _) = server
+            .delete("/api/budgets?connector_id=alpha&unit=USD")
+            .await;
+        assert_eq!(code, 204);
+        let (code, _) = server
+            .delete("/api/budgets?connector_id=alpha&unit=USD")
+            .await;
+        assert_eq!(code, 404);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn concurrent_fires_of_a_fan_out_never_spend_past_a_budget() {
+    on_every_backend(|db| async {
+        // Slow answers, so many fires are in flight at once.
+        let alpha = ScriptedConnector::new(
+            "alpha",
+            [Step::Delay(
+                Duration::from_millis(30),
+                Box::new(Step::Found(1)),
+            )],
+        );
+        let server = server(
+            db,
+            alpha.clone(),
+            model::Cost::per_call(usd(1.0), "credits"),
+        )
+        .await;
+        let (set, _) = records(&server, 24).await;
+        let (code, body) = server
+            .put_json(
+                "/api/budgets",
+                json!({"unit": "credits", "monthly_limit": 5}),
+            )
+            .await;
+        assert_eq!(code, 200, "{body}");
+        let (code, job) = server
+            .post_json(
+                &format!("/api/record-sets/{set}/fanout"),
+                json!({"packs": ["web"]}),
+            )
+            .await;
+        assert!(code == 200 || code == 202, "{job}");
+        let job_id = job["job_id"].as_i64().unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let (_, job) = server.get_json(&format!("/api/jobs/{job_id}")).await;
+            if job["status"] != "pending" {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the fan-out never ended: {job}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let (_, history) = server
+            .get_json(&format!(
+                "/api/records/{}/history",
+                server.record_ids(set).await[0]
+            ))
+            .await;
+        assert_eq!(
+            alpha.calls(),
+            5,
+            "a budget of 5 credits is 5 calls of 1: {history}"
+        );
+        let (_, budgets) = server.get_json("/api/budgets").await;
+        assert_eq!(budgets[0]["spent"], 5.0, "{budgets}");
+    })
+    .await;
+}
