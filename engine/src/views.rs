@@ -1,7 +1,12 @@
 //! Read models the doors share (REST and the pages' server functions): a page
 //! of records with chips, and a chip's connector menu.
 
-use model::{ConnectorMenu, MenuEntry, Record, RecordFilter, RecordsPage};
+use std::collections::HashMap;
+
+use model::{
+    Amount, ConnectorMenu, EstimateLine, EstimatedSpend, FanoutEstimate, MenuEntry, Record,
+    RecordFilter, RecordsPage,
+};
 
 use crate::dispatch::DispatchError;
 use crate::Engine;
@@ -72,17 +77,27 @@ impl Engine {
             .collect())
     }
 
-    /// What a fan-out of the set's bundle would start with: per connector, how
-    /// many fires would go to it first, with its cost tier. (Walks past empty
-    /// answers may add fires further down a chain.)
-    pub async fn fanout_estimate(
-        &self,
-        set_id: i64,
-    ) -> Result<Vec<model::EstimateLine>, DispatchError> {
+    /// What a fan-out of the set's bundle may fire and spend: per connector
+    /// its chains reach, the fires in the worst case (everything before it
+    /// finds nothing) and as expected from the last day's hit rates, what
+    /// they cost when it is priced, and the budgets they count against.
+    pub async fn fanout_estimate(&self, set_id: i64) -> Result<FanoutEstimate, DispatchError> {
         let set = self.store.record_set(set_id).await?;
         let scope = self.dispatcher.scope(set.workspace_id).await?;
         let candidates = scope.candidates(&self.registry);
-        let mut lines: Vec<model::EstimateLine> = Vec::new();
+        let (hit_rates, budgets) = match set.workspace_id {
+            Some(ws) => (
+                self.connector_stats(ws)
+                    .await?
+                    .into_iter()
+                    .map(|s| (s.connector_id.clone(), s.hit_rate()))
+                    .collect(),
+                self.store.budgets(ws).await?,
+            ),
+            None => (HashMap::new(), Vec::new()),
+        };
+        let records = u64::try_from(set.records).unwrap_or(0);
+        let mut lines: Vec<EstimateLine> = Vec::new();
         for (pack, member) in scope.catalog.bundle_packs(&set.bundle_id) {
             let chain = crate::chain::resolve(
                 &crate::chain::ChainRequest {
@@ -93,22 +108,72 @@ impl Engine {
                 },
                 &candidates,
             );
-            let Some(first) = chain.to_try.first() else {
-                continue;
-            };
-            let Some(c) = candidates.iter().find(|c| &c.id == first) else {
-                continue;
-            };
-            match lines.iter_mut().find(|l| &l.connector_id == first) {
-                Some(line) => line.fires += set.records as u64,
-                None => lines.push(model::EstimateLine {
-                    connector_id: first.clone(),
-                    cost_tier: c.cost_tier,
-                    fires: set.records as u64,
-                }),
+            // The share of records a connector is reached by.
+            let mut reached = 1.0_f64;
+            for id in &chain.to_try {
+                let (Some(c), Some(handle)) = (
+                    candidates.iter().find(|c| &c.id == id),
+                    self.registry.by_id_in(id, set.workspace_id),
+                ) else {
+                    continue;
+                };
+                // Rounded up: a fire is a whole fire.
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    clippy::cast_precision_loss
+                )]
+                let expected = (records as f64 * reached).ceil() as u64;
+                reached *= 1.0 - hit_rates.get(id).copied().unwrap_or(0.0);
+                let price = handle
+                    .registration
+                    .cost
+                    .as_ref()
+                    .map(|cost| (cost.unit.clone(), cost.of_call(pack.intent.name())));
+                let line = match lines.iter_mut().find(|l| &l.connector_id == id) {
+                    Some(line) => line,
+                    None => {
+                        lines.push(EstimateLine {
+                            connector_id: id.clone(),
+                            display_name: handle.registration.display_name.clone(),
+                            cost_tier: c.cost_tier,
+                            fires: 0,
+                            expected_fires: 0,
+                            spend: None,
+                        });
+                        lines.last_mut().expect("just pushed")
+                    }
+                };
+                line.fires += records;
+                line.expected_fires += expected;
+                if let Some((unit, per_call)) = price {
+                    let spend = line.spend.get_or_insert_with(|| EstimatedSpend {
+                        unit,
+                        worst: Amount::ZERO,
+                        expected: Amount::ZERO,
+                    });
+                    spend.worst = spend.worst.saturating_add(per_call.times(records));
+                    spend.expected = spend.expected.saturating_add(per_call.times(expected));
+                }
             }
         }
-        Ok(lines)
+        let budgets = budgets
+            .into_iter()
+            .filter(|b| {
+                lines.iter().any(|l| {
+                    l.spend.as_ref().is_some_and(|s| s.unit == b.budget.unit)
+                        && b.budget
+                            .connector_id
+                            .as_ref()
+                            .is_none_or(|id| id == &l.connector_id)
+                })
+            })
+            .collect();
+        Ok(FanoutEstimate {
+            records,
+            lines,
+            budgets,
+        })
     }
 
     /// Every connector serving a pack's intent, with its last attempt for the

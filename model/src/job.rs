@@ -122,11 +122,70 @@ impl Envelope<crate::FireReport> {
     }
 }
 
-/// Where a fan-out's first fires would go, for the cost check before it runs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What a fan-out of a set's bundle may fire and spend, asked before it
+/// runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FanoutEstimate {
+    pub records: u64,
+    /// One line per connector its chains may reach, in chain order.
+    pub lines: Vec<EstimateLine>,
+    /// The workspace's budgets these connectors count against, with what
+    /// is left of each this month.
+    pub budgets: Vec<crate::BudgetStatus>,
+}
+
+/// One connector a fan-out may reach.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EstimateLine {
     pub connector_id: String,
+    pub display_name: String,
     pub cost_tier: crate::CostTier,
+    /// Fires if every connector before it in its chains finds nothing:
+    /// the worst case.
     pub fires: u64,
+    /// Fires expected from how often the connectors before it found
+    /// something over the last day (one without attempts counts as finding
+    /// nothing).
+    pub expected_fires: u64,
+    /// What those fires cost, when the connector is priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<EstimatedSpend>,
+}
+
+/// What a connector's fires in a fan-out would cost.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EstimatedSpend {
+    pub unit: String,
+    pub worst: crate::Amount,
+    pub expected: crate::Amount,
+}
+
+impl EstimateLine {
+    /// "Brave: up to 24 fires (about 12), 24 Brave requests at worst, about 12".
+    pub fn describe(&self) -> String {
+        let mut line = format!(
+            "{} ({}): up to {} fires (about {})",
+            self.display_name, self.cost_tier, self.fires, self.expected_fires
+        );
+        if let Some(spend) = &self.spend {
+            line += &format!(
+                ", {} at worst, about {}",
+                spend.worst.in_unit(&spend.unit),
+                spend.expected.in_unit(&spend.unit)
+            );
+        }
+        line
+    }
+
+    /// Firing it costs something: it is priced or on a paid tier.
+    pub fn costs(&self) -> bool {
+        self.cost_tier == crate::CostTier::Paid
+            || self
+                .spend
+                .as_ref()
+                .is_some_and(|s| s.worst > crate::Amount::ZERO)
+    }
 }

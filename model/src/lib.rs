@@ -27,7 +27,10 @@ pub use event::{Event, EventKind};
 pub use fire::{ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy};
 pub use health::Health;
 pub use item::{Evidence, Item, TriageState, TriageVerb};
-pub use job::{Envelope, EnvelopeStatus, EstimateLine, Job, JobStatus, Progress};
+pub use job::{
+    Envelope, EnvelopeStatus, EstimateLine, EstimatedSpend, FanoutEstimate, Job, JobStatus,
+    Progress,
+};
 pub use manifest::{
     check_secret_name, secret_names, ManifestDraft, ManifestForm, ManifestFormat, ManifestTest,
     Problem, SavedManifest, SecretInfo, SecretValue, TestReport, TestResult,

@@ -194,3 +194,63 @@ async fn concurrent_fires_of_a_fan_out_never_spend_past_a_budget() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_estimate_says_what_a_fan_out_may_fire_and_spend_and_what_budgets_have_left() {
+    let alpha = ScriptedConnector::new(
+        "alpha",
+        [Step::Found(1), Step::Empty, Step::Empty, Step::Empty],
+    );
+    let server = server(
+        engine::store::testing::sqlite(),
+        alpha,
+        model::Cost::per_call(usd(0.5), "USD"),
+    )
+    .await;
+    // Alpha finds something for one record in four.
+    let (_, ids) = records(&server, 4).await;
+    for id in ids {
+        server.fire(id, "web", None).await;
+    }
+    let (code, _) = server
+        .put_json(
+            "/api/budgets",
+            json!({"connector_id": "alpha", "unit": "USD", "monthly_limit": 4}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    let (set, _) = records(&server, 10).await;
+    let browser = server
+        .browser(common::TEST_EMAIL, common::TEST_PASSWORD)
+        .await;
+    let (code, body) = server
+        .call_server_fn(&browser, "fanout_estimate", &[("set_id", &set.to_string())])
+        .await;
+    assert_eq!(code, 200, "{body}");
+    let estimate: model::FanoutEstimate = serde_json::from_str(&body).unwrap();
+    assert_eq!(estimate.records, 10);
+    let line = |id: &str| {
+        estimate
+            .lines
+            .iter()
+            .find(|l| l.connector_id == id)
+            .unwrap()
+    };
+    // Every record reaches alpha; its price is what they cost.
+    assert_eq!(
+        (line("alpha").fires, line("alpha").expected_fires),
+        (10, 10)
+    );
+    let spend = line("alpha").spend.clone().unwrap();
+    assert_eq!((spend.worst, spend.expected), (usd(5.0), usd(5.0)));
+    // Three records in four walk on to beta.
+    assert_eq!((line("beta").fires, line("beta").expected_fires), (10, 8));
+    assert!(line("beta").spend.is_none());
+    assert_eq!(
+        line("alpha").describe(),
+        "Scripted alpha (paid): up to 10 fires (about 10), 5.00 USD at worst, about 5.00 USD"
+    );
+    // Alpha spent 0.5 + 3 empty answers at 0.5 (billed): 2 of 4 left.
+    assert_eq!(estimate.budgets.len(), 1);
+    assert_eq!(estimate.budgets[0].left(), usd(2.0));
+}

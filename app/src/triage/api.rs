@@ -137,7 +137,7 @@ pub async fn start_fanout(set_id: i64) -> Result<Job, ServerFnError> {
 }
 
 #[server]
-pub async fn fanout_estimate(set_id: i64) -> Result<Vec<model::EstimateLine>, ServerFnError> {
+pub async fn fanout_estimate(set_id: i64) -> Result<model::FanoutEstimate, ServerFnError> {
     let (engine, who) = ssr::door()?;
     engine
         .estimate_fanout(&who, set_id)

@@ -20,18 +20,11 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
     let start = move |_| {
         error.set(None);
         spawn_local(async move {
-            // Paid connectors cost money per fire: say how many, and ask first.
-            if let Ok(lines) = fanout_estimate(set_id).await {
-                let paid: Vec<String> = lines
-                    .iter()
-                    .filter(|l| l.cost_tier == model::CostTier::Paid)
-                    .map(|l| format!("{} fires through {} (paid)", l.fires, l.connector_id))
-                    .collect();
-                if !paid.is_empty()
-                    && !confirm(&format!(
-                        "This fan-out starts with:\n{}\nGo ahead?",
-                        paid.join("\n")
-                    ))
+            // Fires that cost money: say how many, what they may cost and
+            // what the budgets have left, and ask first.
+            if let Ok(estimate) = fanout_estimate(set_id).await {
+                if estimate.lines.iter().any(model::EstimateLine::costs)
+                    && !confirm(&confirmation(&estimate))
                 {
                     return;
                 }
@@ -72,6 +65,29 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
             {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
         </div>
     }
+}
+
+/// The question before a fan-out that costs money.
+fn confirmation(estimate: &model::FanoutEstimate) -> String {
+    let mut text = format!(
+        "This fan-out runs over {} records and may fire:\n",
+        estimate.records
+    );
+    for line in &estimate.lines {
+        text += &format!("• {}\n", line.describe());
+    }
+    for status in &estimate.budgets {
+        let scope = status.budget.connector_id.as_deref().map_or_else(
+            || format!("every connector in {}", status.budget.unit),
+            str::to_owned,
+        );
+        text += &format!(
+            "Budget for {scope}: {} left ({}).\n",
+            status.left().in_unit(&status.budget.unit),
+            status.describe()
+        );
+    }
+    text + "A spent budget stops its connector; the chain walks on. Go ahead?"
 }
 
 #[cfg(feature = "hydrate")]

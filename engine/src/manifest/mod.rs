@@ -260,6 +260,19 @@ impl Manifest {
                 "give at least 1, or leave it out".to_owned(),
             );
         }
+        if let Some(cost) = &spec.cost {
+            if let Err(e) = cost.check() {
+                bad("cost.unit", e);
+            }
+            for capability in cost.by_capability.keys() {
+                if !spec.capabilities.contains(capability) {
+                    bad(
+                        &format!("cost.by_capability.{capability}"),
+                        "name one of the manifest's capabilities".to_owned(),
+                    );
+                }
+            }
+        }
 
         // The request.
         let method = spec.request.method.to_ascii_uppercase();

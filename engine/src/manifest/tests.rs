@@ -8,6 +8,7 @@ capabilities = ["search.news", "community.forum"]
 cost_tier = "free"
 requires_env = ["HN_KEY"]
 rate_hints = { per_second = 2.0 }
+cost = { per_call = 0.005, unit = "USD", bills_empty = false, by_capability = { "community.forum" = 0.01 } }
 
 [request]
 url = "https://hn.example.org/api/search"
@@ -40,6 +41,13 @@ fn a_good_manifest_checks_and_registers_what_it_says() {
     assert_eq!(r.capabilities[1].name(), "community.forum");
     assert_eq!(r.requires_env, ["HN_KEY"]);
     assert_eq!(r.rate_hints.per_second, Some(2.0));
+    let cost = r.cost.unwrap();
+    assert_eq!(cost.of_call("search.news").in_unit(&cost.unit), "0.005 USD");
+    assert_eq!(
+        cost.of_call("community.forum").in_unit(&cost.unit),
+        "0.01 USD"
+    );
+    assert!(!cost.bills_empty);
     // The same manifest as JSON.
     let json = serde_json::to_string(&m.spec).unwrap();
     assert_eq!(Manifest::parse(&json, Format::Json).unwrap().spec, m.spec);
@@ -96,6 +104,21 @@ fn every_kind_of_mistake_is_named_with_its_field() {
             broken("per_second = 2.0", "per_second = -1.0"),
             "rate_hints.per_second",
             "positive",
+        ),
+        (
+            broken("unit = \"USD\"", "unit = \"<b>\""),
+            "cost.unit",
+            "not a unit",
+        ),
+        (
+            broken("per_call = 0.005", "per_call = -1"),
+            "cost",
+            "not an amount",
+        ),
+        (
+            broken("\"community.forum\" = 0.01", "\"search.web\" = 0.01"),
+            "cost.by_capability.search.web",
+            "one of the manifest's capabilities",
         ),
         (
             broken(

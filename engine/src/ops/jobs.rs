@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use model::{EstimateLine, Job};
+use model::{FanoutEstimate, Job};
 
 use crate::store::{Owned, Principal};
 use crate::Engine;
@@ -11,13 +11,13 @@ use crate::Engine;
 use super::OpError;
 
 impl Engine {
-    /// What a fan-out of the set's bundle would start with, per connector,
-    /// for the cost check before it runs.
+    /// What a fan-out of the set's bundle may fire and spend, per
+    /// connector, with the budgets it counts against, asked before it runs.
     pub async fn estimate_fanout(
         &self,
         who: &Principal,
         set_id: i64,
-    ) -> Result<Vec<EstimateLine>, OpError> {
+    ) -> Result<FanoutEstimate, OpError> {
         self.authorize(who, Owned::RecordSet(set_id)).await?;
         Ok(self.fanout_estimate(set_id).await?)
     }

@@ -1,10 +1,11 @@
 //! The connector inventory: every connector the workspace sees, what it
-//! serves, what it costs, where it comes from, whether it can fire now (and
+//! serves, what it costs (and the workspace's budgets), where it comes from, whether it can fire now (and
 //! if not, why), today's use against its cap, its last day here (charts of
 //! outcomes and latency, read again every 15 s) and its audit trail. Admins switch connectors off and on, re-check them, set the
 //! workspace's secrets and add manifest connectors. The page follows the
 //! live stream: a change anyone makes shows without a reload.
 
+mod budgets;
 mod charts;
 mod editor;
 mod secrets;
@@ -355,7 +356,7 @@ fn ConnectorTable(
                         <tr data-connector=c.id.clone() data-status=c.status.kind()>
                             <td><strong>{c.display_name.clone()}</strong><div class="muted">{c.id.clone()}" · "{c.short_label.clone()}</div></td>
                             <td class="caps">{c.capabilities.iter().map(|cap| cap.name().to_owned()).collect::<Vec<_>>().join(", ")}</td>
-                            <td><span class=format!("tier tier-{}", c.cost_tier.name())>{c.cost_tier.name()}</span><div class="muted">{hints}</div></td>
+                            <td><span class=format!("tier tier-{}", c.cost_tier.name())>{c.cost_tier.name()}</span><div class="muted price">{c.cost.as_ref().map(model::Cost::describe)}</div><div class="muted">{hints}</div></td>
                             <td class="source">{source_label(&c.source)}</td>
                             <td class=format!("status status-{}", c.status.kind())>{c.status_reason.clone().unwrap_or_else(|| "available".to_owned())}</td>
                             <td class="use">{use_cell}</td>
@@ -380,7 +381,9 @@ pub fn InventoryPage() -> impl IntoView {
     crate::live::subscribe("/api/events", move |event| {
         if matches!(
             event.kind,
-            EventKind::ConnectorChanged { .. } | EventKind::ConnectorRemoved { .. }
+            EventKind::ConnectorChanged { .. }
+                | EventKind::ConnectorRemoved { .. }
+                | EventKind::BudgetChanged { .. }
         ) {
             version.update(|v| *v += 1);
         }
@@ -404,6 +407,7 @@ pub fn InventoryPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 let is_admin = matches!(viewer.await, Ok(Some(v)) if v.is_admin());
                 view! {
+                    <budgets::Budgets is_admin notice version/>
                     <secrets::Secrets is_admin notice version/>
                     <editor::Manifests is_admin notice version/>
                 }
