@@ -22,10 +22,17 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
         spawn_local(async move {
             // Fires that cost money: say how many, what they may cost and
             // what the budgets have left, and ask first.
-            if let Ok(estimate) = fanout_estimate(set_id).await {
-                if estimate.lines.iter().any(model::EstimateLine::costs)
-                    && !confirm(&confirmation(&estimate))
+            // Without the estimate, nothing starts.
+            match fanout_estimate(set_id).await {
+                Ok(estimate)
+                    if estimate.lines.iter().any(model::EstimateLine::costs)
+                        && !confirm(&confirmation(&estimate)) =>
                 {
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    error.set(Some(format!("What the fan-out would cost is unknown: {e}")));
                     return;
                 }
             }
