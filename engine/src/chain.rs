@@ -150,10 +150,13 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
     let mut to_try = Vec::with_capacity(ordered.len());
     for id in ordered {
         if let Some(reason) = unfit(&id) {
+            // A spent budget is a spending limit, not the connector's state.
+            let capped =
+                find(&id).is_some_and(|c| matches!(c.status, ConnectorStatus::OverBudget { .. }));
             skipped.push(Skipped {
                 connector_id: id,
                 reason,
-                capped: false,
+                capped,
             });
         } else if req.already_found.contains(&id) {
             skipped.push(Skipped {

@@ -1192,6 +1192,11 @@ impl Dispatcher {
                                 .get(c.as_str())
                                 .map_or_else(|| c.clone(), |n| (*n).to_owned())
                         }),
+                        held: chain
+                            .skipped
+                            .iter()
+                            .find(|s| s.capped)
+                            .map(|s| s.reason.clone()),
                         state: chip_state(ChipInputs {
                             attempts: &mine,
                             item_count: counts

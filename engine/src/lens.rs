@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use model::{ConnectorInfo, ConnectorStatus};
+use model::{BudgetStatus, ConnectorInfo, ConnectorStatus};
 
 use crate::registry::{ConnectorHandle, Registry};
 use crate::store::{Store, StoreError, WorkspaceSettings};
@@ -17,6 +17,7 @@ pub struct Lens {
     workspace_id: Option<i64>,
     off: HashMap<String, ConnectorStatus>,
     secrets: BTreeSet<String>,
+    budgets: Vec<BudgetStatus>,
 }
 
 impl Lens {
@@ -38,6 +39,7 @@ impl Lens {
             workspace_id: Some(ws),
             off: settings.off.clone(),
             secrets: settings.secret_names.clone(),
+            budgets: settings.budgets.clone(),
         }
     }
 
@@ -57,6 +59,39 @@ impl Lens {
     /// key is used, a rate limit, suspension or refusal of the server's key
     /// is not the workspace's problem.
     pub fn status(&self, handle: &ConnectorHandle) -> ConnectorStatus {
+        match self.own_status(handle) {
+            ConnectorStatus::Available => self
+                .spent_budget(handle)
+                .map_or(ConnectorStatus::Available, |reason| {
+                    ConnectorStatus::OverBudget { reason }
+                }),
+            other => other,
+        }
+    }
+
+    /// Which budget has too little left for one more call of the
+    /// connector this month, in words, if one has. (As read with the
+    /// settings: the walk's own count is what stops a call.)
+    fn spent_budget(&self, handle: &ConnectorHandle) -> Option<String> {
+        let cost = handle.registration.cost.as_ref()?;
+        let id = &handle.registration.id;
+        self.budgets
+            .iter()
+            .filter(|b| {
+                b.budget.unit == cost.unit && b.budget.connector_id.as_ref().is_none_or(|c| c == id)
+            })
+            .find(|b| b.left() < cost.per_call || b.left() == model::Amount::ZERO)
+            .map(|b| {
+                let whose = match &b.budget.connector_id {
+                    Some(_) => handle.registration.display_name.clone(),
+                    None => format!("every connector in {}", b.budget.unit),
+                };
+                format!("budget for {whose} spent: {}", b.describe())
+            })
+    }
+
+    /// The status before budgets.
+    fn own_status(&self, handle: &ConnectorHandle) -> ConnectorStatus {
         let now = crate::time::now_ms();
         match self.off.get(&handle.registration.id) {
             Some(

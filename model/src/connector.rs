@@ -74,11 +74,17 @@ pub enum ConnectorStatus {
         until: i64,
         reason: String,
     },
+    /// A budget of the workspace has too little left for a call this month
+    /// (`reason` names it); it fires again when the budget is raised or the
+    /// month turns.
+    OverBudget {
+        reason: String,
+    },
 }
 
 impl ConnectorStatus {
     /// The status word: `available`, `disabled`, `rate-limited`, `auth-failed`,
-    /// `needs-env`, `suspended`.
+    /// `needs-env`, `suspended`, `over-budget`.
     pub fn kind(&self) -> &'static str {
         match self {
             ConnectorStatus::Available => "available",
@@ -87,6 +93,7 @@ impl ConnectorStatus {
             ConnectorStatus::AuthFailed { .. } => "auth-failed",
             ConnectorStatus::NeedsEnv { .. } => "needs-env",
             ConnectorStatus::Suspended { .. } => "suspended",
+            ConnectorStatus::OverBudget { .. } => "over-budget",
         }
     }
 
@@ -103,6 +110,7 @@ impl ConnectorStatus {
             ConnectorStatus::AuthFailed { reason, .. } => Some(format!("auth failed: {reason}")),
             ConnectorStatus::NeedsEnv { vars } => Some(format!("needs {}", vars.join(", "))),
             ConnectorStatus::Suspended { reason, .. } => Some(format!("suspended: {reason}")),
+            ConnectorStatus::OverBudget { reason } => Some(reason.clone()),
         }
     }
 }

@@ -22,6 +22,10 @@ pub struct Chip {
     /// The connector a plain click fires first (its display name), if any can.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
+    /// Why a connector of the chain is passed over for spending (a spent
+    /// budget), if one is: the click goes on to `next`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
 }
 
 /// One record with its chips.

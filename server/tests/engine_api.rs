@@ -506,7 +506,7 @@ async fn a_daily_cap_is_enforced_from_the_database() {
         err["detail"]
             .as_str()
             .unwrap()
-            .contains("daily cap of alpha"),
+            .contains("alpha: daily cap of 2 fires reached; nothing else in the chain could fire"),
         "{err}"
     );
     let (_, connectors) = server.get_json("/api/connectors").await;
@@ -1080,7 +1080,7 @@ async fn a_query_the_record_cannot_fill_fires_nothing_and_says_why() {
 }
 
 #[tokio::test]
-async fn a_fanout_estimate_counts_first_fires_per_connector_and_tier() {
+async fn a_fanout_estimate_counts_the_fires_each_connector_of_the_chains_may_take() {
     let server = server(
         testing::sqlite(),
         &[
@@ -1098,19 +1098,35 @@ async fn a_fanout_estimate_counts_first_fires_per_connector_and_tier() {
     )
     .await;
     let (set, _) = imported(&server).await;
-    // web starts with alpha, first in its chain; nothing serves news, so it adds nothing.
-    let lines = server.state.engine.fanout_estimate(set).await.unwrap();
-    let seen: Vec<(&str, CostTier, u64)> = lines
+    // web walks alpha then beta; nothing serves news, so it adds nothing.
+    // Neither has found anything yet: every record may reach both.
+    let estimate = server.state.engine.fanout_estimate(set).await.unwrap();
+    let seen: Vec<(&str, CostTier, u64, u64)> = estimate
+        .lines
         .iter()
-        .map(|l| (l.connector_id.as_str(), l.cost_tier, l.fires))
+        .map(|l| {
+            (
+                l.connector_id.as_str(),
+                l.cost_tier,
+                l.fires,
+                l.expected_fires,
+            )
+        })
         .collect();
-    assert_eq!(seen, [("alpha", CostTier::Paid, 2)]);
+    assert_eq!(
+        seen,
+        [
+            ("alpha", CostTier::Paid, 2, 2),
+            ("beta", CostTier::Free, 2, 2)
+        ]
+    );
     // With the paid one off, the fires start at the next in the chain.
     server
         .post_json("/api/connectors/alpha/disable", json!({}))
         .await;
-    let lines = server.state.engine.fanout_estimate(set).await.unwrap();
-    let seen: Vec<(&str, CostTier, u64)> = lines
+    let estimate = server.state.engine.fanout_estimate(set).await.unwrap();
+    let seen: Vec<(&str, CostTier, u64)> = estimate
+        .lines
         .iter()
         .map(|l| (l.connector_id.as_str(), l.cost_tier, l.fires))
         .collect();

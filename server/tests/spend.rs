@@ -62,7 +62,8 @@ async fn attempts_record_what_they_cost_and_a_spent_budget_lets_the_chain_walk_o
             ..model::Cost::per_call(usd(0.5), "USD")
         };
         let server = server(db, alpha.clone(), cost).await;
-        let (_, ids) = records(&server, 4).await;
+        // The fifth record is never fired.
+        let (set, ids) = records(&server, 5).await;
         // The connector's budget is in the unit it is priced in.
         let (code, body) = server
             .put_json(
@@ -113,6 +114,25 @@ async fn attempts_record_what_they_cost_and_a_spent_budget_lets_the_chain_walk_o
             "budget for Scripted alpha spent: 1.00 of 1.00 USD this month",
             "{report}"
         );
+        // The inventory and the chips say so before anyone clicks: a click
+        // goes through beta, and the chip says why not alpha.
+        let (_, connectors) = server.get_json("/api/connectors").await;
+        let listed = connectors.as_array().unwrap();
+        let alpha_row = listed.iter().find(|c| c["id"] == "alpha").unwrap();
+        assert_eq!(alpha_row["status"], "over-budget", "{alpha_row}");
+        assert_eq!(
+            alpha_row["status_reason"],
+            "budget for Scripted alpha spent: 1.00 of 1.00 USD this month"
+        );
+        let (_, page) = server
+            .get_json(&format!("/api/record-sets/{set}/records"))
+            .await;
+        let chip = &page["records"][4]["chips"][0];
+        assert_eq!(chip["next"], "Scripted beta", "{chip}");
+        assert_eq!(
+            chip["held"],
+            "budget for Scripted alpha spent: 1.00 of 1.00 USD this month"
+        );
         // Raising it lets alpha fire again; removing it too.
         let (code, _) = server
             .put_json(
@@ -121,6 +141,12 @@ async fn attempts_record_what_they_cost_and_a_spent_budget_lets_the_chain_walk_o
             )
             .await;
         assert_eq!(code, 200);
+        let (_, connectors) = server.get_json("/api/connectors").await;
+        assert!(connectors
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["id"] == "alpha" && c["status"] == "available"));
         let (code, _) = server
             .delete("/api/budgets?connector_id=alpha&unit=USD")
             .await;

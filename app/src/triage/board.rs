@@ -21,6 +21,8 @@ pub struct ChipSlot {
     pub fire: RwSignal<Option<i64>>,
     /// The connector a plain click fires first.
     pub next: RwSignal<Option<String>>,
+    /// Why a connector before it is passed over (a spent budget), if one is.
+    pub held: RwSignal<Option<String>>,
 }
 
 /// Every signal of the view, by record (and pack).
@@ -150,6 +152,7 @@ impl Board {
         pack: &str,
         initial: ChipState,
         next: Option<String>,
+        held: Option<String>,
     ) -> ChipSlot {
         let key = (record, pack.to_owned());
         // A fire still in flight on the last page keeps its id (for cancel).
@@ -161,6 +164,7 @@ impl Board {
             state: RwSignal::new(initial),
             fire: RwSignal::new(fire),
             next: RwSignal::new(next),
+            held: RwSignal::new(held),
         };
         self.chips.update_value(|m| {
             m.insert(key, slot);
@@ -335,6 +339,7 @@ impl Board {
                                     slot.state.set(chip.state);
                                 }
                                 slot.next.set(chip.next);
+                                slot.held.set(chip.held);
                             }
                         }
                     }

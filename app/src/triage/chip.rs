@@ -47,7 +47,12 @@ const LONG_PRESS: Duration = Duration::from_millis(500);
 
 #[component]
 pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board) -> impl IntoView {
-    let ChipSlot { state, fire, next } = live;
+    let ChipSlot {
+        state,
+        fire,
+        next,
+        held,
+    } = live;
     let name = pack.display_name.clone();
     let pack_id = pack.pack_id.clone();
     let label = pack.short_label.clone();
@@ -109,7 +114,10 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
                     "Rate-limited: {name} can fire again in {}",
                     waiting().unwrap_or_default()
                 ),
-                (_, Some(connector)) => format!("Fire {name} through {connector}"),
+                (_, Some(connector)) => match held.get() {
+                    Some(why) => format!("Fire {name} through {connector} ({why})"),
+                    None => format!("Fire {name} through {connector}"),
+                },
                 (_, None) => {
                     "No connector fires on a click now; right-click to see each one".to_owned()
                 }

@@ -242,6 +242,7 @@ fn Card(
                 &pack.pack_id,
                 chip.map_or(model::ChipState::Idle, |c| c.state.clone()),
                 chip.and_then(|c| c.next.clone()),
+                chip.and_then(|c| c.held.clone()),
             );
             view! { <ChipButton record_id=record.id pack live board/> }
         })

@@ -5,7 +5,7 @@
 //! cancelled or the chain ends. Where each attempt is written is the
 //! [`Ledger`]'s: a record's fire, or a capability call.
 
-use model::{Capability, Charge, EventKind, FireOutcome, PaidBy, Skipped};
+use model::{Capability, Charge, ConnectorStatus, EventKind, FireOutcome, PaidBy, Skipped};
 use tokio_util::sync::CancellationToken;
 
 use super::{skip, Dispatcher};
@@ -94,7 +94,10 @@ impl Dispatcher {
             let status = lens.status(&handle);
             if !status.is_available() {
                 let reason = status.reason().unwrap_or_default();
-                ledger.skipped(skip(connector_id, &reason));
+                ledger.skipped(Skipped {
+                    capped: matches!(status, ConnectorStatus::OverBudget { .. }),
+                    ..skip(connector_id, &reason)
+                });
                 continue;
             }
             let opts = FireOpts {

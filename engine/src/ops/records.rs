@@ -36,16 +36,16 @@ impl Engine {
                 who.email.clone(),
             ))
             .await?;
-        let capped: Vec<&str> = report
+        let capped: Vec<String> = report
             .skipped
             .iter()
             .filter(|s| s.capped)
-            .map(|s| s.connector_id.as_str())
+            .map(|s| format!("{}: {}", s.connector_id, s.reason))
             .collect();
         if report.attempts.is_empty() && !capped.is_empty() {
             return Err(OpError::Limited(format!(
-                "the daily cap of {} is reached; nothing else in the chain could fire",
-                capped.join(", ")
+                "{}; nothing else in the chain could fire",
+                capped.join("; ")
             )));
         }
         Ok(report)

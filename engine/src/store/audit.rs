@@ -104,8 +104,8 @@ impl Store {
     /// Gives a connector a status in one workspace only (`Some`: switched
     /// off by a person, or a refusal, rate limit or suspension met with the
     /// workspace's own key) or takes it back (`None`, or `available`);
-    /// `false` when that changed nothing. A derived status (`needs-env`) is
-    /// not the workspace's to set and changes nothing.
+    /// `false` when that changed nothing. A derived status (`needs-env`,
+    /// `over-budget`) is not the workspace's to set and changes nothing.
     pub async fn set_workspace_connector(
         &self,
         workspace_id: i64,
@@ -115,7 +115,9 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let (kind, reason, until) = match status {
             None | Some(ConnectorStatus::Available) => (None, "", None),
-            Some(ConnectorStatus::NeedsEnv { .. }) => return Ok(false),
+            Some(ConnectorStatus::NeedsEnv { .. } | ConnectorStatus::OverBudget { .. }) => {
+                return Ok(false)
+            }
             Some(ConnectorStatus::Disabled { reason }) => (Some("disabled"), reason.as_str(), None),
             Some(ConnectorStatus::AuthFailed { reason, .. }) => {
                 (Some("auth-failed"), reason.as_str(), None)

@@ -1,6 +1,6 @@
 //! The per-workspace settings every fire, chip and menu reads, kept in
 //! memory: the connectors a workspace switched off, the names of its
-//! secrets, its own packs and bundles. This process's own writes to them
+//! secrets, its own packs and bundles, its budgets. This process's own writes to them
 //! replace them at once; another process's are seen within [`FRESH_FOR`].
 
 use std::collections::{BTreeSet, HashMap};
@@ -24,6 +24,8 @@ pub struct WorkspaceSettings {
     pub secret_names: BTreeSet<String>,
     pub packs: Vec<model::PackConfig>,
     pub bundles: Vec<model::BundleConfig>,
+    /// Its budgets with this month's spend.
+    pub budgets: Vec<model::BudgetStatus>,
 }
 
 /// Settings read, by workspace, with a count of this process's changes so
@@ -73,6 +75,7 @@ impl Store {
                 .collect(),
             packs,
             bundles,
+            budgets: self.budgets(workspace_id).await?,
         });
         let mut entries = self.settings.entries();
         let entry = entries.entry(workspace_id).or_default();

@@ -152,11 +152,18 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
                 tx.rollback().await?;
+                // Chips and menus read the budgets again.
+                self.settings_changed(workspace_id);
                 let refused = status(spent.unwrap_or(0))?.ok_or_else(|| {
                     StoreError::Corrupt("a spend count refused without a budget".into())
                 })?;
                 return Ok(Taken::Refused(refused));
             };
+            if after.saturating_add(amount.micros()) > limit {
+                // The next call at this price would not fit: chips and menus
+                // read the budgets again.
+                self.settings_changed(workspace_id);
+            }
             if let Some(now) = status(after)? {
                 let before = BudgetStatus {
                     spent: Amount::from_micros(after - amount.micros()),
@@ -253,6 +260,7 @@ impl Store {
         .bind(now_ms())
         .execute(self.pool())
         .await?;
+        self.settings_changed(workspace_id);
         Ok(())
     }
 
@@ -271,6 +279,7 @@ impl Store {
         .bind(unit)
         .execute(self.pool())
         .await?;
+        self.settings_changed(workspace_id);
         Ok(done.rows_affected() > 0)
     }
 }
