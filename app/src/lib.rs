@@ -57,6 +57,7 @@ pub fn App() -> impl IntoView {
                     <A href="/record-sets">"Record sets"</A>
                     <A href="/inventory">"Inventory"</A>
                     <A href="/packs">"Packs"</A>
+                    <A href="/spend">"Spend"</A>
                     <A href="/members">"Members"</A>
                     <A href="/settings">"Settings"</A>
                 </nav>
@@ -69,6 +70,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/record-sets/:id") view=triage::TriageView/>
                     <Route path=path!("/inventory") view={Lazy::<lazy::InventoryRoute>::new()}/>
                     <Route path=path!("/packs") view={Lazy::<lazy::PacksRoute>::new()}/>
+                    <Route path=path!("/spend") view={Lazy::<lazy::SpendRoute>::new()}/>
                     <Route path=path!("/members") view={Lazy::<lazy::MembersRoute>::new()}/>
                     <Route path=path!("/settings") view={Lazy::<lazy::SettingsRoute>::new()}/>
                     <Route path=path!("/sign-in") view={Lazy::<lazy::SignInRoute>::new()}/>

@@ -12,7 +12,7 @@ async function violations(page: Page) {
     .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
 }
 
-for (const path of ["/record-sets", "/inventory", "/packs", "/members", "/settings"]) {
+for (const path of ["/record-sets", "/inventory", "/packs", "/spend", "/members", "/settings"]) {
   test(`${path} has no serious accessibility violation`, async ({ page }) => {
     await page.goto(path);
     await hydrated(page);

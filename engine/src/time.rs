@@ -28,6 +28,49 @@ pub fn utc_month(ms: i64) -> String {
     format!("{:04}-{:02}", at.year(), u8::from(at.month()))
 }
 
+/// Where a UTC month (`YYYY-MM`) starts and the next begins, in Unix ms.
+pub fn month_bounds(month: &str) -> Result<(i64, i64), String> {
+    let bad = || format!("{month:?} is not a month: write YYYY-MM, e.g. 2026-12");
+    let (year, number) = month.split_once('-').ok_or_else(bad)?;
+    if year.len() != 4 || number.len() != 2 {
+        return Err(bad());
+    }
+    let year: i32 = year.parse().map_err(|_| bad())?;
+    let number: u8 = number.parse().map_err(|_| bad())?;
+    let start = |year: i32, number: u8| -> Result<i64, String> {
+        let month = time::Month::try_from(number).map_err(|_| bad())?;
+        let day = time::Date::from_calendar_date(year, month, 1).map_err(|_| bad())?;
+        Ok(day.midnight().assume_utc().unix_timestamp() * 1_000)
+    };
+    let next = if number == 12 {
+        start(year + 1, 1)?
+    } else {
+        start(year, number + 1)?
+    };
+    Ok((start(year, number)?, next))
+}
+
+/// The UTC day holding `ms`, as `YYYY-MM-DD`.
+pub fn utc_date(ms: i64) -> String {
+    utc_timestamp(ms)[..10].to_owned()
+}
+
+/// `ms` as an RFC 3339 UTC time to the second, `YYYY-MM-DDTHH:MM:SSZ`,
+/// for files people open in a spreadsheet.
+pub fn utc_timestamp(ms: i64) -> String {
+    let at = time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1_000))
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        at.year().clamp(0, 9999),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,6 +84,20 @@ mod tests {
         assert_eq!(utc_month(1_709_251_200_000), "2024-03");
         assert_eq!(utc_month(1_735_689_600_000), "2025-01");
         assert_eq!(utc_month(1_735_689_599_999), "2024-12");
+    }
+
+    #[test]
+    fn a_month_runs_from_its_first_midnight_to_the_next_month_s() {
+        assert_eq!(
+            month_bounds("2024-02"),
+            Ok((1_706_745_600_000, 1_709_251_200_000))
+        );
+        assert_eq!(month_bounds("2024-12").unwrap().1, 1_735_689_600_000);
+        assert_eq!(utc_date(1_709_251_199_999), "2024-02-29");
+        assert_eq!(utc_timestamp(1_709_251_199_999), "2024-02-29T23:59:59Z");
+        for bad in ["2024-13", "2024-2", "24-02", "december", ""] {
+            assert!(month_bounds(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -41,4 +41,7 @@ pub use record::{
     TriagePage,
 };
 pub use record_set::RecordSetSummary;
-pub use spend::{check_unit, Amount, Budget, BudgetStatus, Charge, Cost, PaidBy};
+pub use spend::{
+    check_unit, Amount, Budget, BudgetStatus, Charge, Cost, PaidBy, SpendBucket, SpendReport,
+    UnitSpend,
+};

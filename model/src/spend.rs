@@ -295,6 +295,44 @@ impl BudgetStatus {
     }
 }
 
+/// What a workspace spent in one month, per unit, for the spend page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SpendReport {
+    /// The UTC month, `YYYY-MM`.
+    pub month: String,
+    /// One entry per unit spent in, most attempts first.
+    pub units: Vec<UnitSpend>,
+}
+
+/// A month's spend in one unit, broken down.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UnitSpend {
+    pub unit: String,
+    pub total: Amount,
+    /// Billed attempts.
+    pub attempts: u64,
+    /// By whose key paid: `server`, `workspace`.
+    pub by_key: Vec<SpendBucket>,
+    /// Every day of the month, `YYYY-MM-DD`, oldest first (zero included).
+    pub by_day: Vec<SpendBucket>,
+    /// The rest, largest first.
+    pub by_connector: Vec<SpendBucket>,
+    pub by_person: Vec<SpendBucket>,
+    /// Capability calls count under "capability calls".
+    pub by_record_set: Vec<SpendBucket>,
+}
+
+/// What one day, connector, person or record set spent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SpendBucket {
+    pub key: String,
+    pub amount: Amount,
+    pub attempts: u64,
+}
+
 /// The share of a budget past which the inventory and the live stream warn.
 pub const WARN_PERCENT: u32 = 80;
 

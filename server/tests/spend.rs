@@ -155,6 +155,58 @@ async fn attempts_record_what_they_cost_and_a_spent_budget_lets_the_chain_walk_o
             .delete("/api/budgets?connector_id=alpha&unit=USD")
             .await;
         assert_eq!(code, 404);
+
+        // The month's spend, broken down, and every billed attempt as CSV.
+        let (code, report) = server.get_json("/api/spend").await;
+        assert_eq!(code, 200, "{report}");
+        let usd_spend = &report["units"][0];
+        assert_eq!(usd_spend["unit"], "USD");
+        assert_eq!(usd_spend["total"], 1.0);
+        assert_eq!(usd_spend["attempts"], 2);
+        assert_eq!(usd_spend["by_key"][0], json!({"key": "server", "amount": 1.0, "attempts": 2}));
+        assert_eq!(usd_spend["by_connector"][0]["key"], "alpha");
+        assert_eq!(usd_spend["by_person"][0]["key"], common::TEST_EMAIL);
+        assert_eq!(usd_spend["by_record_set"][0]["key"], "Companies");
+        let days = usd_spend["by_day"].as_array().unwrap();
+        assert!((28..=31).contains(&days.len()), "{usd_spend}");
+        assert_eq!(
+            days.iter().map(|d| d["amount"].as_f64().unwrap()).sum::<f64>(),
+            1.0
+        );
+        let csv = |server: &TestServer| {
+            let url = server.at("/api/spend/export");
+            let client = server.client.clone();
+            async move {
+                let res = client.get(url).send().await.unwrap();
+                assert_eq!(res.status(), 200);
+                assert!(res.headers()["content-disposition"]
+                    .to_str()
+                    .unwrap()
+                    .starts_with("attachment; filename=\"spend-"));
+                res.text().await.unwrap()
+            }
+        };
+        let text = csv(&server).await;
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "when,record_set,record,pack,capability,call,connector,outcome,cost,unit,paid_by,person,job"
+        );
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(
+            lines[1].ends_with(&format!(
+                "Z,Companies,Company 1,web,search.web,,alpha,found,0.5,USD,server,{},",
+                common::TEST_EMAIL
+            )),
+            "{text}"
+        );
+        // Receipts outlive what they were for.
+        let (code, _) = server.delete(&format!("/api/record-sets/{set}")).await;
+        assert_eq!(code, 204);
+        assert_eq!(csv(&server).await, text);
+        let (code, err) = server.get_json("/api/spend?month=2026-13").await;
+        assert_eq!(code, 400, "{err}");
+        assert!(err["detail"].as_str().unwrap().starts_with("month: "), "{err}");
     })
     .await;
 }
@@ -279,4 +331,52 @@ async fn the_estimate_says_what_a_fan_out_may_fire_and_spend_and_what_budgets_ha
     // Alpha spent 0.5 + 3 empty answers at 0.5 (billed): 2 of 4 left.
     assert_eq!(estimate.budgets.len(), 1);
     assert_eq!(estimate.budgets[0].left(), usd(2.0));
+}
+
+#[tokio::test]
+async fn a_capability_call_is_billed_like_a_fire_and_leaves_a_receipt() {
+    let alpha = ScriptedConnector::new("alpha", [Step::Found(2)]);
+    let server = server(
+        engine::store::testing::sqlite(),
+        alpha,
+        model::Cost::per_call(usd(2.0), "credits"),
+    )
+    .await;
+    let (code, envelope) = server
+        .post_json(
+            "/api/capabilities/search.web/call",
+            json!({"query": "Grace Hopper", "connector": "alpha"}),
+        )
+        .await;
+    assert_eq!(code, 200, "{envelope}");
+    let call = envelope["job_id"].as_i64().unwrap();
+    let (_, attempts) = server
+        .get_json(&format!("/api/calls/{call}/attempts"))
+        .await;
+    assert_eq!(
+        attempts[0]["charge"],
+        json!({"amount": 2.0, "unit": "credits", "paid_by": "server"}),
+        "{attempts}"
+    );
+    let (_, report) = server.get_json("/api/spend").await;
+    assert_eq!(
+        report["units"][0]["by_record_set"][0]["key"],
+        "capability calls"
+    );
+    let text = server
+        .client
+        .get(server.at("/api/spend/export"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.lines().nth(1).unwrap().ends_with(&format!(
+            "Z,,,,search.web,{call},alpha,found,2,credits,server,{},",
+            common::TEST_EMAIL
+        )),
+        "{text}"
+    );
 }

@@ -9,7 +9,7 @@ use leptos_router::{lazy_route, LazyRoute};
 
 use super::{
     InventoryPage, MembersPage, PacksPage, RecordSetsPage, SetPasswordPage, SettingsPage,
-    SignInPage,
+    SignInPage, SpendPage,
 };
 
 /// Declares a route whose view is loaded lazily and needs no data of its own
@@ -34,6 +34,7 @@ macro_rules! lazy_page {
 
 lazy_page!(InventoryRoute, InventoryPage);
 lazy_page!(PacksRoute, PacksPage);
+lazy_page!(SpendRoute, SpendPage);
 lazy_page!(MembersRoute, MembersPage);
 lazy_page!(SettingsRoute, SettingsPage);
 lazy_page!(SetPasswordRoute, SetPasswordPage);

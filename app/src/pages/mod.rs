@@ -7,6 +7,7 @@ mod members;
 mod not_found;
 mod packs;
 mod record_sets;
+mod spend;
 
 pub use account::{
     provide_viewer, AccountCorner, SetPasswordPage, SettingsPage, SignInPage, ViewerResource,
@@ -16,3 +17,4 @@ pub use members::MembersPage;
 pub use not_found::NotFoundPage;
 pub use packs::PacksPage;
 pub use record_sets::{ImportCsv, RecordSetsPage};
+pub use spend::SpendPage;

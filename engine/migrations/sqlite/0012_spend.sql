@@ -32,3 +32,31 @@ CREATE TABLE spend (
     spent_micros  BIGINT NOT NULL,
     PRIMARY KEY (workspace_id, connector_id, unit, month)
 );
+
+-- Every billed attempt of a workspace, as a receipt that outlives what it
+-- was for: deleting a record set keeps what its fires cost (the names are
+-- copied). The spend page and its CSV read it.
+CREATE TABLE charges (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    workspace_id     BIGINT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+    at               BIGINT NOT NULL,
+    connector_id     TEXT   NOT NULL,
+    amount_micros    BIGINT NOT NULL,
+    unit             TEXT   NOT NULL,
+    -- server | workspace: whose key paid
+    paid_by          TEXT   NOT NULL,
+    -- The person: who fired, or who started the job.
+    person           TEXT   NOT NULL,
+    outcome          TEXT   NOT NULL,
+    capability       TEXT   NOT NULL,
+    -- A record's fire (the set and record as they were named then)...
+    record_set_id    BIGINT,
+    record_set_name  TEXT,
+    record_id        BIGINT,
+    record_name      TEXT,
+    pack_id          TEXT,
+    job_id           BIGINT,
+    -- ...or a capability call.
+    call_id          BIGINT
+);
+CREATE INDEX charges_by_workspace ON charges(workspace_id, at);

@@ -1,14 +1,50 @@
 //! Operations on what a workspace spends: its monthly budgets, read by
-//! every member and set or removed by admins.
+//! every member and set or removed by admins, and what it spent, month by
+//! month, with every billed attempt's receipt.
 
-use model::{check_unit, Budget, BudgetStatus, EventKind};
+use model::{check_unit, Budget, BudgetStatus, EventKind, SpendReport};
 
-use crate::store::Principal;
+use crate::store::{ChargeRow, Principal};
+use crate::time::{month_bounds, now_ms, utc_month};
 use crate::Engine;
 
 use super::{require_admin, OpError};
 
+/// `month` checked, or this month when absent.
+fn month_or_now(month: Option<&str>) -> Result<(String, i64, i64), OpError> {
+    let month = month
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map_or_else(|| utc_month(now_ms()), str::to_owned);
+    let (from, until) =
+        month_bounds(&month).map_err(|e| OpError::Invalid(format!("month: {e}")))?;
+    Ok((month, from, until))
+}
+
 impl Engine {
+    /// What the workspace spent in `month` (`YYYY-MM`; this one when
+    /// absent), per unit, by key, day, connector, person and record set.
+    pub async fn spend_report(
+        &self,
+        who: &Principal,
+        month: Option<&str>,
+    ) -> Result<SpendReport, OpError> {
+        let (month, _, _) = month_or_now(month)?;
+        Ok(self.store.spend_report(who.workspace_id, &month).await?)
+    }
+
+    /// Every billed attempt of the workspace in `month`, oldest first: what
+    /// was fired, for what, by whom, and what it cost.
+    pub async fn charges_of(
+        &self,
+        who: &Principal,
+        month: Option<&str>,
+    ) -> Result<(String, Vec<ChargeRow>), OpError> {
+        let (month, from, until) = month_or_now(month)?;
+        let rows = self.store.charges(who.workspace_id, from, until).await?;
+        Ok((month, rows))
+    }
+
     /// The workspace's budgets with this month's spend against each.
     pub async fn budgets_of(&self, who: &Principal) -> Result<Vec<BudgetStatus>, OpError> {
         Ok(self.store.budgets(who.workspace_id).await?)

@@ -6,6 +6,7 @@ use model::{CallAttempt, CallResult, FireOutcome};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
+use super::batch::Batch;
 use super::history::AttemptEnd;
 use super::{Store, StoreError};
 use crate::time::now_ms;
@@ -190,24 +191,45 @@ impl Store {
         .await?)
     }
 
-    /// Writes how an attempt of a call ended.
+    /// Writes how an attempt of a call ended (and, when it was billed, its
+    /// receipt in `charges`).
     pub async fn close_call_attempt(&self, id: i64, end: &AttemptEnd) -> Result<(), StoreError> {
-        sqlx::query(
+        let now = now_ms();
+        let outcome = end.outcome.map(FireOutcome::name);
+        let mut batch = Batch::default();
+        batch.push(
             "UPDATE call_attempts SET finished_at = $1, outcome = $2, result_count = $3, \
              error = $4, retry_after = $5, cost_micros = $6, cost_unit = $7, paid_by = $8 \
              WHERE id = $9",
-        )
-        .bind(now_ms())
-        .bind(end.outcome.map(FireOutcome::name))
-        .bind(end.result_count.map(i64::from))
-        .bind(end.error.as_deref())
-        .bind(end.retry_after)
-        .bind(end.charge.as_ref().map(|c| c.amount.micros()))
-        .bind(end.charge.as_ref().map(|c| c.unit.clone()))
-        .bind(end.charge.as_ref().map(|c| c.paid_by.name()))
-        .bind(id)
-        .execute(self.pool())
-        .await?;
+            vec![
+                now.into(),
+                outcome.into(),
+                end.result_count.map(i64::from).into(),
+                end.error.as_deref().into(),
+                end.retry_after.into(),
+                end.charge.as_ref().map(|c| c.amount.micros()).into(),
+                end.charge.as_ref().map(|c| c.unit.as_str()).into(),
+                end.charge.as_ref().map(|c| c.paid_by.name()).into(),
+                id.into(),
+            ],
+        );
+        if let Some(charge) = &end.charge {
+            batch.push(
+                "INSERT INTO charges (workspace_id, at, connector_id, amount_micros, unit, paid_by, \
+                 person, outcome, capability, call_id) \
+                 SELECT c.workspace_id, $1, a.connector_id, $2, $3, $4, a.actor, $5, c.capability, \
+                 c.id FROM call_attempts a JOIN calls c ON c.id = a.call_id WHERE a.id = $6",
+                vec![
+                    now.into(),
+                    charge.amount.micros().into(),
+                    charge.unit.as_str().into(),
+                    charge.paid_by.name().into(),
+                    outcome.unwrap_or("error").into(),
+                    id.into(),
+                ],
+            );
+        }
+        batch.run(self).await?;
         Ok(())
     }
 

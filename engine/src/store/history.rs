@@ -264,6 +264,28 @@ impl Store {
                 attempt.id.into(),
             ],
         );
+        if let Some(charge) = &end.charge {
+            batch.push(
+                "INSERT INTO charges (workspace_id, at, connector_id, amount_micros, unit, paid_by, \
+                 person, outcome, capability, record_set_id, record_set_name, record_id, \
+                 record_name, pack_id, job_id) \
+                 SELECT rs.workspace_id, $1, h.connector_id, $2, $3, $4, \
+                 COALESCE(j.created_by, h.actor), $5, h.intent, rs.id, rs.name, r.id, r.name, \
+                 h.pack_id, f.job_id FROM connector_history h \
+                 JOIN records r ON r.id = h.record_id \
+                 JOIN record_sets rs ON rs.id = r.record_set_id \
+                 JOIN fires f ON f.id = h.fire_id LEFT JOIN jobs j ON j.id = f.job_id \
+                 WHERE h.id = $6 AND rs.workspace_id IS NOT NULL",
+                vec![
+                    now.into(),
+                    charge.amount.micros().into(),
+                    charge.unit.as_str().into(),
+                    charge.paid_by.name().into(),
+                    end.outcome.map_or("error", FireOutcome::name).into(),
+                    attempt.id.into(),
+                ],
+            );
+        }
         if let Some(fire_end) = fire_end {
             push_fire_end(&mut batch, fire_end, now);
             batch.push(

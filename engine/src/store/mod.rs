@@ -31,7 +31,7 @@ pub use leases::{Leased, ReapedFire, INTERRUPTED};
 pub use manifests::StoredManifest;
 pub use record_sets::{NewRecord, StoredRecord};
 pub use settings::{WorkspaceSettings, FRESH_FOR};
-pub use spend::{Reservation, Taken};
+pub use spend::{ChargeRow, Reservation, Taken, CALLS};
 mod health;
 mod history;
 mod items;

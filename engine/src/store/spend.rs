@@ -284,6 +284,186 @@ impl Store {
     }
 }
 
+/// One billed attempt, as its receipt in `charges` has it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChargeRow {
+    pub at: i64,
+    pub connector_id: String,
+    pub amount: Amount,
+    pub unit: String,
+    pub paid_by: PaidBy,
+    /// Who fired, or who started the job.
+    pub person: String,
+    pub outcome: String,
+    pub capability: String,
+    /// A record's fire: the set and the record as named then.
+    pub record_set: Option<(i64, String)>,
+    pub record: Option<(i64, String)>,
+    pub pack_id: Option<String>,
+    pub job_id: Option<i64>,
+    /// A capability call.
+    pub call_id: Option<i64>,
+}
+
+/// What the record-set breakdown calls capability calls.
+pub const CALLS: &str = "capability calls";
+
+impl Store {
+    /// The workspace's billed attempts from `from` until before `until`
+    /// (Unix ms), oldest first.
+    pub async fn charges(
+        &self,
+        workspace_id: i64,
+        from: i64,
+        until: i64,
+    ) -> Result<Vec<ChargeRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT at, connector_id, amount_micros, unit, paid_by, person, outcome, capability, \
+             record_set_id, record_set_name, record_id, record_name, pack_id, job_id, call_id \
+             FROM charges WHERE workspace_id = $1 AND at >= $2 AND at < $3 ORDER BY at, id",
+        )
+        .bind(workspace_id)
+        .bind(from)
+        .bind(until)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let paid_by: String = row.try_get("paid_by")?;
+                let pair = |id: &str, name: &str| -> Result<Option<(i64, String)>, StoreError> {
+                    Ok(row
+                        .try_get::<Option<i64>, _>(id)?
+                        .zip(row.try_get::<Option<String>, _>(name)?))
+                };
+                Ok(ChargeRow {
+                    at: row.try_get("at")?,
+                    connector_id: row.try_get("connector_id")?,
+                    amount: Amount::from_micros(row.try_get("amount_micros")?),
+                    unit: row.try_get("unit")?,
+                    paid_by: PaidBy::parse(&paid_by).ok_or_else(|| {
+                        StoreError::Corrupt(format!("a charge's paid_by {paid_by:?}"))
+                    })?,
+                    person: row.try_get("person")?,
+                    outcome: row.try_get("outcome")?,
+                    capability: row.try_get("capability")?,
+                    record_set: pair("record_set_id", "record_set_name")?,
+                    record: pair("record_id", "record_name")?,
+                    pack_id: row.try_get("pack_id")?,
+                    job_id: row.try_get("job_id")?,
+                    call_id: row.try_get("call_id")?,
+                })
+            })
+            .collect()
+    }
+
+    /// What the workspace spent in `month` (`YYYY-MM`), per unit, by key,
+    /// day, connector, person and record set.
+    pub async fn spend_report(
+        &self,
+        workspace_id: i64,
+        month: &str,
+    ) -> Result<model::SpendReport, StoreError> {
+        let (from, until) = crate::time::month_bounds(month).map_err(StoreError::Corrupt)?;
+        // One grouping per breakdown; `k` is the bucket's key: text, or
+        // for days the day's number since 1970.
+        let grouped = |key: String, days: bool| {
+            let sql = format!(
+                "SELECT unit, {key} AS k, CAST(SUM(amount_micros) AS BIGINT) AS total, COUNT(*) AS n \
+                 FROM charges WHERE workspace_id = $1 AND at >= $2 AND at < $3 \
+                 GROUP BY unit, {key} ORDER BY total DESC, k"
+            );
+            async move {
+                let rows = sqlx::query(&sql)
+                    .bind(workspace_id)
+                    .bind(from)
+                    .bind(until)
+                    .fetch_all(self.pool())
+                    .await?;
+                rows.iter()
+                    .map(|row| -> Result<(String, String, i64, i64), StoreError> {
+                        let k = if days {
+                            crate::time::utc_date(row.try_get::<i64, _>("k")? * 86_400_000)
+                        } else {
+                            row.try_get("k")?
+                        };
+                        Ok((
+                            row.try_get("unit")?,
+                            k,
+                            row.try_get("total")?,
+                            row.try_get("n")?,
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            }
+        };
+        let by_key = grouped("paid_by".into(), false).await?;
+        let by_day = grouped("at / 86400000".into(), true).await?;
+        let by_connector = grouped("connector_id".into(), false).await?;
+        let by_person = grouped("person".into(), false).await?;
+        let by_set = grouped(format!("COALESCE(record_set_name, '{CALLS}')"), false).await?;
+        let bucket = |(_, key, total, n): &(String, String, i64, i64)| model::SpendBucket {
+            key: key.clone(),
+            amount: Amount::from_micros(*total),
+            attempts: u64::try_from(*n).unwrap_or(0),
+        };
+        let of = |rows: &[(String, String, i64, i64)], unit: &str| -> Vec<model::SpendBucket> {
+            rows.iter().filter(|r| r.0 == unit).map(bucket).collect()
+        };
+        let days: Vec<String> = (0..)
+            .map(|d| from + d * 86_400_000)
+            .take_while(|at| *at < until)
+            .map(crate::time::utc_date)
+            .collect();
+        let mut units: Vec<model::UnitSpend> = by_key
+            .iter()
+            .map(|r| r.0.clone())
+            .fold(Vec::<String>::new(), |mut seen, unit| {
+                if !seen.contains(&unit) {
+                    seen.push(unit);
+                }
+                seen
+            })
+            .into_iter()
+            .map(|unit| {
+                let by_key = of(&by_key, &unit);
+                let spent = of(&by_day, &unit);
+                model::UnitSpend {
+                    total: by_key
+                        .iter()
+                        .fold(Amount::ZERO, |sum, b| sum.saturating_add(b.amount)),
+                    attempts: by_key.iter().map(|b| b.attempts).sum(),
+                    by_day: days
+                        .iter()
+                        .map(|day| {
+                            spent.iter().find(|b| &b.key == day).cloned().unwrap_or(
+                                model::SpendBucket {
+                                    key: day.clone(),
+                                    amount: Amount::ZERO,
+                                    attempts: 0,
+                                },
+                            )
+                        })
+                        .collect(),
+                    by_connector: of(&by_connector, &unit),
+                    by_person: of(&by_person, &unit),
+                    by_record_set: of(&by_set, &unit),
+                    by_key,
+                    unit,
+                }
+            })
+            .collect();
+        units.sort_by(|a, b| {
+            b.attempts
+                .cmp(&a.attempts)
+                .then_with(|| a.unit.cmp(&b.unit))
+        });
+        Ok(model::SpendReport {
+            month: month.to_owned(),
+            units,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

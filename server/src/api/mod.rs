@@ -78,6 +78,8 @@ pub fn routes() -> Vec<Route> {
         route(Method::GET, "/budgets", spend::list),
         route(Method::PUT, "/budgets", spend::set),
         route(Method::DELETE, "/budgets", spend::remove),
+        route(Method::GET, "/spend", spend::report),
+        route(Method::GET, "/spend/export", spend::export),
         route(Method::GET, "/packs", catalog::packs),
         route(Method::PUT, "/packs/{id}", catalog::save_pack),
         route(Method::DELETE, "/packs/{id}", catalog::remove_pack),

@@ -43,6 +43,8 @@ use crate::auth::SESSION_COOKIE;
         spend::list,
         spend::set,
         spend::remove,
+        spend::report,
+        spend::export,
         catalog::packs,
         catalog::save_pack,
         catalog::remove_pack,

@@ -247,7 +247,7 @@ fn to_csv(records: &[ExportedRecord]) -> Result<String, csv::Error> {
 }
 
 /// Provider text opened in a spreadsheet must not run as a formula.
-fn csv_safe(text: &str) -> String {
+pub(super) fn csv_safe(text: &str) -> String {
     if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{text}")
     } else {

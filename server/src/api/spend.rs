@@ -1,9 +1,12 @@
-//! What a workspace spends: its monthly budgets with this month's spend.
+//! What a workspace spends: its monthly budgets with this month's spend,
+//! a month's spend broken down, and every billed attempt as CSV.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
-use model::{Budget, BudgetStatus};
+use engine::store::ChargeRow;
+use model::{Budget, BudgetStatus, SpendReport};
 use serde::Deserialize;
 
 use super::error::ErrorBody;
@@ -67,4 +70,106 @@ pub async fn remove(
         .remove_budget(&who, which.connector_id.as_deref(), &which.unit)
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Which month.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct MonthParams {
+    /// `YYYY-MM` (UTC); this month when absent.
+    #[serde(default)]
+    pub month: Option<String>,
+}
+
+/// `GET /api/spend?month=YYYY-MM`: what the workspace spent that month, per
+/// unit, by whose key, day, connector, person and record set.
+#[utoipa::path(
+    get, path = "/api/spend", tag = "spend",
+    params(MonthParams),
+    responses((status = 200, body = SpendReport), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody))
+)]
+pub async fn report(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    ApiQuery(params): ApiQuery<MonthParams>,
+) -> Result<Json<SpendReport>, ApiError> {
+    Ok(Json(
+        state
+            .engine
+            .spend_report(&who, params.month.as_deref())
+            .await?,
+    ))
+}
+
+/// `GET /api/spend/export?month=YYYY-MM`: every billed attempt of that
+/// month as CSV, oldest first: when, what it was for, which connector, how
+/// it ended, what it cost, whose key paid and who fired it.
+#[utoipa::path(
+    get, path = "/api/spend/export", tag = "spend",
+    params(MonthParams),
+    responses((status = 200, description = "One row per billed attempt", content_type = "text/csv", body = String), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody))
+)]
+pub async fn export(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    ApiQuery(params): ApiQuery<MonthParams>,
+) -> Result<Response, ApiError> {
+    let (month, rows) = state
+        .engine
+        .charges_of(&who, params.month.as_deref())
+        .await?;
+    let csv = to_csv(&rows).map_err(|e| ApiError::Internal(e.into()))?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"spend-{month}.csv\""),
+            ),
+        ],
+        csv,
+    )
+        .into_response())
+}
+
+/// The CSV of billed attempts; every cell that came from a person or a
+/// provider is made safe to open in a spreadsheet.
+fn to_csv(rows: &[ChargeRow]) -> Result<String, csv::Error> {
+    use super::record_sets::csv_safe;
+    let mut out = csv::Writer::from_writer(Vec::new());
+    out.write_record([
+        "when",
+        "record_set",
+        "record",
+        "pack",
+        "capability",
+        "call",
+        "connector",
+        "outcome",
+        "cost",
+        "unit",
+        "paid_by",
+        "person",
+        "job",
+    ])?;
+    for r in rows {
+        let id = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+        out.write_record([
+            engine::time::utc_timestamp(r.at),
+            csv_safe(r.record_set.as_ref().map_or("", |(_, name)| name)),
+            csv_safe(r.record.as_ref().map_or("", |(_, name)| name)),
+            csv_safe(r.pack_id.as_deref().unwrap_or_default()),
+            csv_safe(&r.capability),
+            id(r.call_id),
+            csv_safe(&r.connector_id),
+            csv_safe(&r.outcome),
+            r.amount.to_string(),
+            csv_safe(&r.unit),
+            r.paid_by.name().to_owned(),
+            csv_safe(&r.person),
+            id(r.job_id),
+        ])?;
+    }
+    let bytes = out.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
