@@ -1,10 +1,11 @@
 import { request as playwrightRequest } from "@playwright/test";
 import type { APIRequestContext } from "@playwright/test";
-import { test, expect, hydrated, authFile } from "./fixtures";
+import { readFile } from "node:fs/promises";
+import { test, expect, hydrated, authFile, localProvider } from "./fixtures";
 
 // A priced connector and a bundle whose one pack goes through it, set up
-// through the REST door as Ada's browser; the connector is never fired here.
-const PRICED = `id = "e2e-paid"
+// through the REST door as Ada's browser, over a provider on this machine.
+const priced = (base: string) => `id = "e2e-paid"
 display_name = "E2E paid"
 short_label = "Paid"
 capabilities = ["search.priced"]
@@ -12,7 +13,7 @@ cost_tier = "paid"
 cost = { per_call = 0.25, unit = "USD" }
 
 [request]
-url = "https://paid.example.org/search"
+url = "${base}/search"
 query = { q = "{{query}}" }
 
 [response]
@@ -26,14 +27,19 @@ async function ok(res: Awaited<ReturnType<APIRequestContext["put"]>>, what: stri
   return res;
 }
 
-test("a budget is set on the inventory and the fan-out confirmation shows the estimate and what is left", async ({ baseURL, signedIn }) => {
+test("a budget is set on the inventory, the fan-out confirmation shows the estimate and what is left, and the spend page charts a fire and exports it", async ({ baseURL, signedIn }) => {
+  const provider = await localProvider((req, res) => {
+    const query = new URL(req.url ?? "/", "http://localhost").searchParams.get("q") ?? "";
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ results: [{ url: `https://paid.example/${encodeURIComponent(query)}`, title: `Paid answer on ${query}` }] }));
+  });
   const api = await playwrightRequest.newContext({
     baseURL,
     storageState: authFile("ada"),
     extraHTTPHeaders: { origin: baseURL! },
   });
   try {
-    await ok(await api.post("/api/manifests", { headers: { "content-type": "application/toml" }, data: PRICED }), "manifest");
+    await ok(await api.post("/api/manifests", { headers: { "content-type": "application/toml" }, data: priced(provider.url) }), "manifest");
     await ok(
       await api.put("/api/packs/priced", {
         data: { pack_id: "priced", display_name: "Priced", short_label: "pr", intent: "search.priced", preferred_connectors: ["e2e-paid"] },
@@ -80,6 +86,23 @@ test("a budget is set on the inventory and the fan-out confirmation shows the es
     // Declined: nothing runs.
     await expect(ada.locator("[data-job]")).toHaveCount(0);
 
+    // One chip fired by hand is billed: the spend page charts it and its
+    // CSV names it.
+    const chip = ada.locator('article.card:has(h2:text-is("Alpha Mills")) [data-pack="priced"]');
+    await chip.click();
+    await expect(chip).toHaveAttribute("data-state", "found");
+    await ada.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Spend" }).click();
+    const usd = ada.locator('section.spend-unit[data-unit="USD"]');
+    await expect(usd.locator("h2")).toContainText("0.25 USD");
+    await expect(usd.getByRole("img", { name: "USD spent per day" }).locator("rect.bar[height]:not([height='0'])")).toHaveCount(1);
+    await expect(usd.getByRole("img", { name: "USD spent by connector" })).toContainText("e2e-paid · 0.25 USD (1 attempts)");
+    const download = ada.waitForEvent("download");
+    await ada.getByRole("link", { name: "Every billed attempt as CSV" }).click();
+    const file = await (await download).path();
+    const csv = await readFile(file!, "utf8");
+    expect(csv.split("\n")[0]).toBe("when,record_set,record,pack,capability,call,connector,outcome,cost,unit,paid_by,person,job");
+    expect(csv).toContain(",Priced set,Alpha Mills,priced,search.priced,,e2e-paid,found,0.25,USD,server,ada@demo.test,");
+
     // Removed on the inventory.
     await ada.goto("/inventory");
     await hydrated(ada);
@@ -91,5 +114,6 @@ test("a budget is set on the inventory and the fan-out confirmation shows the es
     await api.delete("/api/packs/priced");
     await api.delete("/api/manifests/e2e-paid");
     await api.dispose();
+    await provider.close();
   }
 });
