@@ -28,7 +28,9 @@ async function ok(res: Awaited<ReturnType<APIRequestContext["put"]>>, what: stri
 }
 
 test("a budget is set on the inventory, the fan-out confirmation shows the estimate and what is left, and the spend page charts a fire and exports it", async ({ baseURL, signedIn }) => {
+  let calls = 0;
   const provider = await localProvider((req, res) => {
+    calls += 1;
     const query = new URL(req.url ?? "/", "http://localhost").searchParams.get("q") ?? "";
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ results: [{ url: `https://paid.example/${encodeURIComponent(query)}`, title: `Paid answer on ${query}` }] }));
@@ -72,18 +74,16 @@ test("a budget is set on the inventory, the fan-out confirmation shows the estim
     // A fan-out that may reach it says what it may cost, and asks.
     await ada.goto(setUrl);
     await expect(ada.locator("body")).toHaveAttribute("data-live", "true");
-    const asked = new Promise<string>((resolve) =>
-      ada.once("dialog", (d) => {
-        resolve(d.message());
-        void d.dismiss();
-      }),
-    );
     await ada.getByRole("button", { name: "Augment this set →" }).click();
-    const message = await asked;
-    expect(message).toContain("runs over 2 records");
-    expect(message).toContain("E2E paid (paid): up to 2 fires (about 2), 0.50 USD at worst, about 0.50 USD");
-    expect(message).toContain("Budget for e2e-paid: 1.00 USD left (0.00 of 1.00 USD this month).");
+    const asked = ada.getByRole("dialog", { name: "Confirm the fan-out" });
+    await expect(asked).toContainText("runs over 2 records");
+    await expect(asked.locator('li[data-connector="e2e-paid"]')).toHaveText(
+      "E2E paid (paid): up to 2 fires (about 2), 0.50 USD at worst, about 0.50 USD",
+    );
+    await expect(asked).toContainText("Budget for e2e-paid: 1.00 USD left (0.00 of 1.00 USD this month).");
     // Declined: nothing runs.
+    await asked.getByRole("button", { name: "Not now" }).click();
+    await expect(asked).toHaveCount(0);
     await expect(ada.locator("[data-job]")).toHaveCount(0);
 
     // One chip fired by hand is billed: the spend page charts it and its
@@ -102,6 +102,17 @@ test("a budget is set on the inventory, the fan-out confirmation shows the estim
     const csv = await readFile(file!, "utf8");
     expect(csv.split("\n")[0]).toBe("when,record_set,record,pack,capability,call,connector,outcome,cost,unit,paid_by,person,job");
     expect(csv).toContain(",Priced set,Alpha Mills,priced,search.priced,,e2e-paid,found,0.25,USD,server,ada@demo.test,");
+
+    // A fan-out allowed no paid fire per record fires nothing paid.
+    await ada.goto(setUrl);
+    await expect(ada.locator("body")).toHaveAttribute("data-live", "true");
+    await ada.getByRole("button", { name: "Augment this set →" }).click();
+    await ada.getByLabel("At most").fill("0");
+    await ada.getByRole("button", { name: "Start the fan-out" }).click();
+    const job = ada.locator("[data-job]");
+    await expect(job).toHaveAttribute("data-job-status", "completed", { timeout: 20_000 });
+    await expect(job).toContainText("at most 0 paid fires per record");
+    expect(calls).toBe(1);
 
     // Removed on the inventory.
     await ada.goto("/inventory");

@@ -36,7 +36,7 @@ async fn scenario(records: usize, latency_ms: u64, rate: f64) {
     let started = Instant::now();
     let job = engine
         .jobs
-        .start(set, &["web".to_owned()], "bench")
+        .start(set, &["web".to_owned()], "bench", None)
         .await
         .expect("job");
     let job = common::finished(&engine, job.id, Duration::from_secs(86_400)).await;

@@ -108,7 +108,7 @@ async fn fanout(db: &TestDatabase, per_second: Option<f64>) {
     let started = Instant::now();
     let job = engine
         .jobs
-        .start(set, &["web".to_owned()], "bench")
+        .start(set, &["web".to_owned()], "bench", None)
         .await
         .expect("job");
     let job = loop {

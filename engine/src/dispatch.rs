@@ -83,6 +83,8 @@ pub struct FireRequest {
     pub task_id: Option<i64>,
     /// Cancelling this cancels the fire too (a job's token).
     pub parent: Option<CancellationToken>,
+    /// A job's limit of paid fires per record (counted per job).
+    pub paid_per_record: Option<u32>,
 }
 
 impl FireRequest {
@@ -102,6 +104,7 @@ impl FireRequest {
             job_id: None,
             task_id: None,
             parent: None,
+            paid_per_record: None,
         }
     }
 
@@ -315,6 +318,8 @@ struct Target<'a> {
     pack: &'a PackConfig,
     query: &'a str,
     priority: Priority,
+    /// A job's limit of paid fires per record: the job, and the limit.
+    paid_cap: Option<(i64, u32)>,
 }
 
 /// A fire's attempts: its row (opened with the first attempt), its chip,
@@ -685,6 +690,7 @@ impl Dispatcher {
                 pack: &pack,
                 query: &query,
                 priority: req.priority(),
+                paid_cap: req.job_id.zip(req.paid_per_record),
             };
             if let Err(e) = self.walk(&mut walk, &chain, target, &mut first).await {
                 chip = Some(self.broken(&mut walk, set.id, &e).await);
@@ -739,6 +745,7 @@ impl Dispatcher {
             pack,
             query,
             priority,
+            paid_cap,
         } = target;
         let subject = walk::Subject {
             workspace_id: set.workspace_id,
@@ -752,6 +759,11 @@ impl Dispatcher {
                 secrets: Secrets::default(),
             },
             priority,
+            paid_cap: paid_cap.map(|(job_id, most)| walk::PaidCap {
+                job_id,
+                record_id: record.id,
+                most,
+            }),
         };
         let cancel = walk.cancel.clone();
         let cancelled = {

@@ -122,16 +122,18 @@ impl JobRunner {
         }
     }
 
-    /// Creates a job and starts running it in the background.
+    /// Creates a job and starts running it in the background; each record
+    /// may take at most `paid_per_record` fires of paid connectors.
     pub async fn start(
         &self,
         record_set_id: i64,
         packs: &[String],
         actor: &str,
+        paid_per_record: Option<u32>,
     ) -> Result<Job, StoreError> {
         let job = self
             .store
-            .create_job(record_set_id, packs, actor, self.lease())
+            .create_job(record_set_id, packs, actor, paid_per_record, self.lease())
             .await?;
         tracing::info!(job = job.id, tasks = job.progress.total, "Job started.");
         self.events.publish(
@@ -333,6 +335,7 @@ impl JobRunner {
                     job_id: Some(job_id),
                     task_id: Some(task.id),
                     parent: Some(cancel.clone()),
+                    paid_per_record: job.paid_per_record,
                 };
                 let prepared = match self.plan(&batch, &set, &task, req).await {
                     Ok(Some(prepared)) => prepared,

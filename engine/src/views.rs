@@ -147,7 +147,7 @@ impl Engine {
                 line.fires += records;
                 line.expected_fires += expected;
                 if let Some((unit, per_call)) = price {
-                    let spend = line.spend.get_or_insert_with(|| EstimatedSpend {
+                    let spend = line.spend.get_or_insert(EstimatedSpend {
                         unit,
                         worst: Amount::ZERO,
                         expected: Amount::ZERO,

@@ -57,6 +57,9 @@ pub struct Job {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<i64>,
     pub created_by: String,
+    /// At most this many fires of paid connectors per record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paid_per_record: Option<u32>,
 }
 
 /// `completed` when the results are here, `pending` when the work carries

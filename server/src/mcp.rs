@@ -122,6 +122,7 @@ fn record_set_tools() -> Vec<Tool> {
                 "properties": {
                     "set_id": { "type": "integer" },
                     "packs": { "type": "array", "items": { "type": "string" } },
+                    "paid_per_record": { "type": "integer", "minimum": 0, "description": "At most this many fires of paid connectors per record" },
                 },
                 "required": ["set_id"],
             })),
@@ -244,10 +245,11 @@ impl Door {
                 struct A {
                     set_id: i64,
                     packs: Option<Vec<String>>,
+                    paid_per_record: Option<u32>,
                 }
                 let a: A = arguments(args)?;
                 json!(e
-                    .start_fanout(who, a.set_id, a.packs)
+                    .start_fanout(who, a.set_id, a.packs, a.paid_per_record)
                     .await
                     .map_err(failed)?)
             }

@@ -204,7 +204,7 @@ fn a_job_resumes_after_a_crash_without_firing_anything_twice() {
         let job = state
             .engine
             .jobs
-            .start(set, &["web".to_owned()], "ana")
+            .start(set, &["web".to_owned()], "ana", None)
             .await
             .unwrap();
         loop {

@@ -236,37 +236,8 @@ async fn concurrent_fires_of_a_fan_out_never_spend_past_a_budget() {
             )
             .await;
         assert_eq!(code, 200, "{body}");
-        let (code, job) = server
-            .post_json(
-                &format!("/api/record-sets/{set}/fanout"),
-                json!({"packs": ["web"]}),
-            )
-            .await;
-        assert!(code == 200 || code == 202, "{job}");
-        let job_id = job["job_id"].as_i64().unwrap();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            let (_, job) = server.get_json(&format!("/api/jobs/{job_id}")).await;
-            if job["status"] != "pending" {
-                break;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the fan-out never ended: {job}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let (_, history) = server
-            .get_json(&format!(
-                "/api/records/{}/history",
-                server.record_ids(set).await[0]
-            ))
-            .await;
-        assert_eq!(
-            alpha.calls(),
-            5,
-            "a budget of 5 credits is 5 calls of 1: {history}"
-        );
+        fan_out(&server, set, json!({"packs": ["web"]})).await;
+        assert_eq!(alpha.calls(), 5, "a budget of 5 credits is 5 calls of 1");
         let (_, budgets) = server.get_json("/api/budgets").await;
         assert_eq!(budgets[0]["spent"], 5.0, "{budgets}");
     })
@@ -379,4 +350,67 @@ async fn a_capability_call_is_billed_like_a_fire_and_leaves_a_receipt() {
         )),
         "{text}"
     );
+}
+
+/// Runs a fan-out of the test bundle to its end; answers the job.
+async fn fan_out(server: &TestServer, set: i64, body: Value) -> Value {
+    let (code, job) = server
+        .post_json(&format!("/api/record-sets/{set}/fanout"), body)
+        .await;
+    assert!(code == 200 || code == 202, "{job}");
+    let job_id = job["job_id"].as_i64().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, job) = server.get_json(&format!("/api/jobs/{job_id}")).await;
+        if job["status"] != "pending" {
+            return job["job"].clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the fan-out never ended: {job}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_fan_out_gives_each_record_at_most_its_paid_fires() {
+    on_every_backend(|db| async {
+        // Alpha (paid) serves both packs of the bundle; beta (free) the web one.
+        let alpha = ScriptedConnector::new("alpha", [Step::Empty]);
+        let beta = ScriptedConnector::new("beta", [Step::Found(1)]);
+        let server = TestServer::start_with(db, {
+            let (alpha, beta) = (alpha.clone(), beta.clone());
+            move |state| {
+                *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+                let mut reg = ScriptedConnector::registration(
+                    "alpha",
+                    CostTier::Paid,
+                    &[B::SearchWeb.into(), B::SearchNews.into()],
+                );
+                reg.cost = Some(model::Cost::per_call(usd(1.0), "credits"));
+                state.engine.registry.register(reg, alpha).unwrap();
+                let reg =
+                    ScriptedConnector::registration("beta", CostTier::Free, &[B::SearchWeb.into()]);
+                state.engine.registry.register(reg, beta).unwrap();
+            }
+        })
+        .await;
+        let (set, _) = records(&server, 3).await;
+        let job = fan_out(&server, set, json!({"paid_per_record": 1})).await;
+        assert_eq!(job["paid_per_record"], 1, "{job}");
+        // One paid fire per record (web's, first in the job), none for news.
+        assert_eq!(alpha.calls(), 3);
+        assert_eq!(beta.calls(), 3);
+        // Without paid fires at all, only the free connector fires.
+        let (set, _) = records(&server, 2).await;
+        fan_out(&server, set, json!({"paid_per_record": 0})).await;
+        assert_eq!(alpha.calls(), 3);
+        assert_eq!(beta.calls(), 5);
+        // And without a limit, both packs go through alpha.
+        let (set, _) = records(&server, 2).await;
+        fan_out(&server, set, json!({})).await;
+        assert_eq!(alpha.calls(), 7);
+    })
+    .await;
 }

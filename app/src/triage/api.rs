@@ -127,11 +127,13 @@ pub async fn triage_item(
     }
 }
 
+/// Starts the set's bundle over every record; each record may take at most
+/// `paid_per_record` fires of paid connectors.
 #[server]
-pub async fn start_fanout(set_id: i64) -> Result<Job, ServerFnError> {
+pub async fn start_fanout(set_id: i64, paid_per_record: Option<u32>) -> Result<Job, ServerFnError> {
     let (engine, who) = ssr::door()?;
     engine
-        .start_fanout(&who, set_id, None)
+        .start_fanout(&who, set_id, None, paid_per_record)
         .await
         .map_err(ssr::fail)
 }

@@ -91,9 +91,17 @@ impl Board {
     /// Shows the set's newest job unless a newer one is already shown.
     pub fn see_job(&self, job: Option<Job>) {
         if let Some(job) = job {
-            let newer = self
-                .job
-                .with_untracked(|j| j.as_ref().is_none_or(|j| j.id <= job.id));
+            // A later job, or a later state of the same one: the answer that
+            // started a job can arrive after the events of its end.
+            let newer = self.job.with_untracked(|j| {
+                j.as_ref().is_none_or(|seen| {
+                    seen.id < job.id
+                        || (seen.id == job.id
+                            && seen.status == model::JobStatus::Running
+                            && (job.status != model::JobStatus::Running
+                                || job.progress.done >= seen.progress.done))
+                })
+            });
             if newer {
                 self.job.set(Some(job));
             }

@@ -1,5 +1,7 @@
 //! "Augment this set →": the bundle over every record as a job, with its
-//! progress live from the event stream.
+//! progress live from the event stream. A fan-out that costs money first
+//! shows what it may fire and spend and what the budgets have left, and
+//! may limit each record's paid fires.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -9,9 +11,26 @@ use super::api::{cancel_fanout, fanout_estimate, start_fanout};
 use super::board::Board;
 use crate::clock::now_ms;
 
+/// Starts the fan-out and shows its job, or the error.
+fn launch(
+    set_id: i64,
+    paid_per_record: Option<u32>,
+    board: Board,
+    error: RwSignal<Option<String>>,
+) {
+    spawn_local(async move {
+        match start_fanout(set_id, paid_per_record).await {
+            Ok(job) => board.see_job(Some(job)),
+            Err(e) => error.set(Some(e.to_string())),
+        }
+    });
+}
+
 #[component]
 pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
+    // The estimate of a fan-out that costs money, while the person decides.
+    let asking = RwSignal::new(None::<model::FanoutEstimate>);
     let running = move || {
         board
             .job
@@ -21,24 +40,16 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
         error.set(None);
         spawn_local(async move {
             // Fires that cost money: say how many, what they may cost and
-            // what the budgets have left, and ask first.
-            // Without the estimate, nothing starts.
+            // what the budgets have left, and ask first. Without the
+            // estimate, nothing starts.
             match fanout_estimate(set_id).await {
-                Ok(estimate)
-                    if estimate.lines.iter().any(model::EstimateLine::costs)
-                        && !confirm(&confirmation(&estimate)) =>
-                {
-                    return;
+                Ok(estimate) if estimate.lines.iter().any(model::EstimateLine::costs) => {
+                    asking.set(Some(estimate));
                 }
-                Ok(_) => {}
+                Ok(_) => launch(set_id, None, board, error),
                 Err(e) => {
                     error.set(Some(format!("What the fan-out would cost is unknown: {e}")));
-                    return;
                 }
-            }
-            match start_fanout(set_id).await {
-                Ok(job) => board.job.set(Some(job)),
-                Err(e) => error.set(Some(e.to_string())),
             }
         });
     };
@@ -46,14 +57,15 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
         if let Some(id) = board.job.with_untracked(|j| j.as_ref().map(|j| j.id)) {
             spawn_local(async move {
                 if let Ok(job) = cancel_fanout(id).await {
-                    board.job.set(Some(job));
+                    board.see_job(Some(job));
                 }
             });
         }
     };
     view! {
         <div class="fanout">
-            <button class="primary" on:click=start disabled=running>"Augment this set →"</button>
+            <button class="primary" on:click=start disabled=move || running() || asking.with(Option::is_some)>"Augment this set →"</button>
+            {move || asking.get().map(|estimate| view! { <Confirmation estimate set_id board asking error/> })}
             {move || board.job.get().map(|job| {
                 let eta = eta(&job);
                 let pct = (job.progress.done * 100).checked_div(job.progress.total).unwrap_or(100);
@@ -63,6 +75,7 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
                         <span class="job-figures">
                             {format!("{pct} % · {} of {} fires · found {} · nothing {} · errors {} · {}",
                                 job.progress.done, job.progress.total, job.found, job.not_found, job.errors, job.status.name())}
+                            {job.paid_per_record.map(|n| format!(" · at most {n} paid fires per record"))}
                             {eta}
                         </span>
                         {(job.status == JobStatus::Running).then(|| view! { <button on:click=cancel>"Cancel"</button> })}
@@ -74,37 +87,66 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
     }
 }
 
-/// The question before a fan-out that costs money.
-fn confirmation(estimate: &model::FanoutEstimate) -> String {
-    let mut text = format!(
-        "This fan-out runs over {} records and may fire:\n",
-        estimate.records
-    );
-    for line in &estimate.lines {
-        text += &format!("• {}\n", line.describe());
+/// The question before a fan-out that costs money: what it may fire and
+/// spend per connector, what the budgets have left, and an optional limit
+/// of paid fires per record.
+#[component]
+fn Confirmation(
+    estimate: model::FanoutEstimate,
+    set_id: i64,
+    board: Board,
+    asking: RwSignal<Option<model::FanoutEstimate>>,
+    error: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let limit = NodeRef::<leptos::html::Input>::new();
+    let go = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let text = limit.get().map(|i| i.value()).unwrap_or_default();
+        let paid_per_record = match text.trim() {
+            "" => None,
+            n => match n.parse::<u32>() {
+                Ok(n) => Some(n),
+                Err(_) => {
+                    error.set(Some(format!(
+                        "Paid fires per record: {n:?} is not a whole number 0 or more"
+                    )));
+                    return;
+                }
+            },
+        };
+        asking.set(None);
+        launch(set_id, paid_per_record, board, error);
+    };
+    view! {
+        <form class="fanout-confirm" role="dialog" aria-label="Confirm the fan-out" on:submit=go>
+            <p>{format!("This fan-out runs over {} records and may fire:", estimate.records)}</p>
+            <ul class="estimate">
+                {estimate.lines.iter().map(|line| view! {
+                    <li data-connector=line.connector_id.clone() data-costs=line.costs().then_some("true")>{line.describe()}</li>
+                }).collect_view()}
+            </ul>
+            {estimate.budgets.iter().map(|status| {
+                let scope = status.budget.connector_id.clone()
+                    .unwrap_or_else(|| format!("every connector in {}", status.budget.unit));
+                view! {
+                    <p class="budget-left">{format!(
+                        "Budget for {scope}: {} left ({}).",
+                        status.left().in_unit(&status.budget.unit),
+                        status.describe()
+                    )}</p>
+                }
+            }).collect_view()}
+            <p class="muted">"A spent budget stops its connector; the chain walks on."</p>
+            <label>"At most "
+                <input node_ref=limit type="number" min="0" step="1" size="4"/>
+                " paid fires per record (empty: no limit)"
+            </label>
+            <div class="confirm-actions">
+                <button type="submit" class="primary">"Start the fan-out"</button>
+                <button type="button" on:click=move |_| asking.set(None)>"Not now"</button>
+            </div>
+        </form>
     }
-    for status in &estimate.budgets {
-        let scope = status.budget.connector_id.as_deref().map_or_else(
-            || format!("every connector in {}", status.budget.unit),
-            str::to_owned,
-        );
-        text += &format!(
-            "Budget for {scope}: {} left ({}).\n",
-            status.left().in_unit(&status.budget.unit),
-            status.describe()
-        );
-    }
-    text + "A spent budget stops its connector; the chain walks on. Go ahead?"
-}
-
-#[cfg(feature = "hydrate")]
-fn confirm(message: &str) -> bool {
-    window().confirm_with_message(message).unwrap_or(false)
-}
-
-#[cfg(not(feature = "hydrate"))]
-fn confirm(_message: &str) -> bool {
-    false
 }
 
 /// " · about 2 min left", from the pace so far; nothing before the first fire

@@ -60,3 +60,14 @@ CREATE TABLE charges (
     call_id          BIGINT
 );
 CREATE INDEX charges_by_workspace ON charges(workspace_id, at);
+
+-- A fan-out may allow each record at most so many fires of paid
+-- connectors; `job_record_paid` counts them, taken before each call like a
+-- budget and given back when the provider did not bill it.
+ALTER TABLE jobs ADD COLUMN paid_per_record BIGINT;
+CREATE TABLE job_record_paid (
+    job_id     BIGINT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+    record_id  BIGINT NOT NULL,
+    fires      BIGINT NOT NULL,
+    PRIMARY KEY (job_id, record_id)
+);

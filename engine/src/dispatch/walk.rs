@@ -5,7 +5,9 @@
 //! cancelled or the chain ends. Where each attempt is written is the
 //! [`Ledger`]'s: a record's fire, or a capability call.
 
-use model::{Capability, Charge, ConnectorStatus, EventKind, FireOutcome, PaidBy, Skipped};
+use model::{
+    Amount, Capability, Charge, ConnectorStatus, CostTier, EventKind, FireOutcome, PaidBy, Skipped,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::{skip, Dispatcher};
@@ -46,6 +48,16 @@ pub(crate) struct Subject<'a> {
     /// The options every call gets (secrets are added per connector).
     pub opts: FireOpts,
     pub priority: Priority,
+    /// A job's limit of paid fires per record, if it has one.
+    pub paid_cap: Option<PaidCap>,
+}
+
+/// At most `most` fires of paid connectors for `record_id` in job `job_id`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PaidCap {
+    pub job_id: i64,
+    pub record_id: i64,
+    pub most: u32,
 }
 
 impl Dispatcher {
@@ -67,6 +79,7 @@ impl Dispatcher {
             query,
             opts,
             priority,
+            paid_cap,
         } = subject;
         // What the workspace's own keys met since the scope was read (a
         // job reads it once per batch): its settings, from memory when fresh.
@@ -142,10 +155,38 @@ impl Dispatcher {
                     },
                     _ => None,
                 };
+                let paid = handle.registration.cost_tier == CostTier::Paid
+                    || price.as_ref().is_some_and(|p| p.amount > Amount::ZERO);
+                let paid_counted = match paid_cap.filter(|_| paid) {
+                    Some(cap) => {
+                        if !retrying(|| {
+                            self.store
+                                .take_paid_fire(cap.job_id, cap.record_id, cap.most)
+                        })
+                        .await?
+                        {
+                            self.give_back(reserved.as_ref()).await;
+                            ledger.skipped(Skipped {
+                                capped: true,
+                                ..skip(
+                                    connector_id,
+                                    &format!(
+                                        "this fan-out allows {} paid fires per record",
+                                        cap.most
+                                    ),
+                                )
+                            });
+                            continue 'chain;
+                        }
+                        Some(cap)
+                    }
+                    None => None,
+                };
                 if let Some(cap) = handle.registration.rate_hints.daily_cap {
                     let counted = crate::lens::usage_key(connector_id, keyed_by);
                     if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
                         self.give_back(reserved.as_ref()).await;
+                        self.give_back_paid(paid_counted).await;
                         ledger.skipped(Skipped {
                             capped: true,
                             ..skip(connector_id, &format!("daily cap of {cap} fires reached"))
@@ -156,18 +197,18 @@ impl Dispatcher {
                 ledger.open(connector_id).await?;
                 let called = self.call(&handle, intent, query, &opts, cancel).await;
                 permit.finish(called.signal());
-                let billed = handle
-                    .registration
-                    .cost
-                    .as_ref()
-                    .is_some_and(|cost| called.billed(cost.bills_empty));
+                let cost = handle.registration.cost.as_ref();
+                let billed = called.billed(cost.is_none_or(|c| c.bills_empty));
                 let (mut end, results, retry) = self
                     .classify(&handle, keyed_by, called, &mut budget)
                     .await?;
-                if billed {
+                if billed && cost.is_some() {
                     end.charge = price;
                 } else {
                     self.give_back(reserved.as_ref()).await;
+                }
+                if !billed {
+                    self.give_back_paid(paid_counted).await;
                 }
                 let ends_walk = match end.outcome {
                     Some(FireOutcome::Found | FireOutcome::Cancelled) => true,
@@ -236,6 +277,16 @@ impl Dispatcher {
                 })
             }
         })
+    }
+
+    /// Takes back a paid fire a job counted for a record, when the call was
+    /// not billed (or not made).
+    async fn give_back_paid(&self, counted: Option<PaidCap>) {
+        let Some(cap) = counted else { return };
+        if let Err(e) = retrying(|| self.store.give_back_paid_fire(cap.job_id, cap.record_id)).await
+        {
+            tracing::warn!(error = %e, job = cap.job_id, "Taking back an unbilled paid fire failed; it stays counted.");
+        }
     }
 
     /// Gives back what a call that was not billed (or not made) took. A

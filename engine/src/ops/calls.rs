@@ -224,6 +224,7 @@ impl Engine {
                 secrets: Secrets::default(),
             },
             priority: Priority::Person,
+            paid_cap: None,
         };
         let walked = self
             .dispatcher

@@ -23,12 +23,14 @@ impl Engine {
     }
 
     /// Starts a fan-out of `packs` (the set's whole bundle when `None`) over
-    /// every record of a set, as a job the engine owns.
+    /// every record of a set, as a job the engine owns; each record may take
+    /// at most `paid_per_record` fires of paid connectors.
     pub async fn start_fanout(
         &self,
         who: &Principal,
         set_id: i64,
         packs: Option<Vec<String>>,
+        paid_per_record: Option<u32>,
     ) -> Result<Job, OpError> {
         self.authorize(who, Owned::RecordSet(set_id)).await?;
         let set = self.store.record_set(set_id).await?;
@@ -59,7 +61,10 @@ impl Engine {
                 set.bundle_id
             )));
         }
-        Ok(self.jobs.start(set_id, &packs, &who.email).await?)
+        Ok(self
+            .jobs
+            .start(set_id, &packs, &who.email, paid_per_record)
+            .await?)
     }
 
     /// A job as it stands.

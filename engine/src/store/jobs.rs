@@ -19,7 +19,7 @@ pub struct Task {
 }
 
 const JOB: &str = "SELECT j.id, j.record_set_id, j.packs, j.status, j.total, j.created_by, j.created_at, \
-     j.finished_at, \
+     j.finished_at, j.paid_per_record, \
      (SELECT COUNT(*) FROM job_tasks t WHERE t.job_id = j.id AND t.status = 'done') AS done, \
      (SELECT COUNT(*) FROM job_tasks t WHERE t.job_id = j.id AND t.outcome = 'found') AS found, \
      (SELECT COUNT(*) FROM job_tasks t WHERE t.job_id = j.id AND t.outcome = 'not_found') AS not_found, \
@@ -50,17 +50,22 @@ fn job(row: &AnyRow) -> Result<Job, StoreError> {
         created_at: row.try_get("created_at")?,
         finished_at: row.try_get("finished_at")?,
         created_by: row.try_get("created_by")?,
+        paid_per_record: row
+            .try_get::<Option<i64>, _>("paid_per_record")?
+            .and_then(|n| u32::try_from(n).ok()),
     })
 }
 
 impl Store {
     /// Creates a job with one task per record of the set and pack, in record
-    /// order then pack order, owned by `lease.owner`.
+    /// order then pack order, owned by `lease.owner`; each record may take
+    /// at most `paid_per_record` fires of paid connectors.
     pub async fn create_job(
         &self,
         record_set_id: i64,
         packs: &[String],
         actor: &str,
+        paid_per_record: Option<u32>,
         lease: Lease<'_>,
     ) -> Result<Job, StoreError> {
         let mut tx = self.pool().begin().await?;
@@ -71,8 +76,9 @@ impl Store {
                 .await?;
         let total = records * i64::try_from(packs.len()).unwrap_or(0);
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO jobs (record_set_id, packs, status, total, created_by, created_at, owner, lease_until) \
-             VALUES ($1, $2, 'running', $3, $4, $5, $6, $7) RETURNING id",
+            "INSERT INTO jobs (record_set_id, packs, status, total, created_by, created_at, owner, \
+             lease_until, paid_per_record) \
+             VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8) RETURNING id",
         )
         .bind(record_set_id)
         .bind(serde_json::to_string(packs).unwrap_or_else(|_| "[]".to_owned()))
@@ -81,6 +87,7 @@ impl Store {
         .bind(now_ms())
         .bind(lease.owner)
         .bind(lease.until)
+        .bind(paid_per_record.map(i64::from))
         .fetch_one(&mut *tx)
         .await?;
         if !packs.is_empty() {
@@ -103,6 +110,42 @@ impl Store {
         }
         tx.commit().await?;
         self.job(id).await
+    }
+
+    /// Counts one more paid fire of a job for a record, unless it has had
+    /// `most` already; says whether it was counted.
+    pub async fn take_paid_fire(
+        &self,
+        job_id: i64,
+        record_id: i64,
+        most: u32,
+    ) -> Result<bool, StoreError> {
+        if most == 0 {
+            return Ok(false);
+        }
+        let counted: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO job_record_paid (job_id, record_id, fires) VALUES ($1, $2, 1) \
+             ON CONFLICT (job_id, record_id) DO UPDATE SET fires = job_record_paid.fires + 1 \
+             WHERE job_record_paid.fires < $3 RETURNING fires",
+        )
+        .bind(job_id)
+        .bind(record_id)
+        .bind(i64::from(most))
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(counted.is_some())
+    }
+
+    /// Takes back a paid fire the provider did not bill.
+    pub async fn give_back_paid_fire(&self, job_id: i64, record_id: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE job_record_paid SET fires = fires - 1 WHERE job_id = $1 AND record_id = $2",
+        )
+        .bind(job_id)
+        .bind(record_id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
     }
 
     pub async fn job(&self, id: i64) -> Result<Job, StoreError> {

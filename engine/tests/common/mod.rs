@@ -117,7 +117,7 @@ pub async fn record_set(engine: &Engine, name: &str, n: usize) -> i64 {
 pub async fn fan_out(engine: &Engine, set: i64) -> Job {
     engine
         .jobs
-        .start(set, &["web".to_owned()], "ana")
+        .start(set, &["web".to_owned()], "ana", None)
         .await
         .expect("a fan-out")
 }

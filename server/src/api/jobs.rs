@@ -24,6 +24,11 @@ pub struct FanoutBody {
     /// Packs to run; the set's whole bundle when absent.
     #[serde(default)]
     pub packs: Option<Vec<String>>,
+    /// At most this many fires of paid connectors per record (a connector
+    /// on the paid tier or with a price); past it, a record's chain walks on
+    /// to free ones.
+    #[serde(default)]
+    pub paid_per_record: Option<u32>,
 }
 
 /// A job's envelope. Its results stay empty: each fire's report is on its
@@ -56,7 +61,10 @@ pub async fn fanout(
     body: ApiBytes,
 ) -> Result<(StatusCode, Json<Envelope<FireReport>>), ApiError> {
     let body: FanoutBody = body.json_or_default()?;
-    let job = state.engine.start_fanout(&who, set_id, body.packs).await?;
+    let job = state
+        .engine
+        .start_fanout(&who, set_id, body.packs, body.paid_per_record)
+        .await?;
     if job.progress.total > INLINE_TASKS {
         return Ok((StatusCode::ACCEPTED, Json(envelope(job))));
     }
