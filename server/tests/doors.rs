@@ -73,7 +73,10 @@ async fn a_fire_stopped_by_a_daily_cap_is_429_through_every_door() {
         .await;
     assert_eq!(code, 429, "{page}");
     let detail = rest["detail"].as_str().unwrap();
-    assert!(detail.contains("daily cap of alpha"), "{detail}");
+    assert!(
+        detail.contains("alpha: daily cap of 1 fires reached"),
+        "{detail}"
+    );
     assert!(page.contains(detail), "{page} vs {detail}");
     server.stop().await;
 }

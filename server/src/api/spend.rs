@@ -47,6 +47,7 @@ pub async fn set(
 /// Which budget to remove.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct WhichBudget {
     /// The connector's budget; absent: the one for every connector in `unit`.
     #[serde(default)]
@@ -75,6 +76,7 @@ pub async fn remove(
 /// Which month.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct MonthParams {
     /// `YYYY-MM` (UTC); this month when absent.
     #[serde(default)]
