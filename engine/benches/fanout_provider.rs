@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use common::provider::{Behaviour, FakeProvider};
 use engine::store::testing;
+use engine::store::NewJob;
 use engine::EngineConfig;
 
 async fn scenario(records: usize, latency_ms: u64, rate: f64) {
@@ -36,7 +37,7 @@ async fn scenario(records: usize, latency_ms: u64, rate: f64) {
     let started = Instant::now();
     let job = engine
         .jobs
-        .start(set, &["web".to_owned()], "bench", None)
+        .start(&NewJob::fanout(set, &["web".to_owned()], "bench"))
         .await
         .expect("job");
     let job = common::finished(&engine, job.id, Duration::from_secs(86_400)).await;

@@ -12,6 +12,7 @@ use engine::import::{parse_csv, ImportLimits};
 use engine::packs::Catalog;
 use engine::scripted::{ScriptedConnector, Step};
 use engine::store::testing::{self, TestDatabase};
+use engine::store::NewJob;
 use engine::store::Store;
 use engine::{Engine, EngineConfig};
 use model::{BuiltinCapability as B, CostTier, JobStatus};
@@ -108,7 +109,7 @@ async fn fanout(db: &TestDatabase, per_second: Option<f64>) {
     let started = Instant::now();
     let job = engine
         .jobs
-        .start(set, &["web".to_owned()], "bench", None)
+        .start(&NewJob::fanout(set, &["web".to_owned()], "bench"))
         .await
         .expect("job");
     let job = loop {

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use model::{EventKind, Job, JobStatus, RecordSetSummary, TriggeredBy};
+use model::{EventKind, Job, JobStatus, RecordSetSummary};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -17,7 +17,7 @@ use crate::dispatch::{DispatchError, Dispatcher, FireRequest, RecordChainInputs}
 use crate::events::EventBus;
 use crate::flow::{Flow, Priority};
 use crate::lease::{LeaseConfig, Owner};
-use crate::store::{retrying, Lease, Store, StoreError, Task};
+use crate::store::{retrying, Lease, NewJob, Store, StoreError, Task};
 
 /// Tasks one job claims at a time (fewer when the ceiling has fewer places).
 const BATCH: usize = 64;
@@ -122,19 +122,10 @@ impl JobRunner {
         }
     }
 
-    /// Creates a job and starts running it in the background; each record
-    /// may take at most `paid_per_record` fires of paid connectors.
-    pub async fn start(
-        &self,
-        record_set_id: i64,
-        packs: &[String],
-        actor: &str,
-        paid_per_record: Option<u32>,
-    ) -> Result<Job, StoreError> {
-        let job = self
-            .store
-            .create_job(record_set_id, packs, actor, paid_per_record, self.lease())
-            .await?;
+    /// Creates a job and starts running it in the background.
+    pub async fn start(&self, new: &NewJob<'_>) -> Result<Job, StoreError> {
+        let job = self.store.create_job(new, self.lease()).await?;
+        let record_set_id = new.record_set_id;
         tracing::info!(job = job.id, tasks = job.progress.total, "Job started.");
         self.events.publish(
             Some(record_set_id),
@@ -330,7 +321,7 @@ impl JobRunner {
                     record_id: task.record_id,
                     pack_id: task.pack_id.clone(),
                     connector: None,
-                    triggered_by: TriggeredBy::InitialFanout,
+                    triggered_by: job.triggered_by,
                     actor: actor.clone(),
                     job_id: Some(job_id),
                     task_id: Some(task.id),

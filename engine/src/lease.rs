@@ -205,6 +205,9 @@ impl Engine {
             if let Err(e) = self.events.prune().await {
                 tracing::warn!(error = %e, "Pruning old events failed; trying again at the next heartbeat.");
             }
+            if let Err(e) = self.run_due_refreshes().await {
+                tracing::warn!(error = %e, "Running due refresh schedules failed; trying again at the next heartbeat.");
+            }
         }
     }
 

@@ -21,6 +21,7 @@ pub mod manifest;
 pub mod ops;
 pub mod packs;
 pub mod presence;
+pub mod refresh;
 pub mod registry;
 #[cfg(any(test, feature = "test-support"))]
 pub mod scripted;

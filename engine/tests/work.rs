@@ -15,6 +15,7 @@ use engine::connector::ConnectorResult;
 use engine::dispatch::{DispatchConfig, FireRequest};
 use engine::scripted::{ScriptedConnector, Step};
 use engine::store::testing;
+use engine::store::NewJob;
 use engine::store::{AttemptEnd, Backend, FireContext, FireEnd, FireStatus, Lease, INTERRUPTED};
 use engine::time::now_ms;
 use engine::{Engine, EngineConfig};
@@ -114,7 +115,7 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
         // its fire finish (found) just before the crash, one was in flight.
         let dead_job = engine
             .store
-            .create_job(set, &["web".to_owned()], "ana", None, dead)
+            .create_job(&NewJob::fanout(set, &["web".to_owned()], "ana"), dead)
             .await
             .unwrap();
         let tasks = engine
@@ -165,7 +166,7 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
         let live_fire = open(&engine, context(records[3].id, None), alive).await;
         let live_job = engine
             .store
-            .create_job(set, &["web".to_owned()], "bo", None, alive)
+            .create_job(&NewJob::fanout(set, &["web".to_owned()], "bo"), alive)
             .await
             .unwrap();
         let live_tasks = engine
@@ -675,7 +676,7 @@ async fn a_taken_over_job_ends_only_when_the_tasks_another_process_held_are_done
         };
         let job = engine
             .store
-            .create_job(set, &["web".to_owned()], "ana", None, dead)
+            .create_job(&NewJob::fanout(set, &["web".to_owned()], "ana"), dead)
             .await
             .unwrap();
         // The dead process's task: its own lease ran out, but the fire it

@@ -60,6 +60,13 @@ pub struct Job {
     /// At most this many fires of paid connectors per record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paid_per_record: Option<u32>,
+    /// A person's fan-out, or a scheduled refresh.
+    #[serde(default = "fanout")]
+    pub triggered_by: crate::TriggeredBy,
+}
+
+fn fanout() -> crate::TriggeredBy {
+    crate::TriggeredBy::InitialFanout
 }
 
 /// `completed` when the results are here, `pending` when the work carries
@@ -190,5 +197,118 @@ impl EstimateLine {
                 .spend
                 .as_ref()
                 .is_some_and(|s| s.worst > crate::Amount::ZERO)
+    }
+}
+
+/// A record set's pack re-fired by itself: the records whose last fire of
+/// the pack is older than `every_hours` are fired again as a job
+/// (`scheduled-refresh`), within the allowed UTC hours.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RefreshSchedule {
+    pub record_set_id: i64,
+    pub pack_id: String,
+    #[serde(flatten)]
+    pub plan: RefreshPlan,
+    pub created_by: String,
+    /// Unix ms.
+    pub created_at: i64,
+    /// When it next looks for records to refresh (Unix ms).
+    pub next_run_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_at: Option<i64>,
+    /// The last job it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_job_id: Option<i64>,
+}
+
+/// How often a schedule refreshes and when it may.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RefreshPlan {
+    /// Records whose last fire of the pack is older than this are fired
+    /// again (1 to 8760 hours; 168 is a week).
+    pub every_hours: u32,
+    /// The UTC hours it may run in: from `window_start` up to before
+    /// `window_end` (0 to 24; equal: any hour; a window may wrap midnight).
+    #[serde(default)]
+    pub window_start: u8,
+    #[serde(default)]
+    pub window_end: u8,
+}
+
+impl RefreshPlan {
+    pub fn check(&self) -> Result<(), String> {
+        if !(1..=8760).contains(&self.every_hours) {
+            return Err(format!(
+                "every_hours: {} is not 1 to 8760 hours",
+                self.every_hours
+            ));
+        }
+        for (name, hour) in [
+            ("window_start", self.window_start),
+            ("window_end", self.window_end),
+        ] {
+            if hour > 24 {
+                return Err(format!("{name}: {hour} is not an hour from 0 to 24"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether UTC hour `hour` (0 to 23) is inside the window.
+    pub fn allows(&self, hour: u8) -> bool {
+        let (start, end) = (self.window_start % 24, self.window_end % 24);
+        match start.cmp(&end) {
+            std::cmp::Ordering::Equal => true,
+            std::cmp::Ordering::Less => (start..end).contains(&hour),
+            std::cmp::Ordering::Greater => hour >= start || hour < end,
+        }
+    }
+
+    /// "every 7 days, 01:00-05:00 UTC".
+    pub fn describe(&self) -> String {
+        let every = match self.every_hours {
+            24 => "every day".to_owned(),
+            h if h % 24 == 0 => format!("every {} days", h / 24),
+            1 => "every hour".to_owned(),
+            h => format!("every {h} hours"),
+        };
+        if self.window_start % 24 == self.window_end % 24 {
+            every
+        } else {
+            format!(
+                "{every}, {:02}:00-{:02}:00 UTC",
+                self.window_start, self.window_end
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod refresh_tests {
+    use super::*;
+
+    #[test]
+    fn a_window_may_wrap_midnight_and_equal_ends_mean_any_hour() {
+        let plan = |s, e| RefreshPlan {
+            every_hours: 168,
+            window_start: s,
+            window_end: e,
+        };
+        assert!(plan(0, 0).allows(13));
+        assert!(plan(1, 5).allows(1) && plan(1, 5).allows(4) && !plan(1, 5).allows(5));
+        assert!(plan(22, 4).allows(23) && plan(22, 4).allows(0) && !plan(22, 4).allows(12));
+        assert!(plan(0, 24).allows(23));
+        assert_eq!(plan(1, 5).describe(), "every 7 days, 01:00-05:00 UTC");
+        assert_eq!(plan(0, 0).describe(), "every 7 days");
+        assert!(plan(0, 25).check().is_err());
+        assert!(RefreshPlan {
+            every_hours: 0,
+            ..plan(0, 0)
+        }
+        .check()
+        .is_err());
     }
 }

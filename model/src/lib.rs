@@ -29,7 +29,7 @@ pub use health::Health;
 pub use item::{Evidence, Item, TriageState, TriageVerb};
 pub use job::{
     Envelope, EnvelopeStatus, EstimateLine, EstimatedSpend, FanoutEstimate, Job, JobStatus,
-    Progress,
+    Progress, RefreshPlan, RefreshSchedule,
 };
 pub use manifest::{
     check_secret_name, secret_names, ManifestDraft, ManifestForm, ManifestFormat, ManifestTest,

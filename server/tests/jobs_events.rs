@@ -10,6 +10,7 @@ use common::{TestServer, TEST_PACKS};
 use engine::packs::Catalog;
 use engine::scripted::{ScriptedConnector, Step};
 use engine::store::testing::{self, TestDatabase};
+use engine::store::NewJob;
 use futures::StreamExt;
 use model::{BuiltinCapability as B, Capability, CostTier, JobStatus};
 use serde_json::{json, Value};
@@ -204,7 +205,7 @@ fn a_job_resumes_after_a_crash_without_firing_anything_twice() {
         let job = state
             .engine
             .jobs
-            .start(set, &["web".to_owned()], "ana", None)
+            .start(&NewJob::fanout(set, &["web".to_owned()], "ana"))
             .await
             .unwrap();
         loop {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use model::{FanoutEstimate, Job};
 
-use crate::store::{Owned, Principal};
+use crate::store::{NewJob, Owned, Principal};
 use crate::Engine;
 
 use super::OpError;
@@ -63,7 +63,10 @@ impl Engine {
         }
         Ok(self
             .jobs
-            .start(set_id, &packs, &who.email, paid_per_record)
+            .start(&NewJob {
+                paid_per_record,
+                ..NewJob::fanout(set_id, &packs, &who.email)
+            })
             .await?)
     }
 

@@ -6,6 +6,7 @@
 mod calls;
 mod jobs;
 mod records;
+mod refresh;
 mod sets;
 mod spend;
 mod workspace;

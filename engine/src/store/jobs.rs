@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use model::{Job, JobStatus, Progress};
+use model::{Job, JobStatus, Progress, TriggeredBy};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -19,7 +19,7 @@ pub struct Task {
 }
 
 const JOB: &str = "SELECT j.id, j.record_set_id, j.packs, j.status, j.total, j.created_by, j.created_at, \
-     j.finished_at, j.paid_per_record, \
+     j.finished_at, j.paid_per_record, j.triggered_by, \
      (SELECT COUNT(*) FROM job_tasks t WHERE t.job_id = j.id AND t.status = 'done') AS done, \
      (SELECT COUNT(*) FROM job_tasks t WHERE t.job_id = j.id AND t.outcome = 'found') AS found, \
      (SELECT COUNT(*) FROM job_tasks t WHERE t.job_id = j.id AND t.outcome = 'not_found') AS not_found, \
@@ -53,61 +53,100 @@ fn job(row: &AnyRow) -> Result<Job, StoreError> {
         paid_per_record: row
             .try_get::<Option<i64>, _>("paid_per_record")?
             .and_then(|n| u32::try_from(n).ok()),
+        triggered_by: match row.try_get::<Option<String>, _>("triggered_by")? {
+            None => TriggeredBy::InitialFanout,
+            Some(name) => TriggeredBy::from_name(&name).ok_or_else(|| corrupt("triggered_by"))?,
+        },
     })
 }
 
+/// A job to create.
+#[derive(Clone, Copy, Debug)]
+pub struct NewJob<'a> {
+    pub record_set_id: i64,
+    pub packs: &'a [String],
+    /// Who started it (a schedule's job names its author).
+    pub actor: &'a str,
+    /// At most this many fires of paid connectors per record.
+    pub paid_per_record: Option<u32>,
+    pub triggered_by: TriggeredBy,
+    /// Only the records whose last fire of a pack started before this
+    /// (Unix ms), or never ran; every record when `None`.
+    pub stale_before: Option<i64>,
+}
+
+impl<'a> NewJob<'a> {
+    /// A person's fan-out of `packs` over every record of the set.
+    pub fn fanout(record_set_id: i64, packs: &'a [String], actor: &'a str) -> Self {
+        Self {
+            record_set_id,
+            packs,
+            actor,
+            paid_per_record: None,
+            triggered_by: TriggeredBy::InitialFanout,
+            stale_before: None,
+        }
+    }
+}
+
 impl Store {
-    /// Creates a job with one task per record of the set and pack, in record
-    /// order then pack order, owned by `lease.owner`; each record may take
-    /// at most `paid_per_record` fires of paid connectors.
-    pub async fn create_job(
-        &self,
-        record_set_id: i64,
-        packs: &[String],
-        actor: &str,
-        paid_per_record: Option<u32>,
-        lease: Lease<'_>,
-    ) -> Result<Job, StoreError> {
+    /// Creates a job with one task per record of the set and pack (the
+    /// stale ones only, when asked), in record order then pack order, owned
+    /// by `lease.owner`.
+    pub async fn create_job(&self, new: &NewJob<'_>, lease: Lease<'_>) -> Result<Job, StoreError> {
+        let packs = new.packs;
         let mut tx = self.pool().begin().await?;
-        let records: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE record_set_id = $1")
-                .bind(record_set_id)
-                .fetch_one(&mut *tx)
-                .await?;
-        let total = records * i64::try_from(packs.len()).unwrap_or(0);
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO jobs (record_set_id, packs, status, total, created_by, created_at, owner, \
-             lease_until, paid_per_record) \
-             VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8) RETURNING id",
+             lease_until, paid_per_record, triggered_by) \
+             VALUES ($1, $2, 'running', 0, $3, $4, $5, $6, $7, $8) RETURNING id",
         )
-        .bind(record_set_id)
+        .bind(new.record_set_id)
         .bind(serde_json::to_string(packs).unwrap_or_else(|_| "[]".to_owned()))
-        .bind(total)
-        .bind(actor)
+        .bind(new.actor)
         .bind(now_ms())
         .bind(lease.owner)
         .bind(lease.until)
-        .bind(paid_per_record.map(i64::from))
+        .bind(new.paid_per_record.map(i64::from))
+        .bind(new.triggered_by.name())
         .fetch_one(&mut *tx)
         .await?;
         if !packs.is_empty() {
             // One statement, so task ids run in record order, then pack order:
             // a job's fires interleave its packs (and their connectors).
+            // The packs are bound after the job, the set and the staleness
+            // time (when there is one).
+            let first = if new.stale_before.is_some() { 4 } else { 3 };
             let packs_table = (0..packs.len())
-                .map(|i| format!("SELECT ${} AS pack, {i} AS ord", i + 3))
+                .map(|i| format!("SELECT ${} AS pack, {i} AS ord", i + first))
                 .collect::<Vec<_>>()
                 .join(" UNION ALL ");
+            let stale = if new.stale_before.is_some() {
+                " AND NOT EXISTS (SELECT 1 FROM fires f WHERE f.record_id = r.id \
+                 AND f.pack_id = p.pack AND f.started_at >= $3)"
+            } else {
+                ""
+            };
             let sql = format!(
                 "INSERT INTO job_tasks (job_id, record_id, pack_id, status) \
                  SELECT $1, r.id, p.pack, 'pending' FROM records r CROSS JOIN ({packs_table}) p \
-                 WHERE r.record_set_id = $2 ORDER BY r.position, r.id, p.ord"
+                 WHERE r.record_set_id = $2{stale} ORDER BY r.position, r.id, p.ord"
             );
-            let mut query = sqlx::query(&sql).bind(id).bind(record_set_id);
+            let mut query = sqlx::query(&sql).bind(id).bind(new.record_set_id);
+            if let Some(before) = new.stale_before {
+                query = query.bind(before);
+            }
             for pack in packs {
                 query = query.bind(pack.as_str());
             }
             query.execute(&mut *tx).await?;
         }
+        sqlx::query(
+            "UPDATE jobs SET total = (SELECT COUNT(*) FROM job_tasks WHERE job_id = $1) WHERE id = $1",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         self.job(id).await
     }

@@ -13,6 +13,7 @@ use engine::import::{parse_csv, ImportLimits};
 use engine::manifest::{Format, Manifest, ManifestConnector};
 use engine::packs::Catalog;
 use engine::store::testing::TestDatabase;
+use engine::store::NewJob;
 use engine::store::Store;
 use engine::{Engine, EngineConfig};
 use model::{Job, JobStatus};
@@ -117,7 +118,7 @@ pub async fn record_set(engine: &Engine, name: &str, n: usize) -> i64 {
 pub async fn fan_out(engine: &Engine, set: i64) -> Job {
     engine
         .jobs
-        .start(set, &["web".to_owned()], "ana", None)
+        .start(&NewJob::fanout(set, &["web".to_owned()], "ana"))
         .await
         .expect("a fan-out")
 }

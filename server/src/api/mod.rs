@@ -14,6 +14,7 @@ mod jobs;
 mod manifests;
 pub mod openapi;
 mod record_sets;
+mod refresh;
 mod spend;
 
 use axum::extract::State;
@@ -96,6 +97,17 @@ pub fn routes() -> Vec<Route> {
         ),
         route(Method::GET, "/record-sets/{id}/export", record_sets::export),
         route(Method::POST, "/record-sets/{id}/fanout", jobs::fanout),
+        route(Method::GET, "/record-sets/{id}/refresh", refresh::list),
+        route(
+            Method::PUT,
+            "/record-sets/{id}/refresh/{pack}",
+            refresh::set,
+        ),
+        route(
+            Method::DELETE,
+            "/record-sets/{id}/refresh/{pack}",
+            refresh::remove,
+        ),
         route(Method::POST, "/records/{id}/fire", fires::fire),
         route(Method::GET, "/records/{id}/history", fires::history),
         route(Method::GET, "/records/{id}/items", fires::items),

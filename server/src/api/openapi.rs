@@ -7,7 +7,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::openapi::{ContentBuilder, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::{account, calls, catalog, events, fires, jobs, manifests, record_sets, spend};
+use super::{account, calls, catalog, events, fires, jobs, manifests, record_sets, refresh, spend};
 use crate::auth::SESSION_COOKIE;
 
 #[derive(OpenApi)]
@@ -57,6 +57,9 @@ use crate::auth::SESSION_COOKIE;
         record_sets::records,
         record_sets::export,
         jobs::fanout,
+        refresh::list,
+        refresh::set,
+        refresh::remove,
         fires::fire,
         fires::history,
         fires::items,
