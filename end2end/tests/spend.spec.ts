@@ -128,3 +128,33 @@ test("a budget is set on the inventory, the fan-out confirmation shows the estim
     await provider.close();
   }
 });
+
+test("an admin schedules a pack of a set to refresh by itself and removes it; a member only reads it", async ({ signedIn }) => {
+  const ada = await signedIn("ada");
+  await ada.goto("/record-sets");
+  await hydrated(ada);
+  const row = ada.locator("tr[data-record-set]").filter({ hasText: "Demo companies" });
+  await row.locator("details.refresh summary").click();
+  const form = row.locator("form.set-refresh");
+  await form.getByRole("combobox").selectOption("linkedin");
+  await form.getByLabel("Every").fill("7");
+  await form.getByLabel("From").fill("1");
+  await form.getByLabel("to").fill("5");
+  await form.getByRole("button", { name: "Schedule" }).click();
+  const schedule = row.locator('.schedules li[data-pack="linkedin"]');
+  await expect(schedule).toContainText("every 7 days, 01:00-05:00 UTC");
+  await expect(schedule).toContainText("not run yet");
+
+  const bob = await signedIn("bob");
+  await bob.goto("/record-sets");
+  await hydrated(bob);
+  const his = bob.locator("tr[data-record-set]").filter({ hasText: "Demo companies" });
+  await his.locator("details.refresh summary").click();
+  await expect(his.locator('.schedules li[data-pack="linkedin"]')).toContainText("every 7 days");
+  await expect(his.locator("form.set-refresh")).toHaveCount(0);
+  await expect(his.getByRole("button", { name: "Remove" })).toHaveCount(0);
+
+  await schedule.getByRole("button", { name: "Remove" }).click();
+  await expect(schedule).toHaveCount(0);
+  await expect(row.getByRole("status")).toContainText("linkedin is no longer refreshed.");
+});

@@ -604,6 +604,18 @@ impl Dispatcher {
         (pack, member): (PackConfig, Option<BundleMember>),
         inputs: &RecordChainInputs,
     ) -> Prepared {
+        // A refresh asks again what was found before: nothing is walked
+        // past for having found results already.
+        let refreshing;
+        let inputs = if req.triggered_by == TriggeredBy::ScheduledRefresh {
+            refreshing = RecordChainInputs {
+                already_found: Vec::new(),
+                ..inputs.clone()
+            };
+            &refreshing
+        } else {
+            inputs
+        };
         let chain = self.resolve(
             &scope,
             &pack,

@@ -20,6 +20,7 @@ impl Engine {
         &self,
         set_id: i64,
         filter: RecordFilter,
+        changed_since: Option<i64>,
         search: &str,
         offset: i64,
         limit: i64,
@@ -32,6 +33,7 @@ impl Engine {
             .records_matching(
                 set_id,
                 filter,
+                changed_since,
                 search,
                 offset.max(0),
                 limit.clamp(1, MAX_PAGE),

@@ -25,7 +25,7 @@ async fn a_due_refresh_runs_once_across_processes_over_the_stale_records_only() 
         ];
         let set = common::record_set(&one, "Refreshed", 4).await;
         let page = one
-            .records_page(set, RecordFilter::All, "", 0, 10)
+            .records_page(set, RecordFilter::All, None, "", 0, 10)
             .await
             .unwrap();
         let ids: Vec<i64> = page.records.iter().map(|r| r.id).collect();

@@ -74,6 +74,9 @@ pub enum RecordFilter {
     NothingFound,
     /// Records with a failed attempt for an intent that has no items.
     Errors,
+    /// Records with items found since the person's previous visit of the
+    /// set.
+    Changed,
 }
 
 /// A page of a record set's records, each with its chips.
@@ -102,6 +105,10 @@ pub struct TriagePage {
     /// The last event published before this was read: the live stream
     /// resumes after it, so nothing that happens meanwhile is lost.
     pub event_id: u64,
+    /// When the person's previous visit of the set ended (Unix ms): items
+    /// first seen after it are new to them. Absent on a first visit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
 }
 
 /// One record of an export with its accepted items.

@@ -7,6 +7,7 @@ mod members;
 mod not_found;
 mod packs;
 mod record_sets;
+mod refresh;
 mod spend;
 
 pub use account::{

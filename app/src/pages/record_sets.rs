@@ -1,5 +1,6 @@
-//! The record sets page: every imported list with its bundle and size, and the
-//! CSV import (paste or pick a file) with its per-line rejection report.
+//! The record sets page: every imported list with its bundle, size and
+//! scheduled refresh, and the CSV import (paste or pick a file) with its
+//! per-line rejection report.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -9,6 +10,7 @@ use model::{BundleConfig, ImportReport, RecordSetSummary};
 #[cfg(feature = "ssr")]
 use crate::access::ssr;
 use crate::error_view::error_list;
+use crate::pages::ViewerResource;
 
 /// Every record set, newest first.
 #[server]
@@ -51,6 +53,7 @@ pub async fn delete_record_set(id: i64) -> Result<(), ServerFnError> {
 
 #[component]
 pub fn RecordSetsPage() -> impl IntoView {
+    let ViewerResource(viewer) = expect_context::<ViewerResource>();
     let version = RwSignal::new(0u32);
     let sets = Resource::new(move || version.get(), |_| list_record_sets());
     view! {
@@ -59,7 +62,8 @@ pub fn RecordSetsPage() -> impl IntoView {
         <Transition fallback=|| view! { <p>"Loading…"</p> }>
             <ErrorBoundary fallback=error_list>
                 {move || Suspend::new(async move {
-                    sets.await.map(|sets| view! { <RecordSetList sets version/> })
+                    let is_admin = matches!(viewer.await, Ok(Some(v)) if v.is_admin());
+                    sets.await.map(|sets| view! { <RecordSetList sets is_admin version/> })
                 })}
             </ErrorBoundary>
         </Transition>
@@ -68,14 +72,18 @@ pub fn RecordSetsPage() -> impl IntoView {
 }
 
 #[component]
-fn RecordSetList(sets: Vec<RecordSetSummary>, version: RwSignal<u32>) -> impl IntoView {
+fn RecordSetList(
+    sets: Vec<RecordSetSummary>,
+    is_admin: bool,
+    version: RwSignal<u32>,
+) -> impl IntoView {
     if sets.is_empty() {
         return view! { <p class="empty">"No record sets yet. Import a CSV below."</p> }.into_any();
     }
     view! {
         <table class="record-sets">
             <thead>
-                <tr><th>"Name"</th><th>"Bundle"</th><th>"Records"</th><th></th></tr>
+                <tr><th>"Name"</th><th>"Bundle"</th><th>"Records"</th><th>"Refresh"</th><th></th></tr>
             </thead>
             <tbody>
                 {sets
@@ -104,6 +112,7 @@ fn RecordSetList(sets: Vec<RecordSetSummary>, version: RwSignal<u32>) -> impl In
                                 </td>
                                 <td>{set.bundle_id.clone()}</td>
                                 <td>{set.records}</td>
+                                <td><super::refresh::RefreshPanel set_id=set.id is_admin/></td>
                                 <td><button class="secondary" on:click=remove>"Delete"</button></td>
                             </tr>
                         }

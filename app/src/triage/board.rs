@@ -55,6 +55,9 @@ pub struct Board {
     following: StoredValue<bool>,
     /// The view that owns the board: the stream closes when it goes.
     owner: StoredValue<Option<Owner>>,
+    /// When this person's previous visit of the set ended: items first
+    /// seen after it are new to them.
+    since: StoredValue<Option<i64>>,
 }
 
 /// How many recent actions the activity line keeps.
@@ -85,6 +88,7 @@ impl Board {
             carried_fires: StoredValue::new(HashMap::new()),
             following: StoredValue::new(false),
             owner: StoredValue::new(Owner::current()),
+            since: StoredValue::new(None),
         }
     }
 
@@ -151,6 +155,21 @@ impl Board {
         self.carried_fires.set_value(in_flight);
         self.chips.update_value(HashMap::clear);
         self.items.update_value(HashMap::clear);
+    }
+
+    /// Remembers when this person's previous visit ended (the first page
+    /// read of the view says; later reads are the same visit).
+    pub fn visited_since(&self, since: Option<i64>) {
+        if self.since.get_value().is_none() {
+            self.since.set_value(since);
+        }
+    }
+
+    /// An item first seen after this person's previous visit.
+    pub fn is_fresh(&self, item: &Item) -> bool {
+        self.since
+            .get_value()
+            .is_some_and(|since| item.first_seen_at > since)
     }
 
     /// A chip's slot on the page being made, as the page's data has it.

@@ -57,13 +57,16 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
         }
     };
     let state = item.state;
+    let fresh = board.is_fresh(&item);
     view! {
-        <li class=format!("item state-{}", state.name()) data-item=item.id data-triage=state.name()>
+        <li class=format!("item state-{}", state.name()) data-item=item.id data-triage=state.name()
+            data-fresh=fresh.then_some("true")>
             <div class="item-head">
                 <span class="intent">{item.intent.label().to_owned()}</span>
                 <a href=item.url.clone() target="_blank" rel="noopener noreferrer">{item.title.clone()}</a>
                 {(state == TriageState::New).then(|| view! { <span class="badge new">"new"</span> })}
                 {demo.then(|| view! { <span class="badge demo">"demo data"</span> })}
+                {fresh.then(|| view! { <span class="badge fresh">"since your last visit"</span> })}
             </div>
             <div class="url muted">{item.url.clone()}</div>
             {(!item.snippet.is_empty()).then(|| view! { <p class="snippet">{item.snippet.clone()}</p> })}

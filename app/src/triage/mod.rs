@@ -88,8 +88,10 @@ fn Cards(
         items,
         job,
         event_id,
+        since,
     } = data;
     let set_id = page.record_set.id;
+    board.visited_since(since);
     board.turn_page();
     board.see_job(job);
     for pack in &page.packs {
@@ -154,6 +156,7 @@ fn Cards(
                                 "unreviewed" => RecordFilter::Unreviewed,
                                 "nothing_found" => RecordFilter::NothingFound,
                                 "errors" => RecordFilter::Errors,
+                                "changed" => RecordFilter::Changed,
                                 _ => RecordFilter::All,
                             };
                             offset.set(0);
@@ -164,6 +167,7 @@ fn Cards(
                         <option value="unreviewed" selected=move || filter.get() == RecordFilter::Unreviewed>"has unreviewed"</option>
                         <option value="nothing_found" selected=move || filter.get() == RecordFilter::NothingFound>"nothing found"</option>
                         <option value="errors" selected=move || filter.get() == RecordFilter::Errors>"errors"</option>
+                        <option value="changed" selected=move || filter.get() == RecordFilter::Changed>"new since my last visit"</option>
                     </select>
                 </label>
                 <input

@@ -21,3 +21,15 @@ CREATE INDEX refresh_schedules_due ON refresh_schedules(next_run_at);
 
 -- What started a job: a person's fan-out, or a schedule.
 ALTER TABLE jobs ADD COLUMN triggered_by TEXT;
+
+-- When each person last looked at a record set: items found since their
+-- previous visit are marked new for them (a visit lasts while they come
+-- back within 30 minutes).
+CREATE TABLE set_visits (
+    user_id        BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    record_set_id  BIGINT NOT NULL REFERENCES record_sets(id) ON DELETE CASCADE,
+    seen_at        BIGINT NOT NULL,
+    -- The end of the visit before this one; NULL on the first.
+    since          BIGINT,
+    PRIMARY KEY (user_id, record_set_id)
+);

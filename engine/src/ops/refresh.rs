@@ -19,6 +19,22 @@ impl Engine {
         Ok(self.store.refreshes_of(set_id).await?)
     }
 
+    /// The packs of the set's bundle a schedule may be set for: id and name.
+    pub async fn refreshable_packs(
+        &self,
+        who: &Principal,
+        set_id: i64,
+    ) -> Result<Vec<(String, String)>, OpError> {
+        self.authorize(who, Owned::RecordSet(set_id)).await?;
+        let set = self.store.record_set(set_id).await?;
+        let catalog = self.catalog_in(set.workspace_id).await?;
+        Ok(catalog
+            .bundle_packs(&set.bundle_id)
+            .into_iter()
+            .map(|(pack, _)| (pack.pack_id.clone(), pack.display_name.clone()))
+            .collect())
+    }
+
     /// Sets (or changes) how a pack of the set's bundle is refreshed
     /// (admins); it first looks for stale records at the next heartbeat.
     pub async fn set_refresh(

@@ -36,22 +36,25 @@ impl Engine {
         offset: i64,
         limit: i64,
     ) -> Result<RecordsPage, OpError> {
-        self.authorize(who, Owned::RecordSet(set_id)).await?;
-        if offset < 0 || !(1..=MAX_PAGE).contains(&limit) {
-            return Err(OpError::Invalid(format!(
-                "offset must be 0 or more and limit 1 to {MAX_PAGE}"
-            )));
-        }
-        let mut page = self
-            .records_page(set_id, filter, search, offset, limit)
-            .await?;
-        self.relabel(who, &mut page.packs).await?;
-        Ok(page)
+        let page = PageAsked {
+            set_id,
+            filter,
+            search,
+            offset,
+            limit,
+        };
+        self.check_page(who, &page).await?;
+        let since = match filter {
+            RecordFilter::Changed => self.store.last_visit(who.user_id, set_id).await?,
+            _ => None,
+        };
+        self.page_for(who, &page, since).await
     }
 
     /// What the triage view shows for a page: the records, the items under
-    /// them, the set's newest job, and the event id its live stream resumes
-    /// after.
+    /// them, the set's newest job, the event id its live stream resumes
+    /// after, and when the caller's previous visit ended. Reading it is a
+    /// visit.
     pub async fn triage_page(
         &self,
         who: &Principal,
@@ -64,9 +67,19 @@ impl Engine {
         // Taken before anything is read: an event after it may or may not be
         // in what follows, and the stream delivers it either way.
         let event_id = self.events.next_id().saturating_sub(1);
-        let page = self
-            .records_of(who, set_id, filter, search, offset, limit)
+        let asked = PageAsked {
+            set_id,
+            filter,
+            search,
+            offset,
+            limit,
+        };
+        self.check_page(who, &asked).await?;
+        let since = self
+            .store
+            .visit_set(who.user_id, set_id, crate::time::now_ms())
             .await?;
+        let page = self.page_for(who, &asked, since).await?;
         let ids: Vec<i64> = page.records.iter().map(|r| r.id).collect();
         let items = self.store.items_of(&ids).await?;
         let job = self.store.jobs_of(set_id).await?.into_iter().next();
@@ -75,7 +88,41 @@ impl Engine {
             items,
             job,
             event_id,
+            since,
         })
+    }
+
+    /// The caller may read the set, and the page is one that can be asked.
+    async fn check_page(&self, who: &Principal, page: &PageAsked<'_>) -> Result<(), OpError> {
+        self.authorize(who, Owned::RecordSet(page.set_id)).await?;
+        if page.offset < 0 || !(1..=MAX_PAGE).contains(&page.limit) {
+            return Err(OpError::Invalid(format!(
+                "offset must be 0 or more and limit 1 to {MAX_PAGE}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A checked page as `who` sees it (their chip labels); `since` is when
+    /// their previous visit ended, for the changed filter.
+    async fn page_for(
+        &self,
+        who: &Principal,
+        page: &PageAsked<'_>,
+        since: Option<i64>,
+    ) -> Result<RecordsPage, OpError> {
+        let mut read = self
+            .records_page(
+                page.set_id,
+                page.filter,
+                since,
+                page.search,
+                page.offset,
+                page.limit,
+            )
+            .await?;
+        self.relabel(who, &mut read.packs).await?;
+        Ok(read)
     }
 
     /// Every record of a set with its accepted items (the curated layer)
@@ -198,4 +245,13 @@ impl Engine {
             .map(|(p, _)| p.pack_id.clone())
             .collect())
     }
+}
+
+/// A page of a record set, as asked.
+struct PageAsked<'a> {
+    set_id: i64,
+    filter: RecordFilter,
+    search: &'a str,
+    offset: i64,
+    limit: i64,
 }

@@ -33,6 +33,7 @@ pub use record_sets::{NewRecord, StoredRecord};
 pub use refresh::StoredSchedule;
 pub use settings::{WorkspaceSettings, FRESH_FOR};
 pub use spend::{ChargeRow, Reservation, Taken, CALLS};
+pub use visits::VISIT_GAP;
 mod health;
 mod history;
 mod items;
@@ -46,6 +47,7 @@ mod spend;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 mod viewers;
+mod visits;
 
 /// What went wrong talking to the database.
 #[derive(Debug, thiserror::Error)]

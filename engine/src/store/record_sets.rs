@@ -184,17 +184,25 @@ impl Store {
     }
 
     /// A page of the records matching a filter and a name search, and how
-    /// many match in all.
+    /// many match in all. `changed_since` is when the person's previous
+    /// visit ended, for [`RecordFilter::Changed`] (none: nothing changed).
     pub async fn records_matching(
         &self,
         record_set_id: i64,
         filter: RecordFilter,
+        changed_since: Option<i64>,
         search: &str,
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<StoredRecord>, i64), StoreError> {
+        // A number this code computed, never text from a request.
+        let changed = format!(
+            " AND EXISTS (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.first_seen_at > {})",
+            changed_since.unwrap_or(i64::MAX)
+        );
         let condition = match filter {
             RecordFilter::All => "",
+            RecordFilter::Changed => changed.as_str(),
             RecordFilter::Unreviewed => {
                 " AND EXISTS (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.state = 'new')"
             }
