@@ -1,6 +1,8 @@
 //! The fire path against a zero-latency local connector: what the engine adds
-//! per fire (chain resolution, history rows, item merge, events), and fan-out
-//! throughput against the ideal a rate hint allows. Runs on SQLite, and on
+//! per fire (chain resolution, history rows, item merge, events), what a
+//! priced connector under a budget adds (the spend count taken and the
+//! charge recorded), and fan-out throughput against the ideal a rate hint
+//! allows. Runs on SQLite, and on
 //! PostgreSQL when SWITCHYARD_TEST_POSTGRES_URL is set (`make bench` sets it).
 //!
 //! `make bench` runs it; the figures go to BENCHMARKS.md.
@@ -34,7 +36,10 @@ members = [{ pack = "web" }]
 const RECORDS: usize = 300;
 const FIRES: usize = 600;
 
-async fn engine(db: &TestDatabase, per_second: Option<f64>) -> (Engine, i64) {
+/// An engine over `db` with connector `zero`, hinted at `per_second`; when
+/// `priced`, each call costs 0.001 USD against a monthly budget too large
+/// to stop it, so every fire takes its cost from the count and records it.
+async fn engine(db: &TestDatabase, per_second: Option<f64>, priced: bool) -> (Engine, i64) {
     let store = Store::connect(&db.url).await.expect("database");
     let engine = Engine::new(
         store,
@@ -44,6 +49,12 @@ async fn engine(db: &TestDatabase, per_second: Option<f64>) -> (Engine, i64) {
     );
     let mut reg = ScriptedConnector::registration("zero", CostTier::Free, &[B::SearchWeb.into()]);
     reg.rate_hints.per_second = per_second;
+    if priced {
+        reg.cost = Some(model::Cost::per_call(
+            model::Amount::from_micros(1_000),
+            "USD",
+        ));
+    }
     engine
         .registry
         .register(reg, ScriptedConnector::new("zero", [Step::Found(3)]))
@@ -63,6 +74,18 @@ async fn engine(db: &TestDatabase, per_second: Option<f64>) -> (Engine, i64) {
         .create_record_set(workspace, "Bench", "bench", false, &parsed.records)
         .await
         .expect("set");
+    if priced {
+        let budget = model::Budget {
+            connector_id: None,
+            unit: "USD".into(),
+            monthly_limit: model::Amount::units(1_000_000),
+        };
+        engine
+            .store
+            .set_budget(workspace, &budget, "bench")
+            .await
+            .expect("budget");
+    }
     (engine, set)
 }
 
@@ -70,8 +93,9 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-async fn fire_latency(db: &TestDatabase) {
-    let (engine, set) = engine(db, None).await;
+/// Sequential fires of one person; answers the mean.
+async fn fire_latency(db: &TestDatabase, priced: bool) -> Duration {
+    let (engine, set) = engine(db, None, priced).await;
     let records = engine
         .store
         .records(set, 0, RECORDS as i64)
@@ -96,16 +120,22 @@ async fn fire_latency(db: &TestDatabase) {
     took.sort();
     let mean = took.iter().sum::<Duration>() / took.len() as u32;
     println!(
-        "{:<8} fire latency over {FIRES} fires: mean {:.2} ms, p50 {:.2} ms, p95 {:.2} ms",
+        "{:<8} fire latency over {FIRES} fires{}: mean {:.2} ms, p50 {:.2} ms, p95 {:.2} ms",
         db.kind(),
+        if priced {
+            " (priced, under a budget)"
+        } else {
+            ""
+        },
         mean.as_secs_f64() * 1e3,
         percentile(&took, 0.5).as_secs_f64() * 1e3,
         percentile(&took, 0.95).as_secs_f64() * 1e3,
     );
+    mean
 }
 
 async fn fanout(db: &TestDatabase, per_second: Option<f64>) {
-    let (engine, set) = engine(db, per_second).await;
+    let (engine, set) = engine(db, per_second, false).await;
     let started = Instant::now();
     let job = engine
         .jobs
@@ -140,7 +170,13 @@ async fn fanout(db: &TestDatabase, per_second: Option<f64>) {
 async fn main() {
     // `cargo bench` passes --bench; nothing else is read.
     for db in testing::all().await {
-        fire_latency(&db).await;
+        let free = fire_latency(&db, false).await;
+        let priced = fire_latency(&db, true).await;
+        println!(
+            "{:<8} a priced fire's mean latency is {:.2} times an unpriced one's",
+            db.kind(),
+            priced.as_secs_f64() / free.as_secs_f64()
+        );
         fanout(&db, None).await;
     }
     for db in testing::all().await {
