@@ -6,7 +6,7 @@
 
 use model::{JobStatus, RefreshPlan, TriggeredBy};
 
-use crate::store::{NewJob, StoreError};
+use crate::store::{NewJob, StoreError, StoredSchedule};
 use crate::time::now_ms;
 use crate::Engine;
 
@@ -16,9 +16,9 @@ const HOUR: i64 = 3_600_000;
 const PER_LOOK: i64 = 20;
 
 /// When a schedule looks next, and whether it runs now: inside its window
-/// it runs and looks again an hour later (sooner if its interval is
-/// shorter, which it cannot be); outside, it looks again when the next
-/// allowed hour starts.
+/// it runs and looks again an hour later (a record that turns stale waits
+/// at most that long); outside, it looks again when the next allowed hour
+/// starts.
 pub fn next_run(plan: &RefreshPlan, now: i64) -> (i64, bool) {
     let hours = now.div_euclid(HOUR);
     let hour_of_day = |h: i64| u8::try_from(h.rem_euclid(24)).unwrap_or(0);
@@ -33,58 +33,74 @@ pub fn next_run(plan: &RefreshPlan, now: i64) -> (i64, bool) {
 
 impl Engine {
     /// Runs the schedules due now, each once across every process; answers
-    /// the jobs started here.
+    /// the jobs started here. One schedule that fails is logged and the
+    /// others still run.
     pub async fn run_due_refreshes(&self) -> Result<Vec<i64>, StoreError> {
         let now = now_ms();
         let mut started = Vec::new();
         for due in self.store.due_refreshes(now, PER_LOOK).await? {
-            let s = &due.schedule;
-            let (next, run) = next_run(&s.plan, now);
-            if !self
-                .store
-                .claim_refresh(due.id, s.next_run_at, next)
-                .await?
-                || !run
-            {
-                continue;
+            match self.run_refresh(&due, now).await {
+                Ok(Some(job_id)) => started.push(job_id),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(
+                    set = due.schedule.record_set_id,
+                    pack = %due.schedule.pack_id,
+                    error = %e,
+                    "A scheduled refresh failed; it is looked at again at its next time."
+                ),
             }
-            // The last run still going: this one is skipped.
-            if let Some(job_id) = s.last_job_id {
-                if matches!(self.store.job(job_id).await, Ok(job) if job.status == JobStatus::Running)
-                {
-                    continue;
-                }
-            }
-            let set = self.store.record_set(s.record_set_id).await?;
-            let catalog = self.catalog_in(set.workspace_id).await?;
-            if catalog.pack(&s.pack_id).is_none() {
-                tracing::warn!(set = set.id, pack = %s.pack_id, "A refresh schedule names a pack the workspace no longer has; it does nothing.");
-                continue;
-            }
-            let since = now - i64::from(s.plan.every_hours) * HOUR;
-            if self
-                .store
-                .stale_records(s.record_set_id, &s.pack_id, since)
-                .await?
-                == 0
-            {
-                continue;
-            }
-            let packs = [s.pack_id.clone()];
-            let actor = format!("{} (scheduled refresh)", s.created_by);
-            let job = self
-                .jobs
-                .start(&NewJob {
-                    triggered_by: TriggeredBy::ScheduledRefresh,
-                    stale_before: Some(since),
-                    ..NewJob::fanout(s.record_set_id, &packs, &actor)
-                })
-                .await?;
-            self.store.refresh_ran(due.id, job.id, now).await?;
-            tracing::info!(job = job.id, set = set.id, pack = %s.pack_id, records = job.progress.total, "Scheduled refresh started.");
-            started.push(job.id);
         }
         Ok(started)
+    }
+
+    /// Claims one due schedule's run and, if it is this process's, inside
+    /// its window, not still running from last time and with stale records,
+    /// starts its job.
+    async fn run_refresh(&self, due: &StoredSchedule, now: i64) -> Result<Option<i64>, StoreError> {
+        let s = &due.schedule;
+        let (next, run) = next_run(&s.plan, now);
+        if !self
+            .store
+            .claim_refresh(due.id, s.next_run_at, next)
+            .await?
+            || !run
+        {
+            return Ok(None);
+        }
+        // The last run still going: this one is skipped.
+        if let Some(job_id) = s.last_job_id {
+            if matches!(self.store.job(job_id).await, Ok(job) if job.status == JobStatus::Running) {
+                return Ok(None);
+            }
+        }
+        let set = self.store.record_set(s.record_set_id).await?;
+        let catalog = self.catalog_in(set.workspace_id).await?;
+        if catalog.pack(&s.pack_id).is_none() {
+            tracing::warn!(set = set.id, pack = %s.pack_id, "A refresh schedule names a pack the workspace no longer has; it does nothing.");
+            return Ok(None);
+        }
+        let since = now - i64::from(s.plan.every_hours) * HOUR;
+        if self
+            .store
+            .stale_records(s.record_set_id, &s.pack_id, since)
+            .await?
+            == 0
+        {
+            return Ok(None);
+        }
+        let packs = [s.pack_id.clone()];
+        let actor = format!("{} (scheduled refresh)", s.created_by);
+        let job = self
+            .jobs
+            .start(&NewJob {
+                triggered_by: TriggeredBy::ScheduledRefresh,
+                stale_before: Some(since),
+                ..NewJob::fanout(s.record_set_id, &packs, &actor)
+            })
+            .await?;
+        self.store.refresh_ran(due.id, job.id, now).await?;
+        tracing::info!(job = job.id, set = set.id, pack = %s.pack_id, records = job.progress.total, "Scheduled refresh started.");
+        Ok(Some(job.id))
     }
 }
 

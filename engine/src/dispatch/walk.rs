@@ -136,79 +136,33 @@ impl Dispatcher {
                 if !paced {
                     return Ok(true);
                 }
-                let price = handle.registration.cost.as_ref().map(|cost| Charge {
-                    amount: cost.of_call(intent.name()),
-                    unit: cost.unit.clone(),
-                    paid_by: if keyed_by.is_some() {
-                        PaidBy::Workspace
-                    } else {
-                        PaidBy::Server
-                    },
-                });
-                let reserved = match (&price, workspace_id) {
-                    (Some(price), Some(ws)) => match self.take_spend(ws, &handle, price).await? {
-                        Ok(reserved) => Some(reserved),
-                        Err(refused) => {
-                            ledger.skipped(refused);
-                            continue 'chain;
-                        }
-                    },
-                    _ => None,
-                };
-                let paid = handle.registration.cost_tier == CostTier::Paid
-                    || price.as_ref().is_some_and(|p| p.amount > Amount::ZERO);
-                let paid_counted = match paid_cap.filter(|_| paid) {
-                    Some(cap) => {
-                        if !retrying(|| {
-                            self.store
-                                .take_paid_fire(cap.job_id, cap.record_id, cap.most)
-                        })
-                        .await?
-                        {
-                            self.give_back(reserved.as_ref()).await;
-                            ledger.skipped(Skipped {
-                                capped: true,
-                                ..skip(
-                                    connector_id,
-                                    &format!(
-                                        "this fan-out allows {} paid fires per record",
-                                        cap.most
-                                    ),
-                                )
-                            });
-                            continue 'chain;
-                        }
-                        Some(cap)
-                    }
-                    None => None,
-                };
-                if let Some(cap) = handle.registration.rate_hints.daily_cap {
-                    let counted = crate::lens::usage_key(connector_id, keyed_by);
-                    if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
-                        self.give_back(reserved.as_ref()).await;
-                        self.give_back_paid(paid_counted).await;
-                        ledger.skipped(Skipped {
-                            capped: true,
-                            ..skip(connector_id, &format!("daily cap of {cap} fires reached"))
-                        });
+                let held = match self
+                    .hold(workspace_id, &handle, intent, keyed_by, paid_cap)
+                    .await?
+                {
+                    Ok(held) => held,
+                    Err(refused) => {
+                        ledger.skipped(refused);
                         continue 'chain;
                     }
-                }
+                };
                 ledger.open(connector_id).await?;
                 let called = self.call(&handle, intent, query, &opts, cancel).await;
                 permit.finish(called.signal());
-                let cost = handle.registration.cost.as_ref();
-                let billed = called.billed(cost.is_none_or(|c| c.bills_empty));
+                let billed = called.billed(
+                    handle
+                        .registration
+                        .cost
+                        .as_ref()
+                        .is_none_or(|c| c.bills_empty),
+                );
                 let (mut end, results, retry) = self
                     .classify(&handle, keyed_by, called, &mut budget)
                     .await?;
-                if billed && cost.is_some() {
-                    end.charge = price;
+                if billed {
+                    end.charge = held.charge;
                 } else {
-                    self.give_back(reserved.as_ref()).await;
-                }
-                if !billed {
-                    self.give_back_paid(paid_counted).await;
+                    self.release(&held).await;
                 }
                 let ends_walk = match end.outcome {
                     Some(FireOutcome::Found | FireOutcome::Cancelled) => true,
@@ -237,65 +191,124 @@ impl Dispatcher {
         Ok(false)
     }
 
-    /// Takes a call's price from the workspace's spend, or says which
-    /// budget has too little left, as the walk's skip; the budgets it
-    /// took past their warning line are told to the workspace.
-    async fn take_spend(
+    /// Takes what a call needs before it goes out, in order: its price
+    /// from the workspace's budgets, its place among a job's paid fires of
+    /// the record, its place under the connector's daily cap. The first
+    /// that refuses gives back what was taken and says why, as the walk's
+    /// skip; the budgets a call took past their warning line are told to
+    /// the workspace.
+    async fn hold(
         &self,
-        workspace_id: i64,
+        workspace_id: Option<i64>,
         handle: &ConnectorHandle,
-        price: &Charge,
-    ) -> Result<Result<Reservation, Skipped>, StoreError> {
-        let id = &handle.registration.id;
-        let taken = retrying(|| {
-            self.store
-                .take_spend(workspace_id, id, &price.unit, price.amount)
-        })
-        .await?;
-        Ok(match taken {
-            Taken::Taken {
-                reservation,
-                warnings,
-            } => {
-                for budget in warnings {
-                    self.events
-                        .publish_in(Some(workspace_id), EventKind::BudgetChanged { budget });
+        intent: &Capability,
+        keyed_by: Option<i64>,
+        paid_cap: Option<PaidCap>,
+    ) -> Result<Result<Held, Skipped>, StoreError> {
+        let registration = &handle.registration;
+        let id = registration.id.as_str();
+        let mut held = Held {
+            charge: registration.cost.as_ref().map(|cost| Charge {
+                amount: cost.of_call(intent.name()),
+                unit: cost.unit.clone(),
+                paid_by: if keyed_by.is_some() {
+                    PaidBy::Workspace
+                } else {
+                    PaidBy::Server
+                },
+            }),
+            reserved: None,
+            paid: None,
+        };
+        if let (Some(price), Some(ws)) = (&held.charge, workspace_id) {
+            match retrying(|| self.store.take_spend(ws, id, &price.unit, price.amount)).await? {
+                Taken::Taken {
+                    reservation,
+                    warnings,
+                } => {
+                    for budget in warnings {
+                        self.events
+                            .publish_in(Some(ws), EventKind::BudgetChanged { budget });
+                    }
+                    held.reserved = Some(reservation);
                 }
-                Ok(reservation)
-            }
-            Taken::Refused(status) => {
-                let whose = match &status.budget.connector_id {
-                    Some(_) => handle.registration.display_name.clone(),
-                    None => format!("every connector in {}", status.budget.unit),
-                };
-                Err(Skipped {
-                    capped: true,
-                    ..skip(
+                Taken::Refused(status) => {
+                    let whose = match &status.budget.connector_id {
+                        Some(_) => registration.display_name.clone(),
+                        None => format!("every connector in {}", status.budget.unit),
+                    };
+                    return Ok(Err(capped(
                         id,
                         &format!("budget for {whose} spent: {}", status.describe()),
-                    )
-                })
+                    )));
+                }
             }
-        })
-    }
-
-    /// Takes back a paid fire a job counted for a record, when the call was
-    /// not billed (or not made).
-    async fn give_back_paid(&self, counted: Option<PaidCap>) {
-        let Some(cap) = counted else { return };
-        if let Err(e) = retrying(|| self.store.give_back_paid_fire(cap.job_id, cap.record_id)).await
-        {
-            tracing::warn!(error = %e, job = cap.job_id, "Taking back an unbilled paid fire failed; it stays counted.");
         }
+        let paid = registration.cost_tier == CostTier::Paid
+            || held
+                .charge
+                .as_ref()
+                .is_some_and(|c| c.amount > Amount::ZERO);
+        if let Some(cap) = paid_cap.filter(|_| paid) {
+            if !retrying(|| {
+                self.store
+                    .take_paid_fire(cap.job_id, cap.record_id, cap.most)
+            })
+            .await?
+            {
+                self.release(&held).await;
+                return Ok(Err(capped(
+                    id,
+                    &format!("this fan-out allows {} paid fires per record", cap.most),
+                )));
+            }
+            held.paid = Some(cap);
+        }
+        if let Some(cap) = registration.rate_hints.daily_cap {
+            let counted = crate::lens::usage_key(id, keyed_by);
+            if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
+                self.release(&held).await;
+                return Ok(Err(capped(
+                    id,
+                    &format!("daily cap of {cap} fires reached"),
+                )));
+            }
+        }
+        Ok(Ok(held))
     }
 
-    /// Gives back what a call that was not billed (or not made) took. A
-    /// give-back that fails leaves the call counted: a budget may then
+    /// Gives back what a call that was not billed (or not made) held. A
+    /// give-back that fails leaves it counted: a budget or a limit may then
     /// stop early, never late.
-    async fn give_back(&self, reserved: Option<&Reservation>) {
-        let Some(reserved) = reserved else { return };
-        if let Err(e) = retrying(|| self.store.give_back(reserved)).await {
-            tracing::warn!(error = %e, connector = %reserved.connector_id, "Giving back an unbilled call's cost failed; it stays counted.");
+    async fn release(&self, held: &Held) {
+        if let Some(reserved) = &held.reserved {
+            if let Err(e) = retrying(|| self.store.give_back(reserved)).await {
+                tracing::warn!(error = %e, connector = %reserved.connector_id, "Giving back an unbilled call's cost failed; it stays counted.");
+            }
         }
+        if let Some(cap) = held.paid {
+            if let Err(e) =
+                retrying(|| self.store.give_back_paid_fire(cap.job_id, cap.record_id)).await
+            {
+                tracing::warn!(error = %e, job = cap.job_id, "Taking back an unbilled paid fire failed; it stays counted.");
+            }
+        }
+    }
+}
+
+/// What a call holds while it is made: the charge it will record if
+/// billed, its cost taken from the budgets, its place among the job's paid
+/// fires of the record.
+struct Held {
+    charge: Option<Charge>,
+    reserved: Option<Reservation>,
+    paid: Option<PaidCap>,
+}
+
+/// A skip because a spending limit stops the connector.
+fn capped(connector_id: &str, reason: &str) -> Skipped {
+    Skipped {
+        capped: true,
+        ..skip(connector_id, reason)
     }
 }
