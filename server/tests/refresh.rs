@@ -48,6 +48,19 @@ async fn look(server: &TestServer, browser: &reqwest::Client, set: i64) -> Value
     serde_json::from_str(&body).unwrap()
 }
 
+/// The records with items new since `browser`'s person last visited, as
+/// the REST door's filter finds them.
+async fn changed_for(server: &TestServer, browser: &reqwest::Client, set: i64) -> Value {
+    browser
+        .get(server.at(&format!("/api/record-sets/{set}/records?filter=changed")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// The URLs of the items first seen after the page's `since`.
 fn fresh(page: &Value) -> Vec<String> {
     let Some(since) = page["since"].as_i64() else {
@@ -154,14 +167,7 @@ async fn a_refresh_adds_items_new_to_whoever_has_not_looked_since() {
         let page = look(&server, &bob, set).await;
         assert_eq!(fresh(&page), ["https://alpha.test/acme/1"], "{page}");
         assert_eq!(page["items"].as_array().unwrap().len(), 2, "additive");
-        let changed = bob
-            .get(server.at(&format!("/api/record-sets/{set}/records?filter=changed")))
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap();
+        let changed = changed_for(&server, &bob, set).await;
         assert_eq!(changed["total"], 1, "{changed}");
         later(&server, 2).await;
         // Back later, Bob has seen it; Ana, who has not looked since, has not.
@@ -170,14 +176,7 @@ async fn a_refresh_adds_items_new_to_whoever_has_not_looked_since() {
             fresh(&look(&server, &ana, set).await),
             ["https://alpha.test/acme/1"]
         );
-        let changed = bob
-            .get(server.at(&format!("/api/record-sets/{set}/records?filter=changed")))
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap();
+        let changed = changed_for(&server, &bob, set).await;
         assert_eq!(changed["total"], 0, "{changed}");
     })
     .await;
