@@ -24,11 +24,7 @@ fn account_error(e: engine::accounts::AccountError) -> ServerFnError {
 #[server]
 pub async fn list_members() -> Result<Vec<Member>, ServerFnError> {
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
-    engine
-        .store
-        .members_of(who.workspace_id)
-        .await
-        .map_err(ssr::fail)
+    engine.members(&who).await.map_err(ssr::fail)
 }
 
 /// Adds a person; returns the set-password link (a path) of someone who
