@@ -70,24 +70,17 @@ impl Lens {
     }
 
     /// Which budget has too little left for one more call of the
-    /// connector this month, in words, if one has. (As read with the
+    /// connector this month, in words, if one has (a call priced at
+    /// nothing always fits). (As read with the
     /// settings: the walk's own count is what stops a call.)
     fn spent_budget(&self, handle: &ConnectorHandle) -> Option<String> {
         let cost = handle.registration.cost.as_ref()?;
         let id = &handle.registration.id;
         self.budgets
             .iter()
-            .filter(|b| {
-                b.budget.unit == cost.unit && b.budget.connector_id.as_ref().is_none_or(|c| c == id)
-            })
-            .find(|b| b.left() < cost.per_call || b.left() == model::Amount::ZERO)
-            .map(|b| {
-                let whose = match &b.budget.connector_id {
-                    Some(_) => handle.registration.display_name.clone(),
-                    None => format!("every connector in {}", b.budget.unit),
-                };
-                format!("budget for {whose} spent: {}", b.describe())
-            })
+            .filter(|b| b.budget.counts(id, &cost.unit))
+            .find(|b| b.left() < cost.per_call)
+            .map(|b| b.spent_reason(&handle.registration.display_name))
     }
 
     /// The status before budgets.

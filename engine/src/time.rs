@@ -23,9 +23,7 @@ pub fn utc_day_start(ms: i64) -> i64 {
 
 /// The UTC month holding `ms`, as `YYYY-MM` (budgets count by it).
 pub fn utc_month(ms: i64) -> String {
-    let at = time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1_000))
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    format!("{:04}-{:02}", at.year(), u8::from(at.month()))
+    utc_timestamp(ms)[..7].to_owned()
 }
 
 /// Where a UTC month (`YYYY-MM`) starts and the next begins, in Unix ms.

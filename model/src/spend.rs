@@ -245,6 +245,26 @@ pub struct Budget {
     pub monthly_limit: Amount,
 }
 
+impl Budget {
+    /// Whether it counts a call of `connector_id` priced in `unit`.
+    pub fn counts(&self, connector_id: &str, unit: &str) -> bool {
+        self.unit == unit
+            && self
+                .connector_id
+                .as_deref()
+                .is_none_or(|c| c == connector_id)
+    }
+
+    /// What it covers, in words: its connector (as `connector_name` names
+    /// it), or every connector priced in its unit.
+    pub fn covers(&self, connector_name: &str) -> String {
+        match self.connector_id {
+            Some(_) => connector_name.to_owned(),
+            None => format!("every connector priced in {}", self.unit),
+        }
+    }
+}
+
 /// A budget with this month's spend against it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -281,6 +301,16 @@ impl BudgetStatus {
     /// Spent past the warning line (80 %).
     pub fn warns(&self) -> bool {
         self.percent() >= WARN_PERCENT
+    }
+
+    /// Why a call it stops does not go out: "budget for SerpApi spent:
+    /// 50.00 of 50.00 USD this month".
+    pub fn spent_reason(&self, connector_name: &str) -> String {
+        format!(
+            "budget for {} spent: {}",
+            self.budget.covers(connector_name),
+            self.describe()
+        )
     }
 
     /// "50.00 of 50.00 USD this month".

@@ -126,8 +126,7 @@ fn Confirmation(
                 }).collect_view()}
             </ul>
             {estimate.budgets.iter().map(|status| {
-                let scope = status.budget.connector_id.clone()
-                    .unwrap_or_else(|| format!("every connector in {}", status.budget.unit));
+                let scope = status.budget.covers(status.budget.connector_id.as_deref().unwrap_or_default());
                 view! {
                     <p class="budget-left">{format!(
                         "Budget for {scope}: {} left ({}).",

@@ -220,7 +220,9 @@ impl Dispatcher {
             reserved: None,
             paid: None,
         };
-        if let (Some(price), Some(ws)) = (&held.charge, workspace_id) {
+        // A call priced at nothing takes nothing from the budgets.
+        let priced = held.charge.as_ref().filter(|c| c.amount > Amount::ZERO);
+        if let (Some(price), Some(ws)) = (priced, workspace_id) {
             match retrying(|| self.store.take_spend(ws, id, &price.unit, price.amount)).await? {
                 Taken::Taken {
                     reservation,
@@ -233,22 +235,14 @@ impl Dispatcher {
                     held.reserved = Some(reservation);
                 }
                 Taken::Refused(status) => {
-                    let whose = match &status.budget.connector_id {
-                        Some(_) => registration.display_name.clone(),
-                        None => format!("every connector in {}", status.budget.unit),
-                    };
                     return Ok(Err(capped(
                         id,
-                        &format!("budget for {whose} spent: {}", status.describe()),
+                        &status.spent_reason(&registration.display_name),
                     )));
                 }
             }
         }
-        let paid = registration.cost_tier == CostTier::Paid
-            || held
-                .charge
-                .as_ref()
-                .is_some_and(|c| c.amount > Amount::ZERO);
+        let paid = registration.cost_tier == CostTier::Paid || priced.is_some();
         if let Some(cap) = paid_cap.filter(|_| paid) {
             if !retrying(|| {
                 self.store

@@ -63,7 +63,9 @@ impl Engine {
         self.store
             .set_budget(who.workspace_id, &budget, &who.email)
             .await?;
-        let status = self.budget_status(who, &budget).await?;
+        let status = self
+            .budget_status(who, budget.connector_id.as_deref(), &budget.unit)
+            .await?;
         self.events.publish_in(
             Some(who.workspace_id),
             EventKind::BudgetChanged {
@@ -82,21 +84,14 @@ impl Engine {
         unit: &str,
     ) -> Result<(), OpError> {
         require_admin(who)?;
-        let budget = Budget {
-            connector_id: connector_id.map(str::to_owned),
-            unit: unit.to_owned(),
-            monthly_limit: model::Amount::ZERO,
-        };
-        let status = self.budget_status(who, &budget).await?;
+        let status = self.budget_status(who, connector_id, unit).await?;
         if !self
             .store
             .remove_budget(who.workspace_id, connector_id, unit)
             .await?
         {
-            return Err(OpError::NotFound(match connector_id {
-                Some(id) => format!("no budget for connector {id:?} in {unit}"),
-                None => format!("no budget for every connector in {unit}"),
-            }));
+            // Removed by someone else meanwhile.
+            return Err(no_budget(connector_id, unit));
         }
         self.events.publish_in(
             Some(who.workspace_id),
@@ -138,18 +133,22 @@ impl Engine {
     async fn budget_status(
         &self,
         who: &Principal,
-        budget: &Budget,
+        connector_id: Option<&str>,
+        unit: &str,
     ) -> Result<BudgetStatus, OpError> {
         self.store
             .budgets(who.workspace_id)
             .await?
             .into_iter()
-            .find(|s| s.budget.connector_id == budget.connector_id && s.budget.unit == budget.unit)
-            .ok_or_else(|| {
-                OpError::NotFound(match &budget.connector_id {
-                    Some(id) => format!("no budget for connector {id:?} in {}", budget.unit),
-                    None => format!("no budget for every connector in {}", budget.unit),
-                })
-            })
+            .find(|s| s.budget.connector_id.as_deref() == connector_id && s.budget.unit == unit)
+            .ok_or_else(|| no_budget(connector_id, unit))
     }
+}
+
+/// The budget asked for does not exist.
+fn no_budget(connector_id: Option<&str>, unit: &str) -> OpError {
+    OpError::NotFound(match connector_id {
+        Some(id) => format!("no budget for connector {id:?} in {unit}"),
+        None => format!("no budget for every connector priced in {unit}"),
+    })
 }

@@ -195,14 +195,18 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<StoredRecord>, i64), StoreError> {
-        // A number this code computed, never text from a request.
-        let changed = format!(
-            " AND EXISTS (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.first_seen_at > {})",
-            changed_since.unwrap_or(i64::MAX)
-        );
+        let changed;
         let condition = match filter {
             RecordFilter::All => "",
-            RecordFilter::Changed => changed.as_str(),
+            RecordFilter::Changed => {
+                // A number this code computed, never text from a request.
+                changed = format!(
+                    " AND EXISTS (SELECT 1 FROM items i WHERE i.record_id = r.id \
+                     AND i.first_seen_at > {})",
+                    changed_since.unwrap_or(i64::MAX)
+                );
+                changed.as_str()
+            }
             RecordFilter::Unreviewed => {
                 " AND EXISTS (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.state = 'new')"
             }

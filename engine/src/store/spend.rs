@@ -19,6 +19,23 @@ const EVERY_CONNECTOR: &str = "*";
 /// Far above any budget (a trillion units, in millionths): "no limit".
 const UNLIMITED: i64 = 1_000_000_000_000_000_000;
 
+/// A budget read with its spend (`connector_id`, `unit`,
+/// `monthly_limit_micros`, `set_by`, `set_at`, `spent`) for `month`.
+fn status_of(row: &AnyRow, month: &str) -> Result<BudgetStatus, StoreError> {
+    let connector: String = row.try_get("connector_id")?;
+    Ok(BudgetStatus {
+        budget: Budget {
+            connector_id: (connector != EVERY_CONNECTOR).then_some(connector),
+            unit: row.try_get("unit")?,
+            monthly_limit: Amount::from_micros(row.try_get("monthly_limit_micros")?),
+        },
+        month: month.to_owned(),
+        spent: Amount::from_micros(row.try_get("spent")?),
+        set_by: row.try_get("set_by")?,
+        set_at: row.try_get("set_at")?,
+    })
+}
+
 /// A cost taken from a workspace's count for one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reservation {
@@ -84,41 +101,34 @@ impl Store {
     ) -> Result<Taken, StoreError> {
         let month = utc_month(now_ms());
         let mut tx = self.exclusive().await?;
+        // The budgets that count this call, as set (their spend is read
+        // with the count below).
         let budgets = sqlx::query(
-            "SELECT connector_id, monthly_limit_micros, set_by, set_at FROM budgets \
-             WHERE workspace_id = $1 AND unit = $2 AND connector_id IN ($3, $4)",
+            "SELECT connector_id, unit, monthly_limit_micros, set_by, set_at, 0 AS spent \
+             FROM budgets WHERE workspace_id = $1 AND unit = $2 AND connector_id IN ($3, $4)",
         )
         .bind(workspace_id)
         .bind(unit)
         .bind(connector_id)
         .bind(EVERY_CONNECTOR)
         .fetch_all(&mut *tx)
-        .await?;
+        .await?
+        .iter()
+        .map(|row| status_of(row, &month))
+        .collect::<Result<Vec<_>, _>>()?;
         let mut warnings = Vec::new();
         // The connector's count first, then everyone's: one order for
         // every call, so two calls never wait on each other's rows.
         for scope in [connector_id, EVERY_CONNECTOR] {
-            let budget = budgets.iter().find(|row| {
-                row.try_get::<String, _>("connector_id")
-                    .is_ok_and(|c| c == scope)
-            });
-            let limit = match budget {
-                Some(row) => row.try_get::<i64, _>("monthly_limit_micros")?,
-                None => UNLIMITED,
-            };
-            let status = |spent: i64| -> Result<Option<BudgetStatus>, StoreError> {
-                let Some(row) = budget else { return Ok(None) };
-                Ok(Some(BudgetStatus {
-                    budget: Budget {
-                        connector_id: (scope != EVERY_CONNECTOR).then(|| scope.to_owned()),
-                        unit: unit.to_owned(),
-                        monthly_limit: Amount::from_micros(limit),
-                    },
-                    month: month.clone(),
+            let budget = budgets
+                .iter()
+                .find(|b| b.budget.connector_id.as_deref().unwrap_or(EVERY_CONNECTOR) == scope);
+            let limit = budget.map_or(UNLIMITED, |b| b.budget.monthly_limit.micros());
+            let status = |spent: i64| {
+                budget.map(|b| BudgetStatus {
                     spent: Amount::from_micros(spent),
-                    set_by: row.try_get("set_by")?,
-                    set_at: row.try_get("set_at")?,
-                }))
+                    ..b.clone()
+                })
             };
             let taken: Option<i64> = if amount.micros() > limit {
                 None
@@ -154,7 +164,7 @@ impl Store {
                 tx.rollback().await?;
                 // Chips and menus read the budgets again.
                 self.settings_changed(workspace_id);
-                let refused = status(spent.unwrap_or(0))?.ok_or_else(|| {
+                let refused = status(spent.unwrap_or(0)).ok_or_else(|| {
                     StoreError::Corrupt("a spend count refused without a budget".into())
                 })?;
                 return Ok(Taken::Refused(refused));
@@ -164,7 +174,7 @@ impl Store {
                 // read the budgets again.
                 self.settings_changed(workspace_id);
             }
-            if let Some(now) = status(after)? {
+            if let Some(now) = status(after) {
                 let before = BudgetStatus {
                     spent: Amount::from_micros(after - amount.micros()),
                     ..now.clone()
@@ -220,22 +230,7 @@ impl Store {
         .bind(&month)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|row| {
-                let connector: String = row.try_get("connector_id")?;
-                Ok(BudgetStatus {
-                    budget: Budget {
-                        connector_id: (connector != EVERY_CONNECTOR).then_some(connector),
-                        unit: row.try_get("unit")?,
-                        monthly_limit: Amount::from_micros(row.try_get("monthly_limit_micros")?),
-                    },
-                    month: month.clone(),
-                    spent: Amount::from_micros(row.try_get("spent")?),
-                    set_by: row.try_get("set_by")?,
-                    set_at: row.try_get("set_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(|row| status_of(row, &month)).collect()
     }
 
     /// Sets (or changes) a budget; this month's spend so far counts against it.
@@ -545,6 +540,43 @@ mod tests {
             assert_eq!(listed[1].spent, usd(4.0), "{}", db.kind());
             assert!(store.remove_budget(ws, None, "USD").await.unwrap());
             assert!(!store.remove_budget(ws, None, "USD").await.unwrap());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_take_past_the_warning_line_or_to_the_end_says_so_once() {
+        for db in testing::all().await {
+            let store = Store::connect(&db.url).await.unwrap();
+            let (ws, _) = store.ensure_workspace("w").await.unwrap();
+            let budget = Budget {
+                connector_id: Some("serp".into()),
+                unit: "USD".into(),
+                monthly_limit: usd(10.0),
+            };
+            store.set_budget(ws, &budget, "ana").await.unwrap();
+            let mut told = Vec::new();
+            for _ in 0..10 {
+                let Taken::Taken { warnings, .. } =
+                    store.take_spend(ws, "serp", "USD", usd(1.0)).await.unwrap()
+                else {
+                    panic!("{}: 10 of 10 fit", db.kind());
+                };
+                told.push(
+                    warnings
+                        .iter()
+                        .map(BudgetStatus::percent)
+                        .collect::<Vec<_>>(),
+                );
+            }
+            // At 80 % and at 100 %, and nowhere else.
+            let expected: Vec<Vec<u32>> = (1..=10)
+                .map(|n| match n {
+                    8 => vec![80],
+                    10 => vec![100],
+                    _ => vec![],
+                })
+                .collect();
+            assert_eq!(told, expected, "{}", db.kind());
         }
     }
 

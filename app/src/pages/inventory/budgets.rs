@@ -47,13 +47,13 @@ pub async fn drop_budget(connector_id: Option<String>, unit: String) -> Result<(
 
 /// What a budget covers, in words.
 fn scope(budget: &Budget, priced: &[ConnectorInfo]) -> String {
-    match &budget.connector_id {
-        Some(id) => priced
+    let id = budget.connector_id.as_deref().unwrap_or_default();
+    budget.covers(
+        priced
             .iter()
-            .find(|c| &c.id == id)
-            .map_or_else(|| id.clone(), |c| c.display_name.clone()),
-        None => format!("every connector priced in {}", budget.unit),
-    }
+            .find(|c| c.id == id)
+            .map_or(id, |c| c.display_name.as_str()),
+    )
 }
 
 #[component]
