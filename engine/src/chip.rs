@@ -88,6 +88,7 @@ mod tests {
             error: (outcome == Some(FireOutcome::Error)).then(|| "provider error: 502".into()),
             retry_after: (outcome == Some(FireOutcome::RateLimited)).then_some(5_000),
             charge: None,
+            receipt: None,
         }
     }
 

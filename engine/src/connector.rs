@@ -69,8 +69,33 @@ pub struct ConnectorResult {
     pub raw: serde_json::Value,
 }
 
+/// What one fire found: its results and, when it stopped short of what it
+/// meant to read (a later page failed), why. A partial fire keeps what it
+/// found: the results of page 1 are evidence even when page 2 failed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Found {
+    pub results: Vec<ConnectorResult>,
+    /// Why the fire is partial, in words; `None` when it read all it meant to.
+    pub partial: Option<String>,
+}
+
+impl From<Vec<ConnectorResult>> for Found {
+    fn from(results: Vec<ConnectorResult>) -> Self {
+        Self {
+            results,
+            partial: None,
+        }
+    }
+}
+
+impl FromIterator<ConnectorResult> for Found {
+    fn from_iter<I: IntoIterator<Item = ConnectorResult>>(iter: I) -> Self {
+        Vec::from_iter(iter).into()
+    }
+}
+
 /// Why an attempt produced no results. Finding nothing is not an error: a
-/// connector returns `Ok(vec![])` for that.
+/// connector returns an empty [`Found`] for that.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum FireError {
     /// The provider said 429 (or its own quota error).
@@ -100,5 +125,11 @@ pub trait Connector: Send + Sync + 'static {
         intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError>;
+    ) -> Result<Found, FireError>;
+
+    /// Which version of the connector answered, for receipts: the build for
+    /// coded adapters, the manifest's digest for manifests.
+    fn version(&self) -> String {
+        concat!("switchyard ", env!("CARGO_PKG_VERSION")).to_owned()
+    }
 }

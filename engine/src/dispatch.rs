@@ -14,14 +14,14 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use model::{
-    Capability, Chip, ChipState, EventKind, FireOutcome, FireReport, HistoryEntry, Item, Skipped,
-    TriggeredBy,
+    Capability, Chip, ChipState, EventKind, FireOutcome, FireReport, HistoryEntry, Item, Receipt,
+    Skipped, TriggeredBy,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::chain::{self, Candidate, Chain, ChainRequest};
 use crate::chip::{chip_state, ChipInputs};
-use crate::connector::{ConnectorResult, FireError, FireOpts, Secrets};
+use crate::connector::{ConnectorResult, FireError, FireOpts, Found, Secrets};
 use crate::events::EventBus;
 use crate::flow::{Flow, Permit, Priority, Signal};
 use crate::lease::{LeaseConfig, Owner};
@@ -185,7 +185,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// How one call of one connector ended.
 enum Called {
-    Results(Vec<ConnectorResult>),
+    Results(Found),
     Failed(FireError),
     Cancelled,
 }
@@ -198,7 +198,9 @@ impl Called {
     /// budget is never passed.
     fn billed(&self, bills_empty: bool) -> bool {
         match self {
-            Called::Results(results) => bills_empty || crate::store::usable_results(results) > 0,
+            Called::Results(found) => {
+                bills_empty || crate::store::usable_results(&found.results) > 0
+            }
             Called::Failed(
                 FireError::RateLimited { .. }
                 | FireError::AuthFailed { .. }
@@ -895,7 +897,7 @@ impl Dispatcher {
     }
 
     /// Calls a connector under the attempt timeout, giving up at once when
-    /// the fire is cancelled.
+    /// the fire is cancelled; returns how it ended and its receipt.
     async fn call(
         &self,
         handle: &ConnectorHandle,
@@ -903,19 +905,24 @@ impl Dispatcher {
         query: &str,
         opts: &FireOpts,
         cancel: &CancellationToken,
-    ) -> Called {
+    ) -> (Called, Receipt) {
         let timeout = self.config.attempt_timeout;
-        let work = async {
+        let work = crate::connectors::receipts::recording(async {
             match tokio::time::timeout(timeout, handle.connector.fire(intent, query, opts)).await {
                 Ok(Ok(results)) => Called::Results(results),
                 Ok(Err(e)) => Called::Failed(e),
                 Err(_) => Called::Failed(FireError::Timeout { after: timeout }),
             }
-        };
-        tokio::select! {
+        });
+        let (called, requests) = tokio::select! {
             called = work => called,
-            () = cancel.cancelled() => Called::Cancelled,
-        }
+            () = cancel.cancelled() => (Called::Cancelled, Vec::new()),
+        };
+        let receipt = Receipt {
+            version: handle.connector.version(),
+            requests,
+        };
+        (called, receipt)
     }
 
     /// Turns a call's end into a history row and the results to store,
@@ -935,6 +942,7 @@ impl Dispatcher {
             error: Some(error),
             retry_after: None,
             charge: None,
+            receipt: None,
         };
         Ok(match called {
             Called::Cancelled => (
@@ -942,7 +950,7 @@ impl Dispatcher {
                 Vec::new(),
                 false,
             ),
-            Called::Results(results) => {
+            Called::Results(Found { results, partial }) => {
                 match keyed_by {
                     Some(ws) => self.registry.record_workspace_answer(id, ws),
                     None => self.registry.record_answer(id).await,
@@ -955,14 +963,17 @@ impl Dispatcher {
                         FireOutcome::Found
                     }),
                     result_count: Some(u32::try_from(usable).unwrap_or(u32::MAX)),
-                    error: (usable == 0 && !results.is_empty()).then(|| {
-                        format!(
-                            "{} results without a web address were dropped",
-                            results.len()
-                        )
+                    error: partial.or_else(|| {
+                        (usable == 0 && !results.is_empty()).then(|| {
+                            format!(
+                                "{} results without a web address were dropped",
+                                results.len()
+                            )
+                        })
                     }),
                     retry_after: None,
                     charge: None,
+                    receipt: None,
                 };
                 (end, results, false)
             }

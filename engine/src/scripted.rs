@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use model::{Capability, CostTier, RateHints};
 
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 
 /// One scripted answer.
@@ -90,7 +90,7 @@ impl Connector for ScriptedConnector {
         _intent: &Capability,
         query: &str,
         _opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.queries
             .lock()
@@ -123,8 +123,8 @@ impl Connector for ScriptedConnector {
                         })
                         .collect());
                 }
-                Step::Results(results) => return Ok(results),
-                Step::Empty => return Ok(Vec::new()),
+                Step::Results(results) => return Ok(results.into()),
+                Step::Empty => return Ok(Found::default()),
                 Step::Fail(e) => return Err(e),
             }
         }

@@ -261,12 +261,14 @@ impl Engine {
             }
         };
         let report = report(fired, started);
+        let answered = report.answered();
         let summary = match (&report.error, report.results.len()) {
-            (Some(e), _) => format!("failed: {e}"),
+            (Some(e), _) if !answered => format!("failed: {e}"),
+            (Some(e), n) => format!("answered, found {n} ({e})"),
             (None, 0) => "answered, found nothing".to_owned(),
             (None, n) => format!("answered, found {n}"),
         };
-        if report.error.is_none() {
+        if answered {
             if let Some(ws) = key_owner {
                 self.registry.record_workspace_answer(id, ws);
             } else {

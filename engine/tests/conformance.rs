@@ -14,7 +14,7 @@ use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use engine::connector::{ConnectorResult, FireError, FireOpts};
+use engine::connector::{FireError, FireOpts, Found};
 use engine::connectors::http::Http;
 use engine::connectors::{adapters, Adapter};
 use model::Capability;
@@ -240,7 +240,7 @@ fn opts() -> FireOpts {
 }
 
 /// Nothing the adapter hands back may carry the key.
-fn assert_no_key(what: &str, outcome: &Result<Vec<ConnectorResult>, FireError>) {
+fn assert_no_key(what: &str, outcome: &Result<Found, FireError>) {
     let text = format!(
         "{outcome:?} {}",
         outcome
@@ -257,7 +257,7 @@ async fn fire_with(
     fixture: &Fixture,
     answers: Vec<(&'static str, Answer)>,
     http: Http,
-) -> (Result<Vec<ConnectorResult>, FireError>, Vec<Seen>) {
+) -> (Result<Found, FireError>, Vec<Seen>) {
     let (base, fake) = start_fake().await;
     *fake.answers.lock().unwrap() = answers;
     let connector = build(adapter, http, &base);
@@ -332,7 +332,9 @@ async fn every_adapter_classifies_every_documented_answer() {
         let (outcome, seen) =
             fire_with(&adapter, fixture, all_json(&fixture.success), http.clone()).await;
         assert_no_key(&id, &outcome);
-        let results = outcome.unwrap_or_else(|e| panic!("{id}: success fixture gave {e}"));
+        let results = outcome
+            .unwrap_or_else(|e| panic!("{id}: success fixture gave {e}"))
+            .results;
         assert!(
             !results.is_empty(),
             "{id}: no results from the success fixture"
@@ -381,7 +383,7 @@ async fn every_adapter_classifies_every_documented_answer() {
         let (outcome, _) =
             fire_with(&adapter, fixture, all_json(&fixture.empty), http.clone()).await;
         assert_eq!(
-            outcome.as_ref().map(Vec::len).ok(),
+            outcome.as_ref().map(|found| found.results.len()).ok(),
             Some(0),
             "{id}: empty fixture gave {outcome:?}"
         );

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use axum::extract::Query;
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Json;
 use engine::connector::{FireError, FireOpts};
@@ -23,7 +24,8 @@ use serde_json::{json, Value};
 type Seen = Arc<Mutex<Vec<String>>>;
 
 /// A provider answering `/search?q=&page=` with two results per page, three
-/// pages, and `/limited` with GitHub's way of saying "rate limit".
+/// pages, `/flaky` with one good page and then a 502, and `/limited` with
+/// GitHub's way of saying "rate limit".
 async fn provider(seen: Seen) -> String {
     let app = axum::Router::new()
         .route(
@@ -50,6 +52,20 @@ async fn provider(seen: Seen) -> String {
                         Vec::new()
                     };
                     Json(json!({ "data": { "hits": hits } }))
+                }
+            }),
+        )
+        .route(
+            "/flaky",
+            // The first page answers; the second is a provider error.
+            get(|Query(q): Query<std::collections::HashMap<String, String>>| async move {
+                match q.get("page").map(String::as_str) {
+                    Some("0") => Json(json!({ "data": { "hits": [
+                        {"link": "https://example.org/a", "name": "A", "about": "first"},
+                        {"link": "https://example.org/b", "name": "B", "about": "first"},
+                    ] } }))
+                    .into_response(),
+                    _ => (StatusCode::BAD_GATEWAY, "{\"error\": \"bad gateway\"}").into_response(),
                 }
             }),
         )
@@ -170,7 +186,8 @@ async fn the_drop_folder_registers_updates_reports_and_unregisters_while_running
         .connector
         .fire(&B::SearchWeb.into(), "acme", &opts(5))
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     let urls: Vec<&str> = results.iter().map(|r| r.url.as_str()).collect();
     assert_eq!(
         urls,
@@ -219,6 +236,7 @@ async fn the_drop_folder_registers_updates_reports_and_unregisters_while_running
         .fire(&B::SearchWeb.into(), "acme", &opts(2))
         .await
         .unwrap()
+        .results
         .is_empty());
 
     // Deleted: unregistered.
@@ -406,4 +424,42 @@ fn tempdir() -> std::path::PathBuf {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+#[tokio::test]
+async fn a_page_that_fails_after_the_first_keeps_what_the_first_found_marked_partial() {
+    let base = provider(Seen::default()).await;
+    let registry = registry().await;
+    let dir = tempdir();
+    std::fs::write(
+        dir.join("flaky.toml"),
+        manifest(&base, "Flaky")
+            .replace("fake-search", "flaky")
+            .replace("/search", "/flaky")
+            .replace("param = \"page\"", "param = \"page\"\nstart = 0"),
+    )
+    .unwrap();
+    DropFolder::new(
+        &dir,
+        registry.clone(),
+        Outbound::new(AllowList::parse("127.0.0.1")),
+        env(),
+    )
+    .load_all();
+    let handle = registry.by_id("flaky").expect("the manifest registers");
+    let found = handle
+        .connector
+        .fire(&B::SearchWeb.into(), "acme", &opts(10))
+        .await
+        .expect("page 1's results are kept, not dropped with page 2");
+    let urls: Vec<&str> = found.results.iter().map(|r| r.url.as_str()).collect();
+    assert_eq!(urls, ["https://example.org/a", "https://example.org/b"]);
+    let partial = found.partial.expect("the fire says it is partial");
+    assert!(
+        partial.starts_with(
+            "page 2 of up to 5 failed, so only the first page was read: provider error"
+        ),
+        "{partial}"
+    );
+    assert!(handle.connector.version().starts_with("manifest "));
 }

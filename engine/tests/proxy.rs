@@ -60,7 +60,7 @@ async fn the_outbound_client_ignores_proxies_in_the_environment() {
         .fire(&B::SearchWeb.into(), "acme", &FireOpts::default())
         .await
         .expect("the provider answers directly");
-    assert_eq!(results.len(), 1);
+    assert_eq!(results.results.len(), 1);
     assert_eq!(
         offered.load(Ordering::SeqCst),
         0,

@@ -77,7 +77,8 @@ async fn reads_the_page_and_its_profiles_when_allowed() {
             &FireOpts::default(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(page.len(), 1);
     assert_eq!(page[0].url, format!("{base}/"));
     assert_eq!(page[0].title, "Acme Rockets");
@@ -95,7 +96,8 @@ async fn reads_the_page_and_its_profiles_when_allowed() {
     let linkedin = crawler
         .fire(&B::SocialLinkedin.into(), "Acme Rockets", &opts)
         .await
-        .unwrap();
+        .unwrap()
+        .results;
     assert_eq!(linkedin.len(), 1);
     assert_eq!(
         linkedin[0].url,

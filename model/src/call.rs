@@ -57,4 +57,7 @@ pub struct CallAttempt {
     /// What the provider billed for it, when its connector has a price.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charge: Option<crate::Charge>,
+    /// What it asked of the provider and what came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::Receipt>,
 }

@@ -103,6 +103,10 @@ pub struct HistoryEntry {
     /// What the provider billed for it, when its connector has a price.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charge: Option<crate::Charge>,
+    /// What it asked of the provider and what came back; absent while in
+    /// flight and for attempts made before receipts were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::Receipt>,
 }
 
 /// What a chip shows for one record and pack.

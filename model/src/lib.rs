@@ -12,6 +12,7 @@ pub mod item;
 pub mod job;
 pub mod manifest;
 pub mod pack;
+pub mod receipt;
 pub mod record;
 pub mod record_set;
 pub mod spend;
@@ -36,6 +37,7 @@ pub use manifest::{
     Problem, SavedManifest, SecretInfo, SecretValue, TestReport, TestResult,
 };
 pub use pack::{BundleConfig, BundleMember, PackConfig, WorkspaceCatalog};
+pub use receipt::{Receipt, RequestReceipt};
 pub use record::{
     Chip, ExportedRecord, Field, ImportReport, Record, RecordFilter, RecordsPage, Rejection,
     TriagePage,

@@ -98,6 +98,17 @@ pub struct TestReport {
     pub elapsed_ms: u64,
 }
 
+impl TestReport {
+    /// Whether the provider answered (found something or nothing); `error`
+    /// then says what a partial answer missed, if anything.
+    pub fn answered(&self) -> bool {
+        matches!(
+            self.outcome,
+            Some(FireOutcome::Found | FireOutcome::NotFound)
+        )
+    }
+}
+
 /// A manifest a workspace saved: its text as written and whether it serves.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

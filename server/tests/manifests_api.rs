@@ -4,7 +4,9 @@
 //! test fire shows results and the classified outcome without saving; a
 //! secret is sealed, never returned, and used by its workspace's fires only;
 //! a key one workspace set that the provider refuses switches the connector
-//! off in that workspace only. On SQLite and PostgreSQL.
+//! off in that workspace only. Every attempt leaves a receipt without the
+//! key, and a page that fails after the first keeps what the first found.
+//! On SQLite and PostgreSQL.
 
 mod common;
 
@@ -72,8 +74,27 @@ async fn provider(seen: Seen) -> String {
         );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move { axum::serve(listener, app.merge(paged())).await.unwrap() });
     url
+}
+
+/// `/paged?page=`: page 1 answers two results, any later page is a 502.
+fn paged() -> axum::Router {
+    axum::Router::new().route(
+        "/paged",
+        routing::get(
+            |Query(q): Query<std::collections::HashMap<String, String>>| async move {
+                if q.get("page").map(String::as_str) == Some("1") {
+                    Ok(Json(json!({"results": [
+                        {"url": "https://news.example.org/p1", "title": "Paged one", "text": "1"},
+                        {"url": "https://news.example.org/p2", "title": "Paged two", "text": "2"},
+                    ]})))
+                } else {
+                    Err((StatusCode::BAD_GATEWAY, "{\"error\": \"bad gateway\"}"))
+                }
+            },
+        ),
+    )
 }
 
 /// A news manifest on `base{path}`; with `key`, it sends that secret.
@@ -782,4 +803,96 @@ async fn a_key_refused_in_one_workspace_switches_the_connector_off_there_only() 
         model::ConnectorStatus::NeedsEnv { .. }
     ));
     server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_attempt_leaves_a_receipt_and_a_failing_second_page_keeps_the_first() {
+    on_every_backend(|db| async {
+        let base = provider(Seen::default()).await;
+        let server = server(db).await;
+        let key = "sk-paged-4711-SECRET";
+        let text = format!(
+            r#"id = "paged-news"
+display_name = "Paged news"
+short_label = "PN"
+capabilities = ["search.news"]
+cost_tier = "free"
+requires_env = ["PAGED_KEY"]
+
+[request]
+url = "{base}/paged"
+query = {{ q = "{{{{query}}}}", api_key = "{{{{secret.PAGED_KEY}}}}" }}
+
+[response]
+items = "$.results[*]"
+url = "$.url"
+title = "$.title"
+snippet = "$.text"
+
+[pagination]
+kind = "page"
+param = "page"
+start = 1
+max_pages = 3
+"#
+        );
+        let (status, body) =
+            post_manifest(&server.client, server.at("/api/manifests"), &text).await;
+        assert_eq!(status, 201, "{body}");
+        let res = server
+            .client
+            .put(server.at("/api/secrets/PAGED_KEY"))
+            .json(&json!({"value": key}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+
+        let report = fire_news(&server, &server.client).await;
+        let attempt = &report["attempts"][0];
+        assert_eq!(attempt["connector_id"], "paged-news", "{report}");
+        assert_eq!(attempt["outcome"], "found", "page 1 is kept: {report}");
+        assert_eq!(report["items"].as_array().unwrap().len(), 2, "{report}");
+        assert!(
+            attempt["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("page 2 of up to 3 failed, so only the first page was read")),
+            "the attempt says it is partial: {report}"
+        );
+
+        let record = report["record_id"].as_i64().unwrap();
+        let history = server
+            .client
+            .get(server.at(&format!("/api/records/{record}/history")))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!history.contains(key), "a key in a receipt: {history}");
+        assert!(!history.contains("Ada"), "a parameter's value in a receipt: {history}");
+        let history: Value = serde_json::from_str(&history).unwrap();
+        let receipt = &history[0]["receipt"];
+        assert!(
+            receipt["version"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("manifest ") && v.len() == "manifest ".len() + 12),
+            "{receipt}"
+        );
+        let host = base.trim_start_matches("http://");
+        assert_eq!(
+            receipt["requests"],
+            json!([
+                {"method": "GET", "host": host, "path": "/paged", "params": ["api_key", "q", "page"],
+                 "status": 200, "bytes": receipt["requests"][0]["bytes"], "latency_ms": receipt["requests"][0]["latency_ms"]},
+                {"method": "GET", "host": host, "path": "/paged", "params": ["api_key", "q", "page"],
+                 "status": 502, "bytes": receipt["requests"][1]["bytes"], "latency_ms": receipt["requests"][1]["latency_ms"]},
+            ]),
+            "{receipt}"
+        );
+        assert!(receipt["requests"][0]["bytes"].as_u64().unwrap() > 100, "{receipt}");
+        server.stop().await;
+    })
+    .await;
 }

@@ -5,7 +5,7 @@ use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
 use serde::Deserialize;
 
 use super::Endpoint;
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 
 pub const ID: &str = "bluesky";
@@ -56,7 +56,7 @@ impl Connector for Bluesky {
         _intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let base = self.0.base_or(BASE);
         let limit = opts.max_results.clamp(1, 25).to_string();
         let request = self

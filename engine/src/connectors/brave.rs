@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::http::{classify_status, parse_json, plain_text};
 use super::social;
 use super::Endpoint;
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 
 pub const ID: &str = "brave";
@@ -72,7 +72,7 @@ impl Connector for Brave {
         intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let key = self.0.key(KEY_VAR, opts)?;
         let base = self.0.base_or(BASE);
         let (q, platform) = social::prepare(intent, query);
@@ -128,6 +128,6 @@ impl Connector for Brave {
                 raw: serde_json::json!({ "age": h.age }),
             })
             .collect();
-        Ok(social::keep(platform, results))
+        Ok(social::keep(platform, results).into())
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use model::{Capability, CostTier, RateHints};
 
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 
 pub const ID: &str = "demo";
@@ -74,7 +74,7 @@ impl Connector for Demo {
         intent: &Capability,
         query: &str,
         _opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let h = hash(&format!("{intent}|{query}"));
         // Between a third and the whole of `latency`.
         let wait = self.latency.mul_f64(0.33 + (h % 67) as f64 / 100.0);
@@ -83,7 +83,7 @@ impl Connector for Demo {
             0 => Err(FireError::Upstream {
                 reason: "demo: a simulated provider error (demo data)".to_owned(),
             }),
-            1 | 2 => Ok(Vec::new()),
+            1 | 2 => Ok(Found::default()),
             n => {
                 let kind = intent.social_platform().unwrap_or_else(|| intent.name());
                 let count = 1 + (n as usize % 3);
@@ -124,10 +124,10 @@ mod tests {
             let again = demo.fire(&cap, &q, &FireOpts::default()).await;
             assert_eq!(first, again, "deterministic");
             match first {
-                Ok(r) if r.is_empty() => empty += 1,
+                Ok(r) if r.results.is_empty() => empty += 1,
                 Ok(r) => {
                     found += 1;
-                    for item in r {
+                    for item in r.results {
                         assert!(
                             item.url
                                 .starts_with("https://demo.example/linkedin/company-"),

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::http::{classify_status, parse_json};
 use super::Endpoint;
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 
 pub const ID: &str = "gdelt";
@@ -62,7 +62,7 @@ impl Connector for Gdelt {
         _intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let base = self.0.base_or(BASE);
         // An exact phrase: the entity's name, not its words anywhere.
         let phrase = format!("\"{}\"", query.replace('"', ""));
@@ -86,7 +86,7 @@ impl Connector for Gdelt {
         let text = String::from_utf8_lossy(&body);
         let trimmed = text.trim();
         if trimmed.is_empty() || trimmed == "{}" {
-            return Ok(Vec::new());
+            return Ok(Found::default());
         }
         if !trimmed.starts_with('{') && !trimmed.starts_with('<') {
             let said: String = trimmed.chars().take(160).collect();

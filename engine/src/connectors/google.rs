@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::http::{classify_status, parse_json, redact};
 use super::Endpoint;
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 
 pub const KG_ID: &str = "google-kg";
@@ -120,7 +120,7 @@ impl Connector for KnowledgeGraph {
         _intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let key = self.0.key(KG_KEY_VAR, opts)?;
         let base = self.0.base_or(KG_BASE);
         let limit = opts.max_results.clamp(1, 20).to_string();
@@ -208,7 +208,7 @@ impl Connector for YouTube {
         _intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let key = self.0.key(YOUTUBE_KEY_VAR, opts)?;
         let base = self.0.base_or(YOUTUBE_BASE);
         let max = opts.max_results.clamp(1, 25).to_string();

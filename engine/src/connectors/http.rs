@@ -11,6 +11,7 @@ use reqwest::{RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
 
 use super::guard::{refusal_in, refused, AllowList, Outbound};
+use super::receipts::Sending;
 use crate::connector::FireError;
 
 /// The User-Agent every request carries.
@@ -118,32 +119,43 @@ pub async fn send_capped(
     max_body: usize,
     secrets: &[&str],
 ) -> Result<(StatusCode, HeaderMap, Vec<u8>), FireError> {
-    let mut response = request
-        .send()
-        .await
-        .map_err(|e| transport_error(provider, e, secrets))?;
-    let status = response.status();
-    let headers = response.headers().clone();
-    if response
-        .content_length()
-        .is_some_and(|n| n > max_body as u64)
-    {
-        return Err(too_big(provider, max_body));
-    }
-    let mut body = Vec::new();
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                if body.len() + chunk.len() > max_body {
-                    return Err(too_big(provider, max_body));
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(None) => break,
-            Err(e) => return Err(transport_error(provider, e, secrets)),
+    let (client, request) = request.build_split();
+    let request = request.map_err(|e| transport_error(provider, e, secrets))?;
+    let sending = Sending::start(&request, secrets);
+    let mut read = 0;
+    let exchanged = async {
+        let mut response = client
+            .execute(request)
+            .await
+            .map_err(|e| transport_error(provider, e, secrets))?;
+        let status = response.status();
+        sending.answered(status);
+        let headers = response.headers().clone();
+        if response
+            .content_length()
+            .is_some_and(|n| n > max_body as u64)
+        {
+            return Err(too_big(provider, max_body));
         }
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    read += chunk.len();
+                    if body.len() + chunk.len() > max_body {
+                        return Err(too_big(provider, max_body));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(transport_error(provider, e, secrets)),
+            }
+        }
+        Ok((status, headers, body))
     }
-    Ok((status, headers, body))
+    .await;
+    sending.finish(read);
+    exchanged
 }
 
 fn too_big(provider: &str, max: usize) -> FireError {

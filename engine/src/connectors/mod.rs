@@ -1,6 +1,6 @@
 //! The coded adapters, one file each, with their registrations; shared HTTP
-//! plumbing in `http`, social-platform filters in `social`, environment
-//! reads in `env`.
+//! plumbing in `http`, the requests an attempt sent in `receipts`,
+//! social-platform filters in `social`, environment reads in `env`.
 
 pub mod bluesky;
 pub mod brave;
@@ -11,6 +11,7 @@ pub mod google;
 pub mod guard;
 pub mod http;
 pub mod openalex;
+pub mod receipts;
 pub mod searxng;
 pub mod serpapi;
 pub mod site;

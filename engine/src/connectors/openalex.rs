@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::env;
 use super::Endpoint;
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 
 pub const ID: &str = "openalex";
@@ -63,7 +63,7 @@ impl Connector for OpenAlex {
         _intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let base = self.0.base_or(BASE);
         let per_page = opts.max_results.clamp(1, 25).to_string();
         let mut params = vec![("search", query.to_owned()), ("per-page", per_page)];

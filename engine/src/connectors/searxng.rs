@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::Endpoint;
 use super::{env, social};
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 
 pub const ID: &str = "searxng";
@@ -73,7 +73,7 @@ impl Connector for Searxng {
         intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         // The instance is the provider: its URL is read like a key.
         let base = match &self.0.base {
             Some(b) => b.clone(),
@@ -177,6 +177,6 @@ mod tests {
             .fire(&B::SearchWeb.into(), "acme", &FireOpts::default())
             .await
             .unwrap();
-        assert_eq!(found.len(), 1);
+        assert_eq!(found.results.len(), 1);
     }
 }

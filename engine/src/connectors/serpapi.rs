@@ -9,7 +9,7 @@ use serde::Deserialize;
 use super::http::{classify_status, parse_json};
 use super::social;
 use super::Endpoint;
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 
 pub const ID: &str = "serpapi";
@@ -84,7 +84,7 @@ impl Connector for SerpApi {
         intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let key = self.0.key(KEY_VAR, opts)?;
         let base = self.0.base_or(BASE);
         let (q, platform) = social::prepare(intent, query);
@@ -113,7 +113,7 @@ impl Connector for SerpApi {
         let answer: Answer = parse_json("SerpApi", &headers, &body, &secrets)?;
         if let Some(error) = answer.error {
             if error.contains("hasn't returned any results") {
-                return Ok(Vec::new());
+                return Ok(Found::default());
             }
             return Err(FireError::Malformed {
                 reason: super::http::redact(&format!("SerpApi: {error}"), &secrets),
@@ -133,6 +133,6 @@ impl Connector for SerpApi {
                 raw: serde_json::json!({ "engine": engine, "position": h.position, "date": h.date, "source": h.source }),
             })
             .collect();
-        Ok(social::keep(platform, results))
+        Ok(social::keep(platform, results).into())
     }
 }

@@ -14,8 +14,9 @@ use scraper::{Html, Selector};
 use url::Url;
 
 use super::http::redact;
+use super::receipts::Sending;
 use super::social;
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 use crate::urlnorm::parse_web_url;
 
@@ -67,7 +68,13 @@ impl SiteCrawler {
             let request =
                 self.outbound
                     .request("site crawler", reqwest::Method::GET, &url, timeout)?;
-            let mut response = request.send().await.map_err(|e| {
+            let (client, request) = request.build_split();
+            let request = request.map_err(|e| {
+                super::http::transport_error(&format!("site crawler ({host})"), e, &[])
+            })?;
+            let sending = Sending::start(&request, &[]);
+            let mut response = client.execute(request).await.map_err(|e| {
+                sending.finish(0);
                 if e.is_timeout() {
                     FireError::Timeout { after: timeout }
                 } else {
@@ -75,6 +82,10 @@ impl SiteCrawler {
                 }
             })?;
             let status = response.status();
+            sending.answered(status);
+            // A redirect or a refusal ends the exchange here; a page's body,
+            // read below, finishes it again with its size.
+            sending.finish(0);
             if status.is_redirection() {
                 let next = response
                     .headers()
@@ -104,19 +115,29 @@ impl SiteCrawler {
                 });
             }
             let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|e| FireError::Upstream {
-                reason: format!(
-                    "site crawler: the page of {host} was cut off: {}",
-                    e.without_url()
-                ),
-            })? {
-                body.extend_from_slice(&chunk);
-                if body.len() > MAX_BYTES {
-                    // A page this long still has its head and links in the first bytes.
-                    body.truncate(MAX_BYTES);
-                    break;
+            let read = loop {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => {
+                        body.extend_from_slice(&chunk);
+                        if body.len() > MAX_BYTES {
+                            // A page this long still has its head and links in the first bytes.
+                            body.truncate(MAX_BYTES);
+                            break Ok(());
+                        }
+                    }
+                    Ok(None) => break Ok(()),
+                    Err(e) => {
+                        break Err(FireError::Upstream {
+                            reason: format!(
+                                "site crawler: the page of {host} was cut off: {}",
+                                e.without_url()
+                            ),
+                        })
+                    }
                 }
-            }
+            };
+            sending.finish(body.len());
+            read?;
             return Ok((url, String::from_utf8_lossy(&body).into_owned()));
         }
         Err(FireError::Malformed {
@@ -224,7 +245,7 @@ impl Connector for SiteCrawler {
         intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let Some(start) = website(query, opts) else {
             return Err(FireError::Malformed {
                 reason: "site crawler: the record has no website (a 'website' column, or a query that is an address)".to_owned(),
@@ -259,7 +280,7 @@ impl Connector for SiteCrawler {
                             .any(|c| social::platform(c).is_some_and(|p| p.owns(l)))
                     })
                     .collect();
-                Ok(vec![ConnectorResult {
+                Ok(Found::from(vec![ConnectorResult {
                     title: if facts.title.is_empty() {
                         url.host_str().unwrap_or_default().to_owned()
                     } else {
@@ -268,7 +289,7 @@ impl Connector for SiteCrawler {
                     snippet: facts.description.clone(),
                     raw: serde_json::json!({ "social_links": socials }),
                     url: url.to_string(),
-                }])
+                }]))
             }
         }
     }

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::social;
 use super::Endpoint;
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 use crate::urlnorm::parse_web_url;
 
@@ -97,7 +97,7 @@ impl Connector for Tavily {
         intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let key = self.0.key(KEY_VAR, opts)?;
         let base = self.0.base_or(BASE);
         let secrets = [key.as_str()];
@@ -161,7 +161,7 @@ impl Connector for Tavily {
                         raw: json!({ "score": h.score, "published": h.published_date }),
                     })
                     .collect();
-                Ok(social::keep(platform, results))
+                Ok(social::keep(platform, results).into())
             }
         }
     }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::Endpoint;
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 
 pub const ID: &str = "wikidata";
@@ -58,13 +58,13 @@ pub struct Wikidata(pub Endpoint);
 #[derive(Deserialize)]
 struct Search {
     #[serde(default)]
-    search: Vec<Found>,
+    search: Vec<Hit>,
     #[serde(default)]
     error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct Found {
+struct Hit {
     id: String,
     #[serde(default)]
     label: Option<String>,
@@ -96,7 +96,7 @@ impl Connector for Wikidata {
         intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let base = self.0.base_or(BASE);
         let api = format!("{base}/w/api.php");
         let limit = ENTITIES.to_string();
@@ -122,7 +122,7 @@ impl Connector for Wikidata {
             });
         }
         if search.search.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Found::default());
         }
         let ids: Vec<&str> = search.search.iter().map(|f| f.id.as_str()).collect();
         let entities: Value = self
@@ -178,6 +178,6 @@ impl Connector for Wikidata {
             }
         }
         results.truncate(opts.max_results.max(1));
-        Ok(results)
+        Ok(results.into())
     }
 }

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::http::plain_text;
 use super::Endpoint;
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
 
 pub const ID: &str = "wikipedia";
@@ -60,7 +60,7 @@ impl Connector for Wikipedia {
         _intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let base = self.0.base_or(BASE);
         let limit = opts.max_results.clamp(1, 20).to_string();
         let request = self

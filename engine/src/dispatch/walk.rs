@@ -147,7 +147,7 @@ impl Dispatcher {
                     }
                 };
                 ledger.open(connector_id).await?;
-                let called = self.call(&handle, intent, query, &opts, cancel).await;
+                let (called, receipt) = self.call(&handle, intent, query, &opts, cancel).await;
                 permit.finish(called.signal());
                 let billed = called.billed(
                     handle
@@ -159,6 +159,7 @@ impl Dispatcher {
                 let (mut end, results, retry) = self
                     .classify(&handle, keyed_by, called, &mut budget)
                     .await?;
+                end.receipt = Some(receipt);
                 if billed {
                     end.charge = held.charge;
                 } else {

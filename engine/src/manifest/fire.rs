@@ -14,7 +14,7 @@ use serde_json_path::JsonPath;
 use url::Url;
 
 use super::{render, Manifest, Meaning, PageKind, RenderError};
-use crate::connector::{Connector, ConnectorResult, FireError, FireOpts};
+use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::connectors::guard::Outbound;
 use crate::connectors::http::{
     classify_status, parse_json, plain_text, redact, retry_after, send_capped,
@@ -230,7 +230,7 @@ impl Connector for ManifestConnector {
         _intent: &Capability,
         query: &str,
         opts: &FireOpts,
-    ) -> Result<Vec<ConnectorResult>, FireError> {
+    ) -> Result<Found, FireError> {
         let secrets = self.secrets(opts);
         let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
         let manifest = &self.manifest;
@@ -243,12 +243,31 @@ impl Connector for ManifestConnector {
             PageKind::Cursor => None,
         });
         let mut seen = 0usize;
+        let mut partial = None;
         for page in 0..pages {
-            let answer = self.fetch(query, opts, next.clone(), &secrets).await?;
-            if answer.is_null() {
-                break;
-            }
-            let mapped = self.map(answer).await?;
+            let read = match self.fetch(query, opts, next.clone(), &secrets).await {
+                Ok(answer) if answer.is_null() => break,
+                Ok(answer) => self.map(answer).await,
+                Err(e) => Err(e),
+            };
+            let mapped = match read {
+                Ok(mapped) => mapped,
+                // The first page's failure is the fire's; a later page's
+                // leaves what the earlier pages found, marked partial.
+                Err(e) if page == 0 => return Err(e),
+                Err(e) => {
+                    let read = if page == 1 {
+                        "the first page was".to_owned()
+                    } else {
+                        format!("the first {page} pages were")
+                    };
+                    partial = Some(format!(
+                        "page {} of up to {pages} failed, so only {read} read: {e}",
+                        page + 1
+                    ));
+                    break;
+                }
+            };
             if mapped.items == 0 {
                 break;
             }
@@ -270,7 +289,11 @@ impl Connector for ManifestConnector {
             };
         }
         results.truncate(opts.max_results.max(1));
-        Ok(results)
+        Ok(Found { results, partial })
+    }
+
+    fn version(&self) -> String {
+        format!("manifest {}", self.manifest.digest)
     }
 }
 

@@ -156,12 +156,26 @@ pub struct ErrorRule {
 #[derive(Clone, Debug)]
 pub struct Manifest {
     pub spec: ManifestSpec,
+    /// What this version of the manifest is, for receipts: the first 12 hex
+    /// digits of the SHA-256 of its checked content (TOML or JSON alike).
+    pub digest: String,
     capabilities: Vec<Capability>,
     items: JsonPath,
     url: JsonPath,
     title: JsonPath,
     snippet: Option<JsonPath>,
     cursor: Option<JsonPath>,
+}
+
+/// The first 12 hex digits of the SHA-256 of a manifest's content.
+fn digest(spec: &ManifestSpec) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = serde_json::to_vec(spec).unwrap_or_default();
+    Sha256::digest(&canonical)
+        .iter()
+        .take(6)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Every mistake found in a manifest.
@@ -418,6 +432,7 @@ impl Manifest {
         }
         match (items, url, title) {
             (Some(items), Some(url), Some(title)) => Ok(Manifest {
+                digest: digest(&spec),
                 capabilities,
                 items,
                 url,

@@ -30,7 +30,7 @@ pub(crate) async fn probe(
     intent: &model::Capability,
     query: &str,
     opts: &FireOpts,
-) -> Result<Vec<crate::connector::ConnectorResult>, FireError> {
+) -> Result<crate::connector::Found, FireError> {
     tokio::time::timeout(TEST_TIMEOUT, connector.fire(intent, query, opts))
         .await
         .unwrap_or(Err(FireError::Timeout {
@@ -40,20 +40,22 @@ pub(crate) async fn probe(
 
 /// What a probe found, and how the answer is classified.
 pub(crate) fn report(
-    fired: Result<Vec<crate::connector::ConnectorResult>, FireError>,
+    fired: Result<crate::connector::Found, FireError>,
     started: Instant,
 ) -> TestReport {
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     match fired {
         Ok(found) => TestReport {
             problems: Vec::new(),
-            outcome: Some(if found.is_empty() {
+            outcome: Some(if found.results.is_empty() {
                 FireOutcome::NotFound
             } else {
                 FireOutcome::Found
             }),
-            error: None,
+            // A partial answer still answered: it says what it missed.
+            error: found.partial,
             results: found
+                .results
                 .into_iter()
                 .map(|r| TestResult {
                     url: r.url,

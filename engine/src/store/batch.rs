@@ -42,6 +42,12 @@ impl From<String> for Arg {
     }
 }
 
+impl From<Option<String>> for Arg {
+    fn from(v: Option<String>) -> Self {
+        Arg::Text(v)
+    }
+}
+
 impl From<Option<&str>> for Arg {
     fn from(v: Option<&str>) -> Self {
         Arg::Text(v.map(str::to_owned))

@@ -199,8 +199,8 @@ impl Store {
         let mut batch = Batch::default();
         batch.push(
             "UPDATE call_attempts SET finished_at = $1, outcome = $2, result_count = $3, \
-             error = $4, retry_after = $5, cost_micros = $6, cost_unit = $7, paid_by = $8 \
-             WHERE id = $9",
+             error = $4, retry_after = $5, cost_micros = $6, cost_unit = $7, paid_by = $8, \
+             receipt = $10 WHERE id = $9",
             vec![
                 now.into(),
                 outcome.into(),
@@ -211,6 +211,7 @@ impl Store {
                 end.charge.as_ref().map(|c| c.unit.as_str()).into(),
                 end.charge.as_ref().map(|c| c.paid_by.name()).into(),
                 id.into(),
+                super::history::receipt_json(end.receipt.as_ref()).into(),
             ],
         );
         if let Some(charge) = &end.charge {
@@ -237,7 +238,7 @@ impl Store {
     pub async fn call_attempts(&self, call_id: i64) -> Result<Vec<CallAttempt>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, connector_id, actor, fired_at, finished_at, outcome, result_count, error, \
-             retry_after, cost_micros, cost_unit, paid_by FROM call_attempts \
+             retry_after, cost_micros, cost_unit, paid_by, receipt FROM call_attempts \
              WHERE call_id = $1 ORDER BY id",
         )
         .bind(call_id)
@@ -264,6 +265,9 @@ impl Store {
                     error: row.try_get("error")?,
                     retry_after: row.try_get("retry_after")?,
                     charge: super::spend::charge_of(row).map_err(|what| {
+                        StoreError::Corrupt(format!("call attempt {id}: {what}"))
+                    })?,
+                    receipt: super::history::receipt_of(row).map_err(|what| {
                         StoreError::Corrupt(format!("call attempt {id}: {what}"))
                     })?,
                 })

@@ -13,7 +13,7 @@ use crate::time::now_ms;
 
 const ENTRY: &str = "SELECT id, fire_id, record_id, pack_id, intent, connector_id, triggered_by, \
      actor, fired_at, finished_at, outcome, result_count, error, retry_after, cost_micros, cost_unit, \
-     paid_by FROM connector_history";
+     paid_by, receipt FROM connector_history";
 
 fn entry(row: &AnyRow) -> Result<HistoryEntry, StoreError> {
     let id: i64 = row.try_get("id")?;
@@ -43,7 +43,21 @@ fn entry(row: &AnyRow) -> Result<HistoryEntry, StoreError> {
         error: row.try_get("error")?,
         retry_after: row.try_get("retry_after")?,
         charge: super::spend::charge_of(row).map_err(|what| corrupt(&what))?,
+        receipt: receipt_of(row).map_err(|what| corrupt(&what))?,
     })
+}
+
+/// The receipt an attempt's row keeps (`receipt`, JSON), if any.
+pub(super) fn receipt_of(row: &AnyRow) -> Result<Option<model::Receipt>, String> {
+    row.try_get::<Option<String>, _>("receipt")
+        .map_err(|e| format!("receipt: {e}"))?
+        .map(|json| serde_json::from_str(&json).map_err(|e| format!("receipt: {e}")))
+        .transpose()
+}
+
+/// The receipt as its row keeps it.
+pub(super) fn receipt_json(receipt: Option<&model::Receipt>) -> Option<String> {
+    receipt.and_then(|r| serde_json::to_string(r).ok())
 }
 
 /// A chip's inputs: one row per attempt of a record for an intent (one with
@@ -52,7 +66,7 @@ fn entry(row: &AnyRow) -> Result<HistoryEntry, StoreError> {
 const CHIP_INPUTS: &str = "SELECT 'chip' AS part, c.n AS item_count, h.id, h.fire_id, \
      h.record_id, h.pack_id, h.intent, h.connector_id, h.triggered_by, h.actor, h.fired_at, \
      h.finished_at, h.outcome, h.result_count, h.error, h.retry_after, h.cost_micros, \
-     h.cost_unit, h.paid_by FROM (SELECT COUNT(*) AS n FROM items WHERE record_id = $1 AND intent = $2) c \
+     h.cost_unit, h.paid_by, h.receipt FROM (SELECT COUNT(*) AS n FROM items WHERE record_id = $1 AND intent = $2) c \
      LEFT JOIN connector_history h ON h.record_id = $1 AND h.intent = $2 \
      ORDER BY h.fired_at, h.id";
 
@@ -103,6 +117,8 @@ pub struct AttemptEnd {
     pub retry_after: Option<i64>,
     /// What the provider billed for the call, when its connector is priced.
     pub charge: Option<model::Charge>,
+    /// What the call asked of the provider and what came back.
+    pub receipt: Option<model::Receipt>,
 }
 
 /// How a fire ended. (`interrupted` is written by the lease reaper, for a
@@ -250,8 +266,8 @@ impl Store {
         );
         batch.push(
             "UPDATE connector_history SET finished_at = $1, outcome = $2, result_count = $3, \
-             error = $4, retry_after = $5, cost_micros = $6, cost_unit = $7, paid_by = $8 \
-             WHERE id = $9",
+             error = $4, retry_after = $5, cost_micros = $6, cost_unit = $7, paid_by = $8, \
+             receipt = $10 WHERE id = $9",
             vec![
                 now.into(),
                 end.outcome.map(FireOutcome::name).into(),
@@ -262,6 +278,7 @@ impl Store {
                 end.charge.as_ref().map(|c| c.unit.as_str()).into(),
                 end.charge.as_ref().map(|c| c.paid_by.name()).into(),
                 attempt.id.into(),
+                receipt_json(end.receipt.as_ref()).into(),
             ],
         );
         if let Some(charge) = &end.charge {
@@ -313,6 +330,7 @@ impl Store {
                 error: end.error.clone(),
                 retry_after: end.retry_after,
                 charge: end.charge.clone(),
+                receipt: end.receipt.clone(),
                 ..attempt.clone()
             },
             items: ordered,
@@ -486,6 +504,7 @@ fn in_flight(
         error: None,
         retry_after: None,
         charge: None,
+        receipt: None,
     }
 }
 

@@ -69,6 +69,11 @@ pub fn ReportView(report: TestReport) -> impl IntoView {
     let outcome = report.outcome.map_or("none", |o| o.name());
     let count = report.results.len();
     let line = match (&report.error, count) {
+        (Some(e), n) if report.answered() => format!(
+            "Outcome: {} · {n} result{} · {e}",
+            outcome.replace('_', " "),
+            if n == 1 { "" } else { "s" }
+        ),
         (Some(e), _) => format!("Outcome: {} · {e}", outcome.replace('_', " ")),
         (None, 0) => "Outcome: not found · the answer held no results".to_owned(),
         (None, n) => format!(

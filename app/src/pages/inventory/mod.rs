@@ -215,6 +215,9 @@ fn HistoryList(id: String) -> impl IntoView {
 fn report_line(name: &str, report: &TestReport) -> Result<String, String> {
     let took = format!("{} ms", report.elapsed_ms);
     match (&report.error, report.results.len()) {
+        (Some(e), n) if report.answered() => Ok(format!(
+            "Re-checked {name}: it answered and found {n}, but {e} ({took})."
+        )),
         (Some(e), _) => Err(format!("Re-checked {name}: {e} ({took})")),
         (None, 0) => Ok(format!(
             "Re-checked {name}: it answered and found nothing ({took})."
