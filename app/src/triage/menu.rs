@@ -27,6 +27,19 @@ fn last_fire(entry: &MenuEntry) -> String {
     }
 }
 
+/// The last attempt in full, on hover: why it ended as it did and its
+/// receipt (the connector's version and each request it sent, without
+/// secrets or values).
+fn last_fire_detail(entry: &MenuEntry) -> Option<String> {
+    let a = entry.last_attempt.as_ref()?;
+    let mut lines: Vec<String> = a.error.iter().cloned().collect();
+    if let Some(receipt) = &a.receipt {
+        lines.push(receipt.version.clone());
+        lines.extend(receipt.requests.iter().map(model::RequestReceipt::describe));
+    }
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
 /// The glyph for a cost tier (its name is read out and shown on hover).
 fn cost_icon(tier: model::CostTier) -> &'static str {
     match tier {
@@ -186,7 +199,7 @@ fn MenuItems(menu: ConnectorMenu, board: Board) -> impl IntoView {
                         <span class="menu-name">{name.clone()}</span>
                         {entry.next.then(|| view! { <span class="badge">"next"</span> })}
                         <span class=format!("menu-status status-{}", entry.connector.status.kind())>{status}</span>
-                        <span class="menu-last">{last_fire(&entry)}</span>
+                        <span class="menu-last" title=last_fire_detail(&entry)>{last_fire(&entry)}</span>
                     </button>
                     <button
                         role="menuitemcheckbox"
