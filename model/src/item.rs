@@ -89,6 +89,36 @@ pub struct Evidence {
     pub triggered_by: TriggeredBy,
 }
 
+/// A change of an item's words: the connector that reported the address
+/// reported it again with a different title or snippet. The item shows the
+/// new words and keeps its triage; the revision says what it said before.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Revision {
+    pub connector_id: String,
+    pub fire_id: i64,
+    /// Unix milliseconds.
+    pub changed_at: i64,
+    pub title_before: String,
+    pub snippet_before: String,
+    pub title: String,
+    pub snippet: String,
+}
+
+impl Revision {
+    /// What changed, in words: "title and snippet", "title" or "snippet".
+    pub fn what(&self) -> &'static str {
+        match (
+            self.title != self.title_before,
+            self.snippet != self.snippet_before,
+        ) {
+            (true, true) => "title and snippet",
+            (true, false) => "title",
+            _ => "snippet",
+        }
+    }
+}
+
 /// One result in the curated layer for a record and intent. Additive: a
 /// re-fire that finds the same URL adds evidence, never a duplicate, and
 /// never changes the triage state.
@@ -112,7 +142,67 @@ pub struct Item {
     pub first_seen_at: i64,
     /// Every sighting, oldest first.
     pub evidence: Vec<Evidence>,
+    /// The newest change of its words, if they ever changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<Revision>,
     /// Provider fields kept from the first sighting.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub raw: serde_json::Value,
+}
+
+impl Item {
+    /// Whether its words changed after someone accepted it: the card says
+    /// "changed since you accepted it".
+    pub fn changed_since_accepted(&self) -> bool {
+        match (&self.revision, self.triaged_at) {
+            (Some(r), Some(at)) => self.state.is_accepted() && r.changed_at > at,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(state: TriageState, triaged_at: Option<i64>, changed_at: Option<i64>) -> Item {
+        Item {
+            id: 1,
+            record_id: 1,
+            intent: "search.news".parse().unwrap(),
+            url: "https://example.org/".into(),
+            title: "Now".into(),
+            snippet: "same".into(),
+            state,
+            version: 1,
+            triaged_by: triaged_at.map(|_| "ada".into()),
+            triaged_at,
+            first_seen_at: 0,
+            evidence: Vec::new(),
+            revision: changed_at.map(|changed_at| Revision {
+                connector_id: "news".into(),
+                fire_id: 2,
+                changed_at,
+                title_before: "Before".into(),
+                snippet_before: "same".into(),
+                title: "Now".into(),
+                snippet: "same".into(),
+            }),
+            raw: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn a_change_after_an_acceptance_is_said_and_others_are_not() {
+        let accepted = TriageState::AcceptedCanonical;
+        assert!(item(accepted, Some(10), Some(20)).changed_since_accepted());
+        assert!(!item(accepted, Some(30), Some(20)).changed_since_accepted());
+        assert!(!item(TriageState::Discarded, Some(10), Some(20)).changed_since_accepted());
+        assert!(!item(TriageState::New, None, Some(20)).changed_since_accepted());
+        assert!(!item(accepted, Some(10), None).changed_since_accepted());
+        assert_eq!(
+            item(accepted, None, Some(1)).revision.unwrap().what(),
+            "title"
+        );
+    }
 }

@@ -1,5 +1,5 @@
-//! The items under a card: what each intent found, who found it, and the
-//! triage verbs. Provider text is rendered as text, links open in a new tab
+//! The items under a card: what each intent found, who found it, what its
+//! words were before they changed, and the triage verbs. Provider text is rendered as text, links open in a new tab
 //! without giving the page a handle on Switchyard.
 
 use leptos::prelude::*;
@@ -58,6 +58,26 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
     };
     let state = item.state;
     let fresh = board.is_fresh(&item);
+    let changed_badge = item.revision.as_ref().map(|_| {
+        if item.changed_since_accepted() {
+            "changed since you accepted it"
+        } else {
+            "changed"
+        }
+    });
+    let revision = item.revision.as_ref().map(|r| {
+        let before = if r.snippet_before.is_empty() {
+            format!("«{}»", r.title_before)
+        } else {
+            format!("«{}» — {}", r.title_before, r.snippet_before)
+        };
+        view! {
+            <p class="revision muted">
+                {format!("{} changed {} per {}; it was: ", r.what(), ago(r.changed_at), r.connector_id)}
+                <span class="before">{before}</span>
+            </p>
+        }
+    });
     view! {
         <li class=format!("item state-{}", state.name()) data-item=item.id data-triage=state.name()
             data-fresh=fresh.then_some("true")>
@@ -67,9 +87,11 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
                 {(state == TriageState::New).then(|| view! { <span class="badge new">"new"</span> })}
                 {demo.then(|| view! { <span class="badge demo">"demo data"</span> })}
                 {fresh.then(|| view! { <span class="badge fresh">"since your last visit"</span> })}
+                {changed_badge.map(|label| view! { <span class="badge changed">{label}</span> })}
             </div>
             <div class="url muted">{item.url.clone()}</div>
             {(!item.snippet.is_empty()).then(|| view! { <p class="snippet">{item.snippet.clone()}</p> })}
+            {revision}
             <div class="item-foot">
                 <span class="muted">
                     "found by "{finders.join(", ")}" · first "{ago(item.first_seen_at)}

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use model::{Capability, Evidence, Item, TriageState, TriageVerb, TriggeredBy};
+use model::{Capability, Evidence, Item, Revision, TriageState, TriageVerb, TriggeredBy};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -13,8 +13,22 @@ use crate::connector::ConnectorResult;
 use crate::time::now_ms;
 use crate::urlnorm::{parse_web_url, url_key};
 
-const ITEM: &str = "SELECT id, record_id, intent, url, title, snippet, raw, state, version, \
-     triaged_by, triaged_at, first_seen_at FROM items";
+/// An item's columns (`i`) and its newest revision's (`rv_`).
+macro_rules! item_columns {
+    () => {
+        "i.id, i.record_id, i.intent, i.url, i.title, i.snippet, i.raw, i.state, i.version, \
+         i.triaged_by, i.triaged_at, i.first_seen_at, rv.connector_id AS rv_connector, \
+         rv.fire_id AS rv_fire, rv.changed_at AS rv_changed_at, rv.title_before AS rv_title_before, \
+         rv.snippet_before AS rv_snippet_before, rv.title AS rv_title, rv.snippet AS rv_snippet"
+    };
+}
+
+/// Items with their newest revision.
+const ITEM: &str = concat!(
+    "SELECT ",
+    item_columns!(),
+    " FROM items i LEFT JOIN item_revisions rv ON rv.id = i.last_revision_id"
+);
 
 fn item(row: &AnyRow) -> Result<Item, StoreError> {
     let id: i64 = row.try_get("id")?;
@@ -35,8 +49,24 @@ fn item(row: &AnyRow) -> Result<Item, StoreError> {
         triaged_at: row.try_get("triaged_at")?,
         first_seen_at: row.try_get("first_seen_at")?,
         evidence: Vec::new(),
+        revision: revision(row)?,
         raw: serde_json::from_str(&raw).unwrap_or(serde_json::Value::Null),
     })
+}
+
+fn revision(row: &AnyRow) -> Result<Option<Revision>, StoreError> {
+    let Some(changed_at) = row.try_get::<Option<i64>, _>("rv_changed_at")? else {
+        return Ok(None);
+    };
+    Ok(Some(Revision {
+        connector_id: row.try_get("rv_connector")?,
+        fire_id: row.try_get("rv_fire")?,
+        changed_at,
+        title_before: row.try_get("rv_title_before")?,
+        snippet_before: row.try_get("rv_snippet_before")?,
+        title: row.try_get("rv_title")?,
+        snippet: row.try_get("rv_snippet")?,
+    }))
 }
 
 /// Why a triage verb was not applied.
@@ -53,11 +83,14 @@ pub enum TriageError {
 
 /// Items joined to their evidence: a row per sighting (one with empty
 /// evidence columns for an item without any), marked `part = 'item'`.
-const ITEM_WITH_EVIDENCE: &str = "SELECT 'item' AS part, i.id, i.record_id, i.intent, i.url, \
-     i.url_key, i.title, i.snippet, i.raw, i.state, i.version, i.triaged_by, i.triaged_at, \
-     i.first_seen_at, e.fire_id AS e_fire, e.connector_id AS e_connector, \
+const ITEM_WITH_EVIDENCE: &str = concat!(
+    "SELECT 'item' AS part, ",
+    item_columns!(),
+    ", i.url_key, e.fire_id AS e_fire, e.connector_id AS e_connector, \
      e.triggered_by AS e_triggered_by, e.found_at AS e_found_at \
-     FROM items i LEFT JOIN item_evidence e ON e.item_id = i.id";
+     FROM items i LEFT JOIN item_revisions rv ON rv.id = i.last_revision_id \
+     LEFT JOIN item_evidence e ON e.item_id = i.id"
+);
 
 /// Items with their evidence, and each one's url key, from rows of
 /// [`ITEM_WITH_EVIDENCE`], in the order they first appear.
@@ -143,7 +176,7 @@ impl Store {
         for chunk in values.chunks(500) {
             let ph = super::placeholders(chunk.len());
             let sql = format!(
-                "{ITEM} WHERE {column} IN ({ph}) ORDER BY record_id, intent, first_seen_at, id"
+                "{ITEM} WHERE i.{column} IN ({ph}) ORDER BY i.record_id, i.intent, i.first_seen_at, i.id"
             );
             let mut query = sqlx::query(&sql);
             for v in chunk {
@@ -402,7 +435,96 @@ pub(super) fn push_results(
             args,
         );
     }
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        push_sightings(batch, record_id, intent, fire_id, connector_id, chunk, now);
+    }
+    // The items whose words this fire changed show the new words and the
+    // revision that says what they were.
+    for sql in [
+        "UPDATE items SET last_revision_id = (SELECT MAX(rv.id) FROM item_revisions rv \
+         WHERE rv.item_id = items.id AND rv.fire_id = $1 AND rv.connector_id = $2) \
+         WHERE id IN (SELECT item_id FROM item_revisions WHERE fire_id = $1 AND connector_id = $2)",
+        "UPDATE items SET title = (SELECT title FROM item_revisions WHERE id = items.last_revision_id), \
+         snippet = (SELECT snippet FROM item_revisions WHERE id = items.last_revision_id) \
+         WHERE id IN (SELECT item_id FROM item_revisions WHERE fire_id = $1 AND connector_id = $2)",
+    ] {
+        batch.push(sql, vec![fire_id.into(), connector_id.into()]);
+    }
     rows.into_iter().map(|(_, key, _)| key).collect()
+}
+
+/// Adds to `batch`, for results of known addresses: a revision for each
+/// item whose words this connector reported differently last time, then
+/// this connector's words as its last on each item. Words are compared per
+/// connector, because two providers describe one page in their own words.
+fn push_sightings(
+    batch: &mut Batch,
+    record_id: i64,
+    intent: &Capability,
+    fire_id: i64,
+    connector_id: &str,
+    chunk: &[(String, String, &ConnectorResult)],
+    now: i64,
+) {
+    let words = |first: usize| {
+        let values = (0..chunk.len())
+            .map(|i| {
+                let p = first + i * 3;
+                format!("(${p}, ${}, ${})", p + 1, p + 2)
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let args = chunk.iter().flat_map(|(_, key, result)| {
+            [
+                Arg::from(key.as_str()),
+                clip(&result.title, MAX_TITLE).into(),
+                clip(&result.snippet, MAX_SNIPPET).into(),
+            ]
+        });
+        (
+            format!("WITH v (url_key, title, snippet) AS (VALUES {values}) "),
+            args,
+        )
+    };
+    let (with, values) = words(6);
+    let mut args: Vec<Arg> = vec![
+        connector_id.into(),
+        fire_id.into(),
+        now.into(),
+        record_id.into(),
+        intent.name().into(),
+    ];
+    args.extend(values);
+    batch.push(
+        format!(
+            "{with}INSERT INTO item_revisions (item_id, connector_id, fire_id, changed_at, \
+             title_before, snippet_before, title, snippet) \
+             SELECT i.id, $1, $2, $3, s.title, s.snippet, v.title, v.snippet FROM v \
+             JOIN items i ON i.record_id = $4 AND i.intent = $5 AND i.url_key = v.url_key \
+             JOIN item_sightings s ON s.item_id = i.id AND s.connector_id = $1 \
+             WHERE s.title <> v.title OR s.snippet <> v.snippet"
+        ),
+        args,
+    );
+    let (with, values) = words(5);
+    let mut args: Vec<Arg> = vec![
+        connector_id.into(),
+        now.into(),
+        record_id.into(),
+        intent.name().into(),
+    ];
+    args.extend(values);
+    // `WHERE true` settles SQLite's reading of an upsert from a join.
+    batch.push(
+        format!(
+            "{with}INSERT INTO item_sightings (item_id, connector_id, title, snippet, seen_at) \
+             SELECT i.id, $1, v.title, v.snippet, $2 FROM v \
+             JOIN items i ON i.record_id = $3 AND i.intent = $4 AND i.url_key = v.url_key \
+             WHERE true ON CONFLICT (item_id, connector_id) DO UPDATE SET \
+             title = excluded.title, snippet = excluded.snippet, seen_at = excluded.seen_at"
+        ),
+        args,
+    );
 }
 
 /// Adds to `batch` a read of a record's items for an intent with these url

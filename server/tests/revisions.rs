@@ -1,0 +1,201 @@
+//! Changed answers are evidence, end to end against a local fake provider:
+//! when the connector that found an address reports it again in other
+//! words, the item shows the new words, keeps its triage and gains a
+//! revision saying what it said before, from which connector and when;
+//! another provider's own words for the same page change nothing, and an
+//! answer in the same words adds evidence only. On SQLite and PostgreSQL.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::routing;
+use axum::Json;
+use common::{on_every_backend, TestServer, TEST_PACKS};
+use engine::connectors::guard::AllowList;
+use engine::packs::Catalog;
+use serde_json::{json, Value};
+
+/// `/words` says "Ada, engineer" of page A the first time and "Ada,
+/// analyst" (with a new snippet) every time after; page B never changes.
+/// `/other` describes page A in its own words.
+async fn provider() -> String {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = axum::Router::new()
+        .route(
+            "/words",
+            routing::get(move || {
+                let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+                let (title, text) = if first {
+                    ("Ada, engineer", "Builds engines.")
+                } else {
+                    ("Ada, analyst", "Analyses engines.")
+                };
+                async move {
+                    Json(json!({"results": [
+                        {"url": "https://news.example.org/a", "title": title, "text": text},
+                        {"url": "https://news.example.org/b", "title": "Stable", "text": "Same."},
+                    ]}))
+                }
+            }),
+        )
+        .route(
+            "/other",
+            routing::get(|| async {
+                Json(json!({"results": [
+                    {"url": "https://news.example.org/a", "title": "Lovelace profile", "text": "Other words."},
+                ]}))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+fn manifest(id: &str, base: &str, path: &str) -> String {
+    format!(
+        r#"id = "{id}"
+display_name = "{id}"
+short_label = "N"
+capabilities = ["search.news"]
+cost_tier = "free"
+
+[request]
+url = "{base}{path}"
+query = {{ q = "{{{{query}}}}" }}
+
+[response]
+items = "$.results[*]"
+url = "$.url"
+title = "$.title"
+snippet = "$.text"
+"#
+    )
+}
+
+async fn fire(server: &TestServer, record: i64, connector: &str) -> Value {
+    let res = server
+        .client
+        .post(server.at(&format!("/api/records/{record}/fire")))
+        .json(&json!({"pack": "news", "connector": connector}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let body: Value = res.json().await.unwrap();
+    let report = body["results"][0].clone();
+    assert_eq!(report["attempts"][0]["outcome"], "found", "{report}");
+    report
+}
+
+fn item<'a>(report: &'a Value, url: &str) -> &'a Value {
+    report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["url"] == url)
+        .unwrap_or_else(|| panic!("no {url} in {report}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_known_page_in_new_words_gains_a_revision_and_keeps_its_triage() {
+    on_every_backend(|db| async {
+        let base = provider().await;
+        let server = TestServer::start_configured(
+            db,
+            |config| config.fetch_allow = AllowList::parse("127.0.0.1"),
+            |state| {
+                *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+            },
+        )
+        .await;
+        for (id, path) in [("words-news", "/words"), ("other-news", "/other")] {
+            let res = server
+                .client
+                .post(server.at("/api/manifests"))
+                .header("content-type", "application/toml")
+                .body(manifest(id, &base, path))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status().as_u16(), 201, "{}", res.text().await.unwrap());
+        }
+        let (status, set) = server
+            .import_as(
+                &server.client,
+                "Set",
+                "test",
+                "name,city\nAda Lovelace,London\n",
+            )
+            .await;
+        assert_eq!(status, 201, "{set}");
+        let record = server
+            .record_ids_as(&server.client, set["id"].as_i64().unwrap())
+            .await[0];
+        let (a, b) = ("https://news.example.org/a", "https://news.example.org/b");
+
+        let first = fire(&server, record, "words-news").await;
+        let found = item(&first, a);
+        assert_eq!(found["title"], "Ada, engineer");
+        assert!(
+            found.get("revision").is_none(),
+            "new is not changed: {found}"
+        );
+
+        // Another provider's words for the same page are its own: evidence, no revision.
+        let other = fire(&server, record, "other-news").await;
+        let seen = item(&other, a);
+        assert_eq!(seen["title"], "Ada, engineer", "{seen}");
+        assert!(seen.get("revision").is_none(), "{seen}");
+
+        let res = server
+            .client
+            .post(server.at(&format!("/api/items/{}/triage", found["id"])))
+            .json(&json!({"verb": "accept-canonical", "version": found["version"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+        let accepted: Value = res.json().await.unwrap();
+
+        let again = fire(&server, record, "words-news").await;
+        let changed = item(&again, a);
+        assert_eq!(changed["id"], found["id"], "the same item: {changed}");
+        assert_eq!(changed["title"], "Ada, analyst", "{changed}");
+        assert_eq!(changed["snippet"], "Analyses engines.", "{changed}");
+        assert_eq!(
+            changed["state"], "accepted-canonical",
+            "triage is kept: {changed}"
+        );
+        assert_eq!(changed["version"], accepted["version"], "{changed}");
+        let revision = &changed["revision"];
+        assert_eq!(revision["connector_id"], "words-news", "{changed}");
+        assert_eq!(revision["title_before"], "Ada, engineer", "{changed}");
+        assert_eq!(revision["snippet_before"], "Builds engines.", "{changed}");
+        assert_eq!(revision["fire_id"], again["fire_id"], "{changed}");
+        assert!(
+            revision["changed_at"].as_i64().unwrap() >= accepted["triaged_at"].as_i64().unwrap(),
+            "{changed}"
+        );
+        assert_eq!(
+            changed["evidence"].as_array().unwrap().len(),
+            3,
+            "{changed}"
+        );
+        let stable = item(&again, b);
+        assert!(
+            stable.get("revision").is_none(),
+            "same words, no revision: {stable}"
+        );
+
+        // The same words again: one more sighting, the revision unchanged.
+        let third = fire(&server, record, "words-news").await;
+        let same = item(&third, a);
+        assert_eq!(same["revision"], *revision, "{same}");
+        assert_eq!(same["evidence"].as_array().unwrap().len(), 4, "{same}");
+        server.stop().await;
+    })
+    .await;
+}
