@@ -439,17 +439,13 @@ pub(super) fn push_results(
         push_sightings(batch, record_id, intent, fire_id, connector_id, chunk, now);
     }
     // The items whose words this fire changed show the new words and the
-    // revision that says what they were.
-    for sql in [
-        "UPDATE items SET last_revision_id = (SELECT MAX(rv.id) FROM item_revisions rv \
-         WHERE rv.item_id = items.id AND rv.fire_id = $1 AND rv.connector_id = $2) \
-         WHERE id IN (SELECT item_id FROM item_revisions WHERE fire_id = $1 AND connector_id = $2)",
-        "UPDATE items SET title = (SELECT title FROM item_revisions WHERE id = items.last_revision_id), \
-         snippet = (SELECT snippet FROM item_revisions WHERE id = items.last_revision_id) \
-         WHERE id IN (SELECT item_id FROM item_revisions WHERE fire_id = $1 AND connector_id = $2)",
-    ] {
-        batch.push(sql, vec![fire_id.into(), connector_id.into()]);
-    }
+    // revision that says what they were (one per item, fire and connector).
+    batch.push(
+        "UPDATE items SET last_revision_id = rv.id, title = rv.title, snippet = rv.snippet \
+         FROM item_revisions rv WHERE rv.item_id = items.id AND rv.fire_id = $1 \
+         AND rv.connector_id = $2",
+        vec![fire_id.into(), connector_id.into()],
+    );
     rows.into_iter().map(|(_, key, _)| key).collect()
 }
 
