@@ -1,12 +1,12 @@
 // Every chip state a person meets, in the browser, against a scripted
 // provider on this machine: the record's name says how it answers (nothing,
-// 500s then a result, a 429 then a result, a slow result), and a second
-// connector needs a variable nobody set.
+// 500s then a result, a 429 then a result, a slow result, one page in new
+// words), and a second connector needs a variable nobody set.
 import { request as playwrightRequest } from "@playwright/test";
 import type { APIRequestContext, Page } from "@playwright/test";
 import { test, expect, authFile, chip as chipOf, localProvider } from "./fixtures";
 
-const RECORDS = ["Empty Co", "Broken Co", "Slow Co", "Limited Co"];
+const RECORDS = ["Empty Co", "Broken Co", "Slow Co", "Limited Co", "Changed Co"];
 const SLOW_MS = 7_000;
 
 /** A search API whose answers the record's name scripts; counts calls per name. */
@@ -34,6 +34,11 @@ async function scriptedProvider() {
     } else if (q === "Limited Co" && n === 1) {
       res.writeHead(429, { "content-type": "application/json", "retry-after": "3" });
       res.end('{"error": "slow down"}');
+    } else if (q === "Changed Co") {
+      // One page, described in new words from the second answer on.
+      const [title, text] = n === 1 ? ["Changed Co, first words", "Before."] : ["Changed Co, new words", "After."];
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ results: [{ url: "https://scripted.example/changed", title, text }] }));
     } else if (q === "Slow Co") {
       setTimeout(found, SLOW_MS);
     } else {
@@ -188,5 +193,29 @@ test.describe.serial("chip states", () => {
     await limited.click();
     await expect(limited).toHaveAttribute("data-state", "found");
     expect(provider.calls.get("Limited Co")).toBe(2);
+  });
+
+  test("a page found again in new words keeps its triage and says it changed since it was accepted", async ({ page }) => {
+    await open(page);
+    const changed = chip(page, "Changed Co");
+    await changed.click();
+    await expect(changed).toHaveAttribute("data-state", "found");
+    const card = page.locator('article.card:has(h2:text-is("Changed Co"))');
+    const item = card.locator("li.item");
+    await expect(item.getByRole("link")).toHaveText("Changed Co, first words");
+    await item.getByRole("button", { name: "Accept" }).click();
+    await expect(item).toHaveAttribute("data-triage", "accepted-canonical");
+    await expect(item.locator(".badge.changed")).toHaveCount(0);
+
+    await changed.click({ button: "right" });
+    const menu = page.getByRole("menu", { name: "Connectors" });
+    await menu.locator('[data-connector="e2e-scripted"]').getByRole("menuitem", { name: "Fire through Scripted" }).click();
+    await expect(item.getByRole("link")).toHaveText("Changed Co, new words");
+    await expect(item).toHaveAttribute("data-triage", "accepted-canonical");
+    await expect(item.locator(".badge.changed")).toHaveText("changed since you accepted it");
+    await expect(item.locator(".revision")).toContainText("title and snippet changed");
+    await expect(item.locator(".revision .before")).toHaveText("«Changed Co, first words» — Before.");
+    await expect(item.locator(".snippet")).toHaveText("After.");
+    expect(provider.calls.get("Changed Co")).toBe(2);
   });
 });
