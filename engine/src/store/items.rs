@@ -462,27 +462,17 @@ fn push_sightings(
     chunk: &[(String, String, &ConnectorResult)],
     now: i64,
 ) {
-    let words = |first: usize| {
-        let values = (0..chunk.len())
-            .map(|i| {
-                let p = first + i * 3;
-                format!("(${p}, ${}, ${})", p + 1, p + 2)
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        let args = chunk.iter().flat_map(|(_, key, result)| {
-            [
-                Arg::from(key.as_str()),
-                clip(&result.title, MAX_TITLE).into(),
-                clip(&result.snippet, MAX_SNIPPET).into(),
-            ]
-        });
-        (
-            format!("WITH v (url_key, title, snippet) AS (VALUES {values}) "),
-            args,
-        )
-    };
-    let (with, values) = words(6);
+    // Both statements read this fire's words as `v` and bind the same
+    // values: $1 connector, $2 fire, $3 now, $4 record, $5 intent, then
+    // three per result.
+    let values = (0..chunk.len())
+        .map(|i| {
+            let p = 6 + i * 3;
+            format!("(${p}, ${}, ${})", p + 1, p + 2)
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let with = format!("WITH v (url_key, title, snippet) AS (VALUES {values}) ");
     let mut args: Vec<Arg> = vec![
         connector_id.into(),
         fire_id.into(),
@@ -490,7 +480,11 @@ fn push_sightings(
         record_id.into(),
         intent.name().into(),
     ];
-    args.extend(values);
+    for (_, key, result) in chunk {
+        args.push(key.as_str().into());
+        args.push(clip(&result.title, MAX_TITLE).into());
+        args.push(clip(&result.snippet, MAX_SNIPPET).into());
+    }
     batch.push(
         format!(
             "{with}INSERT INTO item_revisions (item_id, connector_id, fire_id, changed_at, \
@@ -500,22 +494,15 @@ fn push_sightings(
              JOIN item_sightings s ON s.item_id = i.id AND s.connector_id = $1 \
              WHERE s.title <> v.title OR s.snippet <> v.snippet"
         ),
-        args,
+        args.clone(),
     );
-    let (with, values) = words(5);
-    let mut args: Vec<Arg> = vec![
-        connector_id.into(),
-        now.into(),
-        record_id.into(),
-        intent.name().into(),
-    ];
-    args.extend(values);
-    // `WHERE true` settles SQLite's reading of an upsert from a join.
+    // `WHERE true` settles SQLite's reading of an upsert from a join; the
+    // fire ($2) is not this statement's.
     batch.push(
         format!(
             "{with}INSERT INTO item_sightings (item_id, connector_id, title, snippet, seen_at) \
-             SELECT i.id, $1, v.title, v.snippet, $2 FROM v \
-             JOIN items i ON i.record_id = $3 AND i.intent = $4 AND i.url_key = v.url_key \
+             SELECT i.id, $1, v.title, v.snippet, $3 FROM v \
+             JOIN items i ON i.record_id = $4 AND i.intent = $5 AND i.url_key = v.url_key \
              WHERE true ON CONFLICT (item_id, connector_id) DO UPDATE SET \
              title = excluded.title, snippet = excluded.snippet, seen_at = excluded.seen_at"
         ),
