@@ -195,7 +195,7 @@ test.describe.serial("chip states", () => {
     expect(provider.calls.get("Limited Co")).toBe(2);
   });
 
-  test("a page found again in new words keeps its triage and says it changed since it was accepted", async ({ page }) => {
+  test("a page found again in new words keeps its triage and says it changed since it was accepted; the menu holds the fire's receipt", async ({ page }) => {
     await open(page);
     const changed = chip(page, "Changed Co");
     await changed.click();
@@ -217,5 +217,13 @@ test.describe.serial("chip states", () => {
     await expect(item.locator(".revision .before")).toHaveText("«Changed Co, first words» — Before.");
     await expect(item.locator(".snippet")).toHaveText("After.");
     expect(provider.calls.get("Changed Co")).toBe(2);
+
+    // The menu's last fire carries its receipt on hover: the manifest's
+    // version and the request it sent, parameter names only.
+    await changed.click({ button: "right" });
+    const last = menu.locator('[data-connector="e2e-scripted"] .menu-last');
+    await expect(last).toHaveText(/^fired .* — found 1$/);
+    await expect(last).toHaveAttribute("title", /^manifest [0-9a-f]{12}\nGET 127\.0\.0\.1:\d+\/search\?q → 200, \d+ B, \d+ ms$/);
+    await expect(last).not.toHaveAttribute("title", /Changed Co/);
   });
 });
