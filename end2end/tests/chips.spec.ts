@@ -1,19 +1,28 @@
 // Every chip state a person meets, in the browser, against a scripted
 // provider on this machine: the record's name says how it answers (nothing,
 // 500s then a result, a 429 then a result, a slow result, one page in new
-// words), and a second connector needs a variable nobody set.
+// words), and a second connector needs a variable nobody set (until the
+// last test sets one the provider refuses).
 import { request as playwrightRequest } from "@playwright/test";
 import type { APIRequestContext, Page } from "@playwright/test";
 import { test, expect, authFile, chip as chipOf, localProvider } from "./fixtures";
 
 const RECORDS = ["Empty Co", "Broken Co", "Slow Co", "Limited Co", "Changed Co"];
 const SLOW_MS = 7_000;
+/** The one key the scripted provider refuses. */
+const REFUSED_KEY = "e2e-refused-key";
 
 /** A search API whose answers the record's name scripts; counts calls per name. */
 async function scriptedProvider() {
   const calls = new Map<string, number>();
   const provider = await localProvider((req, res) => {
-    const q = new URL(req.url ?? "/", "http://localhost").searchParams.get("q") ?? "";
+    const params = new URL(req.url ?? "/", "http://localhost").searchParams;
+    const q = params.get("q") ?? "";
+    if (params.get("key") === REFUSED_KEY) {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end('{"error": "Invalid API key"}');
+      return;
+    }
     const n = (calls.get(q) ?? 0) + 1;
     calls.set(q, n);
     const found = () => {
@@ -120,6 +129,7 @@ test.describe.serial("chip states", () => {
     await api.delete("/api/packs/keyed");
     await api.delete("/api/manifests/e2e-scripted");
     await api.delete("/api/manifests/e2e-keyed");
+    await api.delete("/api/secrets/E2E_UNSET_KEY");
     await api.dispose();
     await provider.close();
   });
@@ -225,5 +235,33 @@ test.describe.serial("chip states", () => {
     await expect(last).toHaveText(/^fired .* — found 1$/);
     await expect(last).toHaveAttribute("title", /^manifest [0-9a-f]{12}\nGET 127\.0\.0\.1:\d+\/search\?q → 200, \d+ B, \d+ ms$/);
     await expect(last).not.toHaveAttribute("title", /Changed Co/);
+  });
+
+  test("a refused key tells the admins where they are and the inventory says what to do, until a new key is set", async ({ page, signedIn }) => {
+    await ok(await api.put("/api/secrets/E2E_UNSET_KEY", { data: { value: REFUSED_KEY } }), "the refused key");
+    const bob = await signedIn("bob");
+    for (const p of [page, bob]) await open(p);
+    const keyed = chip(page, "Empty Co", "keyed");
+    await expect(keyed).toBeEnabled();
+    await keyed.click();
+    await expect(keyed).toHaveAttribute("data-state", "error");
+
+    // Ada, an admin, is told on the page she is on; Bob, a member, is not.
+    const told = page.locator('.together .attention li[data-connector="e2e-keyed"]');
+    await expect(told).toContainText("Keyed's key was refused");
+    await expect(told.getByRole("link", { name: "what to do" })).toHaveAttribute("href", "/inventory");
+    await expect(bob.locator(".together .attention")).toHaveCount(0);
+
+    // The inventory says what to do; a new key ends it, live.
+    await told.getByRole("link", { name: "what to do" }).click();
+    await expect(page.locator("body")).toHaveAttribute("data-live", "true");
+    const item = page.locator('section.attention li[data-connector="e2e-keyed"]');
+    await expect(item).toHaveAttribute("data-kind", "key-refused");
+    await expect(item).toContainText("HTTP 401");
+    await expect(item).toContainText("Set this workspace's E2E_UNSET_KEY again under Secrets; the next fire tries the new key.");
+    await expect(page.locator("body")).not.toContainText(REFUSED_KEY);
+    await ok(await api.put("/api/secrets/E2E_UNSET_KEY", { data: { value: "e2e-good-key" } }), "a new key");
+    await expect(page.locator("section.attention")).toHaveCount(0);
+    await expect(page.locator('tr[data-connector="e2e-keyed"]')).toHaveAttribute("data-status", "available");
   });
 });

@@ -52,6 +52,9 @@ pub struct DispatchConfig {
     pub max_results: usize,
     /// Wait assumed when a 429 carries no Retry-After.
     pub default_retry_after: Duration,
+    /// How long a streak of suspensions may keep a connector out before
+    /// its workspaces' admins are told (see [`crate::attention`]).
+    pub attention_after: Duration,
 }
 
 impl Default for DispatchConfig {
@@ -62,6 +65,7 @@ impl Default for DispatchConfig {
             retry_pause: Duration::from_millis(250),
             max_results: 10,
             default_retry_after: Duration::from_secs(60),
+            attention_after: Duration::from_secs(15 * 60),
         }
     }
 }
@@ -445,6 +449,11 @@ impl Dispatcher {
         self.owner = owner;
         self.leases = leases;
         self
+    }
+
+    /// How long suspensions may last before admins are told.
+    pub fn attention_after(&self) -> Duration {
+        self.config.attention_after
     }
 
     /// What seals workspace secrets; `None` when no key is configured.
@@ -1015,6 +1024,7 @@ impl Dispatcher {
                             }
                             None => self.registry.mark_auth_failed(id, &reason).await,
                         }
+                        self.raise_attention(id, keyed_by).await;
                         (failed(FireOutcome::Error, reason), Vec::new(), false)
                     }
                     FireError::Timeout { .. } | FireError::Upstream { .. } => {
@@ -1044,24 +1054,34 @@ impl Dispatcher {
         reason: &str,
     ) -> Result<(), StoreError> {
         let id = &handle.registration.id;
-        match keyed_by {
-            None => self.registry.record_failure(id, reason).await,
-            Some(ws) => {
-                if let Some(suspended) = self.registry.record_workspace_failure(id, ws, reason) {
-                    let suspended = match suspended {
-                        ConnectorStatus::Suspended { until, reason } => {
-                            ConnectorStatus::Suspended {
-                                until,
-                                reason: format!("{reason} (this workspace's key)"),
-                            }
-                        }
-                        other => other,
-                    };
+        let suspended = match keyed_by {
+            None => self.registry.record_failure(id, reason).await.is_some(),
+            Some(ws) => match self.registry.record_workspace_failure(id, ws, reason) {
+                Some(mut suspended) => {
+                    if let ConnectorStatus::Suspended { reason, .. } = &mut suspended {
+                        reason.push_str(" (this workspace's key)");
+                    }
                     retrying(|| self.set_for_workspace(handle, ws, &suspended)).await?;
+                    true
                 }
-            }
+                None => false,
+            },
+        };
+        if suspended {
+            self.raise_attention(id, keyed_by).await;
         }
         Ok(())
+    }
+
+    /// Tells the admins of the workspaces concerned when connector `id`
+    /// now needs them; a failure to tell is logged, never the fire's.
+    async fn raise_attention(&self, id: &str, keyed_by: Option<i64>) {
+        let bus = (&self.store, &self.registry, &self.events);
+        if let Err(e) =
+            crate::attention::raise(bus, self.config.attention_after, id, keyed_by).await
+        {
+            tracing::warn!(connector = %id, error = %e, "Cannot tell the admins a connector needs them.");
+        }
     }
 
     /// Gives a connector a status in the one workspace whose own key met

@@ -3,6 +3,7 @@
 //! Nothing here is linked into the browser bundle.
 
 pub mod accounts;
+pub mod attention;
 pub mod chain;
 pub mod chip;
 pub mod connector;

@@ -74,10 +74,8 @@ pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 struct Entry {
     registration: Registration,
     source: ConnectorSource,
-    /// Errors in a row since the last answer, and suspensions since the last
-    /// answer (each one twice as long as the one before).
-    failures: u32,
-    suspensions: u32,
+    /// Its error streak with the server's key.
+    streak: Streak,
     connector: Arc<dyn Connector>,
     /// Set by people or by provider answers; `NeedsEnv` is derived instead.
     status: ConnectorStatus,
@@ -147,8 +145,15 @@ pub struct Registry {
     workspace_streaks: Arc<Mutex<HashMap<(String, i64), Streak>>>,
 }
 
-/// Errors in a row, and suspensions in a row.
-type Streak = (u32, u32);
+/// One key's error streak: errors in a row since the last answer,
+/// suspensions since the last answer (each twice as long as the one
+/// before), and when the first of those suspensions began.
+#[derive(Clone, Copy, Debug, Default)]
+struct Streak {
+    failures: u32,
+    suspensions: u32,
+    since: i64,
+}
 
 /// How stale another process's (or the operator's) change of a connector's
 /// health may be here: at most one read of the health table a second.
@@ -192,8 +197,11 @@ impl Registry {
         let mut entries = self.write();
         for health in stored {
             if let Some(entry) = entries.get_mut(&health.connector_id) {
+                entry.streak.suspensions = health.suspensions;
+                if let ConnectorStatus::Suspended { since, .. } = health.status {
+                    entry.streak.since = since;
+                }
                 entry.status = health.status;
-                entry.suspensions = health.suspensions;
             }
         }
         Ok(())
@@ -222,7 +230,7 @@ impl Registry {
         let Some((status, suspensions)) = self
             .read()
             .get(id)
-            .map(|e| (e.status.clone(), e.suspensions))
+            .map(|e| (e.status.clone(), e.streak.suspensions))
         else {
             return;
         };
@@ -278,8 +286,7 @@ impl Registry {
                 Entry {
                     registration,
                     source,
-                    failures: 0,
-                    suspensions: 0,
+                    streak: Streak::default(),
                     connector,
                     status,
                     throttle,
@@ -399,10 +406,7 @@ impl Registry {
     /// The connector answered (found or not): its error streak and back-off end.
     pub async fn record_answer(&self, id: &str) {
         let was_suspended = match self.write().get_mut(id) {
-            Some(entry) => {
-                entry.failures = 0;
-                std::mem::take(&mut entry.suspensions) > 0
-            }
+            Some(entry) => std::mem::take(&mut entry.streak).suspensions > 0,
             None => false,
         };
         if was_suspended {
@@ -413,22 +417,17 @@ impl Registry {
     /// The connector failed (timeout, provider error, unreadable answer)
     /// with the server's key. After `policy.after` errors in a row, or one
     /// error right after a suspension ends, it is suspended for everyone:
-    /// `base`, then twice as long each time, up to `max`.
-    pub async fn record_failure(&self, id: &str, error: &str) {
+    /// `base`, then twice as long each time, up to `max`. Returns the
+    /// suspension it gave, if it gave one.
+    pub async fn record_failure(&self, id: &str, error: &str) -> Option<ConnectorStatus> {
         let policy = *self.suspend.read().unwrap_or_else(|e| e.into_inner());
         let suspended = {
             let mut entries = self.write();
-            let Some(entry) = entries.get_mut(id) else {
-                return;
-            };
+            let entry = entries.get_mut(id)?;
             if !entry.registration.suspends_on_errors {
-                return;
+                return None;
             }
-            let Some(status) =
-                next_suspension(&policy, &mut entry.failures, &mut entry.suspensions, error)
-            else {
-                return;
-            };
+            let status = entry.streak.next_suspension(&policy, error)?;
             entry.status = status.clone();
             status
         };
@@ -438,6 +437,7 @@ impl Registry {
             tracing::error!(connector = %id, error = %e, "Recording a status change failed.");
         }
         self.announce(id);
+        Some(suspended)
     }
 
     /// The connector failed with workspace `workspace_id`'s own key: the
@@ -459,8 +459,10 @@ impl Registry {
         }
         let policy = *self.suspend.read().unwrap_or_else(|e| e.into_inner());
         let mut streaks = lock(&self.workspace_streaks);
-        let (failures, suspensions) = streaks.entry((id.to_owned(), workspace_id)).or_default();
-        next_suspension(&policy, failures, suspensions, error)
+        streaks
+            .entry((id.to_owned(), workspace_id))
+            .or_default()
+            .next_suspension(&policy, error)
     }
 
     /// The connector answered with workspace `workspace_id`'s own key: that
@@ -646,33 +648,40 @@ fn validate(r: &Registration) -> Result<(), RegistryError> {
     Ok(())
 }
 
-/// Counts one more error in a row; returns the suspension it calls for:
-/// after `policy.after` errors in a row, or one error right after a
-/// suspension ended, for `base`, then twice as long each time, up to `max`.
-fn next_suspension(
-    policy: &SuspendPolicy,
-    failures: &mut u32,
-    suspensions: &mut u32,
-    error: &str,
-) -> Option<ConnectorStatus> {
-    *failures += 1;
-    let threshold = if *suspensions > 0 { 1 } else { policy.after };
-    if *failures < threshold {
-        return None;
+impl Streak {
+    /// Counts one more error in a row; returns the suspension it calls
+    /// for: after `policy.after` errors in a row, or one error right after
+    /// a suspension ended, for `base`, then twice as long each time, up to
+    /// `max`. The suspension says since when the streak has kept the
+    /// connector suspended.
+    fn next_suspension(&mut self, policy: &SuspendPolicy, error: &str) -> Option<ConnectorStatus> {
+        self.failures += 1;
+        let threshold = if self.suspensions > 0 {
+            1
+        } else {
+            policy.after
+        };
+        if self.failures < threshold {
+            return None;
+        }
+        let streak = std::mem::take(&mut self.failures);
+        let now = now_ms();
+        if self.suspensions == 0 || self.since == 0 {
+            self.since = now;
+        }
+        self.suspensions += 1;
+        let factor = 2u32.saturating_pow(self.suspensions - 1);
+        let wait = policy.base.saturating_mul(factor).min(policy.max);
+        Some(ConnectorStatus::Suspended {
+            until: now + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2),
+            since: self.since,
+            reason: format!(
+                "{streak} error{} in a row (last: {error}); back in {} s",
+                if streak == 1 { "" } else { "s" },
+                wait.as_secs()
+            ),
+        })
     }
-    let streak = std::mem::take(failures);
-    *suspensions += 1;
-    let factor = 2u32.saturating_pow(*suspensions - 1);
-    let wait = policy.base.saturating_mul(factor).min(policy.max);
-    let until = now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
-    Some(ConnectorStatus::Suspended {
-        until,
-        reason: format!(
-            "{streak} error{} in a row (last: {error}); back in {} s",
-            if streak == 1 { "" } else { "s" },
-            wait.as_secs()
-        ),
-    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -72,6 +72,10 @@ pub enum ConnectorStatus {
     /// ms), each suspension longer than the last, and it comes back by itself.
     Suspended {
         until: i64,
+        /// When the first suspension of this streak began (Unix ms; 0 when
+        /// stored before it was kept).
+        #[serde(default)]
+        since: i64,
         reason: String,
     },
     /// A budget of the workspace has too little left for a call this month

@@ -49,6 +49,11 @@ pub enum EventKind {
     ConnectorRemoved {
         id: String,
     },
+    /// A connector now needs an admin of the workspace (its key was
+    /// refused, or errors keep it suspended): sent when it begins.
+    AttentionRaised {
+        attention: crate::Attention,
+    },
     JobChanged {
         job: Job,
     },

@@ -2,6 +2,7 @@
 //! WebAssembly and carries no server-only dependency.
 
 pub mod account;
+pub mod attention;
 pub mod call;
 pub mod capability;
 pub mod connector;
@@ -18,6 +19,7 @@ pub mod record_set;
 pub mod spend;
 
 pub use account::{Member, Role, Viewer, WorkspaceRef};
+pub use attention::{Attention, AttentionKind};
 pub use call::{CallAttempt, CallRequest, CallResult};
 pub use capability::{BuiltinCapability, Capability, CapabilityView, InvalidCapability};
 pub use connector::{

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
-use model::{ConnectorInfo, ConnectorStats};
+use model::{Attention, ConnectorInfo, ConnectorStats};
 
 use crate::api::{ApiError, Caller};
 use crate::router::AppState;
@@ -18,6 +18,7 @@ pub async fn metrics(
     Caller(who): Caller,
 ) -> Result<impl IntoResponse, ApiError> {
     let rows = state.engine.inventory(who.workspace_id).await?;
+    let attention = state.engine.attention_in(who.workspace_id).await?;
     Ok((
         [(
             header::CONTENT_TYPE,
@@ -30,6 +31,7 @@ pub async fn metrics(
                 .iter()
                 .filter_map(|r| r.stats.clone())
                 .collect::<Vec<_>>(),
+            &attention,
         ),
     ))
 }
@@ -47,6 +49,7 @@ pub fn render(
     connectors: &[ConnectorInfo],
     fires_today: &[i64],
     stats: &[ConnectorStats],
+    attention: &[Attention],
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# HELP switchyard_connector_up Whether the connector can fire now in this workspace (1) or not (0), with its status.");
@@ -101,6 +104,16 @@ pub fn render(
             }
         }
     }
+    let _ = writeln!(out, "# HELP switchyard_connector_attention Connectors this workspace's admins must act on (1), by why: key-refused or long-suspension; GET /api/connectors/attention says what to do.");
+    let _ = writeln!(out, "# TYPE switchyard_connector_attention gauge");
+    for a in attention {
+        let _ = writeln!(
+            out,
+            "switchyard_connector_attention{{connector=\"{}\",kind=\"{}\"}} 1",
+            label(&a.connector_id),
+            a.kind.name()
+        );
+    }
     out
 }
 
@@ -119,7 +132,22 @@ mod tests {
             p95_ms: Some(400),
             ..Default::default()
         }];
-        let text = render(&[], &[], &stats);
+        let refused = Attention {
+            connector_id: "tavily".into(),
+            display_name: "Tavily".into(),
+            kind: model::AttentionKind::KeyRefused,
+            own_key: false,
+            since: 1,
+            what: "Tavily's key was refused".into(),
+            to_do: "Set TAVILY_API_KEY".into(),
+        };
+        let text = render(&[], &[], &stats, &[refused]);
+        assert!(
+            text.contains(
+                "switchyard_connector_attention{connector=\"tavily\",kind=\"key-refused\"} 1"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "switchyard_connector_attempts{connector=\"we\\\"ird\",outcome=\"found\"} 2"

@@ -172,6 +172,7 @@ async fn members_cannot_do_what_admins_do() {
             "/api/connectors/alpha/enable".to_owned(),
             None,
         ),
+        (Method::GET, "/api/connectors/attention".to_owned(), None),
         (
             Method::POST,
             "/api/members".to_owned(),
@@ -312,27 +313,6 @@ async fn members_cannot_do_what_admins_do() {
         .await
         .unwrap();
     assert_eq!(res.status().as_u16(), 200);
-}
-
-/// Reads server-sent events until `until` matches one; returns them all.
-async fn events_until(res: reqwest::Response, until: impl Fn(&Value) -> bool) -> Vec<Value> {
-    use futures::StreamExt;
-    let mut stream = res.bytes_stream();
-    let mut buffer = String::new();
-    let mut seen = Vec::new();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while let Ok(Some(chunk)) = tokio::time::timeout_at(deadline, stream.next()).await {
-        buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-        for (_, data) in common::real::sse_blocks(&mut buffer) {
-            let event: Value = serde_json::from_str(&data).unwrap();
-            let done = until(&event);
-            seen.push(event);
-            if done {
-                return seen;
-            }
-        }
-    }
-    panic!("the awaited event never came; saw {seen:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -552,7 +532,7 @@ async fn no_read_write_fire_event_or_export_crosses_workspaces() {
             .await
             .unwrap();
         server.fire(record_one, "web", None).await;
-        let seen = events_until(stream, |e| {
+        let seen = common::events_until(stream, |e| {
             e["type"] == "chip_changed"
                 && e["record_id"] == record_one
                 && e["chip"]["state"] != "firing"

@@ -44,6 +44,9 @@ pub struct Board {
     pub viewers: RwSignal<Vec<String>>,
     /// What people did here lately, newest first: "who: what".
     pub activity: RwSignal<Vec<(String, String)>>,
+    /// Connectors that came to need an admin while the view was open
+    /// (one per connector, the latest).
+    pub attention: RwSignal<Vec<model::Attention>>,
     /// Record names and pack labels, to say what an event was about.
     names: StoredValue<HashMap<i64, String>>,
     labels: StoredValue<HashMap<String, String>>,
@@ -82,6 +85,7 @@ impl Board {
             connectors: RwSignal::new(0),
             viewers: RwSignal::new(Vec::new()),
             activity: RwSignal::new(Vec::new()),
+            attention: RwSignal::new(Vec::new()),
             names: StoredValue::new(HashMap::new()),
             labels: StoredValue::new(HashMap::new()),
             heard: StoredValue::new(VecDeque::new()),
@@ -226,6 +230,11 @@ impl Board {
     /// Applies one event from the stream: to the cards, to the activity
     /// line, and to what the board keeps for pages still being read.
     fn hear(&self, event: Event) {
+        // An event may still arrive while the view goes (a link followed
+        // with the stream open): the board's values are gone with it.
+        if self.chips.is_disposed() {
+            return;
+        }
         if matches!(
             event.kind,
             EventKind::ChipChanged { .. }
@@ -335,6 +344,10 @@ impl Board {
                 self.connectors.update(|n| *n += 1);
                 self.refresh_chips_soon();
             }
+            EventKind::AttentionRaised { attention } => self.attention.update(|list| {
+                list.retain(|a| a.connector_id != attention.connector_id);
+                list.push(attention);
+            }),
         }
     }
 
@@ -349,16 +362,23 @@ impl Board {
         #[cfg(feature = "hydrate")]
         set_timeout(
             move || {
-                self.refresh_pending.set_value(false);
-                let mut ids: Vec<i64> = self
+                // The view may have gone in the meantime, its board with it.
+                let Some(mut ids) = self
                     .chips
-                    .with_value(|m| m.keys().map(|(record, _)| *record).collect());
+                    .try_with_value(|m| m.keys().map(|(record, _)| *record).collect::<Vec<i64>>())
+                else {
+                    return;
+                };
+                self.refresh_pending.set_value(false);
                 ids.sort_unstable();
                 ids.dedup();
                 leptos::task::spawn_local(async move {
                     let Ok(list) = super::api::refresh_chips(self.set_id, ids).await else {
                         return;
                     };
+                    if self.chips.is_disposed() {
+                        return;
+                    }
                     for (record, chips) in list {
                         for chip in chips {
                             if let Some(slot) = self.slot(record, &chip.pack_id) {

@@ -199,11 +199,30 @@ fn Cards(
     }
 }
 
-/// Who else is here, and what people did lately (live).
+/// Who else is here, what people did lately, and (to admins) a connector
+/// that came to need them (live).
 #[component]
 fn Together(board: Board) -> impl IntoView {
+    let crate::pages::ViewerResource(viewer) = expect_context();
+    let is_admin = move || matches!(viewer.get(), Some(Ok(Some(v))) if v.is_admin());
+    let attention = move || {
+        let list = board.attention.get();
+        (is_admin() && !list.is_empty()).then(|| {
+            view! {
+                <ul class="attention" aria-label="Connectors that need an admin">
+                    {list.into_iter().map(|a| view! {
+                        <li data-connector=a.connector_id.clone()>
+                            <strong>{a.what}</strong>" · "
+                            <a href="/inventory">"what to do"</a>
+                        </li>
+                    }).collect_view()}
+                </ul>
+            }
+        })
+    };
     view! {
         <div class="together" aria-live="polite">
+            {attention}
             <p class="viewers" data-viewers=move || board.viewers.get().join(" ")>
                 {move || {
                     let viewers = board.viewers.get();

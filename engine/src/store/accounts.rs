@@ -149,6 +149,13 @@ impl Store {
         Ok((id, true))
     }
 
+    /// Every workspace's id.
+    pub async fn workspace_ids(&self) -> Result<Vec<i64>, StoreError> {
+        Ok(sqlx::query_scalar("SELECT id FROM workspaces ORDER BY id")
+            .fetch_all(self.pool())
+            .await?)
+    }
+
     pub async fn workspace_id(&self, name: &str) -> Result<Option<i64>, StoreError> {
         Ok(
             sqlx::query_scalar("SELECT id FROM workspaces WHERE name = $1")

@@ -90,9 +90,12 @@ impl Store {
                     (Some("rate-limited"), Some(until)) => {
                         ConnectorStatus::RateLimited { until, reason }
                     }
-                    (Some("suspended"), Some(until)) => {
-                        ConnectorStatus::Suspended { until, reason }
-                    }
+                    // A suspension's row is dated from its streak's first.
+                    (Some("suspended"), Some(until)) => ConnectorStatus::Suspended {
+                        until,
+                        since: at,
+                        reason,
+                    },
                     (Some("auth-failed"), _) => ConnectorStatus::AuthFailed { at, reason },
                     _ => ConnectorStatus::Disabled { reason },
                 };
@@ -113,6 +116,9 @@ impl Store {
         status: Option<&ConnectorStatus>,
         actor: &str,
     ) -> Result<bool, StoreError> {
+        // When the state began: now, but a suspension keeps the start of
+        // the streak it belongs to.
+        let mut began = now_ms();
         let (kind, reason, until) = match status {
             None | Some(ConnectorStatus::Available) => (None, "", None),
             Some(ConnectorStatus::NeedsEnv { .. } | ConnectorStatus::OverBudget { .. }) => {
@@ -125,7 +131,14 @@ impl Store {
             Some(ConnectorStatus::RateLimited { until, reason }) => {
                 (Some("rate-limited"), reason.as_str(), Some(*until))
             }
-            Some(ConnectorStatus::Suspended { until, reason }) => {
+            Some(ConnectorStatus::Suspended {
+                until,
+                since,
+                reason,
+            }) => {
+                if *since > 0 {
+                    began = *since;
+                }
                 (Some("suspended"), reason.as_str(), Some(*until))
             }
         };
@@ -143,7 +156,7 @@ impl Store {
                 .bind(connector_id)
                 .bind(reason)
                 .bind(actor)
-                .bind(now_ms())
+                .bind(began)
                 .bind(kind)
                 .bind(until)
                 .execute(self.pool())

@@ -108,6 +108,20 @@ pub async fn stats(
     Ok(Json(state.engine.connector_stats(who.workspace_id).await?))
 }
 
+/// `GET /api/connectors/attention` (admins): the connectors the caller's
+/// workspace's admins must act on (a refused key, a long suspension), oldest
+/// first, each with what happened and what to do.
+#[utoipa::path(
+    get, path = "/api/connectors/attention", tag = "connectors",
+    responses((status = 200, body = Vec<model::Attention>), (status = 403, description = "Only an admin may do this", body = ErrorBody))
+)]
+pub async fn attention(
+    State(state): State<AppState>,
+    AdminCaller(who): AdminCaller,
+) -> Result<Json<Vec<model::Attention>>, ApiError> {
+    Ok(Json(state.engine.attention(&who).await?))
+}
+
 /// `GET /api/packs`: the packs of the caller's workspace (shipped, and its
 /// own laid over them).
 #[utoipa::path(

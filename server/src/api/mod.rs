@@ -65,6 +65,7 @@ pub fn routes() -> Vec<Route> {
         route(Method::POST, "/calls/{id}/cancel", calls::cancel),
         route(Method::GET, "/connectors", catalog::connectors),
         route(Method::GET, "/connectors/stats", catalog::stats),
+        route(Method::GET, "/connectors/attention", catalog::attention),
         route(Method::POST, "/connectors/{id}/disable", catalog::disable),
         route(Method::POST, "/connectors/{id}/enable", catalog::enable),
         route(Method::GET, "/connectors/{id}/audit", catalog::audit),

@@ -29,6 +29,7 @@ use crate::auth::SESSION_COOKIE;
         calls::cancel,
         catalog::connectors,
         catalog::stats,
+        catalog::attention,
         catalog::disable,
         catalog::enable,
         catalog::audit,

@@ -387,6 +387,31 @@ pub fn record_ids(page: &serde_json::Value) -> Vec<i64> {
         .collect()
 }
 
+/// Reads the server-sent events of a `/api/events` answer until `until`
+/// matches one (within 10 s); returns them all.
+pub async fn events_until(
+    res: reqwest::Response,
+    until: impl Fn(&serde_json::Value) -> bool,
+) -> Vec<serde_json::Value> {
+    use futures::StreamExt;
+    let mut stream = res.bytes_stream();
+    let mut buffer = String::new();
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while let Ok(Some(chunk)) = tokio::time::timeout_at(deadline, stream.next()).await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        for (_, data) in real::sse_blocks(&mut buffer) {
+            let event: serde_json::Value = serde_json::from_str(&data).unwrap();
+            let done = until(&event);
+            seen.push(event);
+            if done {
+                return seen;
+            }
+        }
+    }
+    panic!("the awaited event never came; saw {seen:?}");
+}
+
 /// Runs a scenario on a fresh SQLite database, then on a fresh PostgreSQL
 /// one when `SWITCHYARD_TEST_POSTGRES_URL` is set.
 pub async fn on_every_backend<F, Fut>(scenario: F)

@@ -1,10 +1,12 @@
 //! The connector inventory: every connector the workspace sees, what it
 //! serves, what it costs (and the workspace's budgets), where it comes from, whether it can fire now (and
 //! if not, why), today's use against its cap, its last day here (charts of
-//! outcomes and latency, read again every 15 s) and its audit trail. Admins switch connectors off and on, re-check them, set the
+//! outcomes and latency, read again every 15 s) and its audit trail. Admins see first what needs them (a refused key, a long
+//! suspension), switch connectors off and on, re-check them, set the
 //! workspace's secrets and add manifest connectors. The page follows the
 //! live stream: a change anyone makes shows without a reload.
 
+mod attention;
 mod budgets;
 mod charts;
 mod editor;
@@ -19,11 +21,23 @@ use crate::clock::ago;
 use crate::error_view::{error_list, notice_line, Notice};
 use crate::pages::ViewerResource;
 
+/// Every connector as the workspace sees it, and (for admins) what needs
+/// them.
 #[server]
-pub async fn list_connectors() -> Result<Vec<InventoryRow>, ServerFnError> {
+pub async fn list_connectors() -> Result<(Vec<InventoryRow>, Vec<model::Attention>), ServerFnError>
+{
     use crate::access::ssr;
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
-    engine.inventory(who.workspace_id).await.map_err(ssr::fail)
+    let rows = engine
+        .inventory(who.workspace_id)
+        .await
+        .map_err(ssr::fail)?;
+    let attention = if who.is_admin() {
+        engine.attention(&who).await.map_err(ssr::fail)?
+    } else {
+        Vec::new()
+    };
+    Ok((rows, attention))
 }
 
 /// Switches a connector on or off for the workspace (admins).
@@ -386,6 +400,7 @@ pub fn InventoryPage() -> impl IntoView {
             event.kind,
             EventKind::ConnectorChanged { .. }
                 | EventKind::ConnectorRemoved { .. }
+                | EventKind::AttentionRaised { .. }
                 | EventKind::BudgetChanged { .. }
         ) {
             version.update(|v| *v += 1);
@@ -400,7 +415,10 @@ pub fn InventoryPage() -> impl IntoView {
             <ErrorBoundary fallback=error_list>
                 {move || Suspend::new(async move {
                     let is_admin = matches!(viewer.await, Ok(Some(v)) if v.is_admin());
-                    connectors.await.map(|list| view! { <ConnectorTable list is_admin notice version/> })
+                    connectors.await.map(|(list, attention)| view! {
+                        {attention::attention_list(attention)}
+                        <ConnectorTable list is_admin notice version/>
+                    })
                 })}
             </ErrorBoundary>
         </Transition>
