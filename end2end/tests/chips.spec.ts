@@ -1,13 +1,13 @@
 // Every chip state a person meets, in the browser, against a scripted
 // provider on this machine: the record's name says how it answers (nothing,
 // 500s then a result, a 429 then a result, a slow result, one page in new
-// words), and a second connector needs a variable nobody set (until the
+// words, one page that goes away), and a second connector needs a variable nobody set (until the
 // last test sets one the provider refuses).
 import { request as playwrightRequest } from "@playwright/test";
 import type { APIRequestContext, Page } from "@playwright/test";
 import { test, expect, authFile, chip as chipOf, localProvider } from "./fixtures";
 
-const RECORDS = ["Empty Co", "Broken Co", "Slow Co", "Limited Co", "Changed Co"];
+const RECORDS = ["Empty Co", "Broken Co", "Slow Co", "Limited Co", "Changed Co", "Gone Co"];
 const SLOW_MS = 7_000;
 /** The one key the scripted provider refuses. */
 const REFUSED_KEY = "e2e-refused-key";
@@ -16,7 +16,14 @@ const REFUSED_KEY = "e2e-refused-key";
 async function scriptedProvider() {
   const calls = new Map<string, number>();
   const provider = await localProvider((req, res) => {
-    const params = new URL(req.url ?? "/", "http://localhost").searchParams;
+    const url = new URL(req.url ?? "/", "http://localhost");
+    if (url.pathname === "/page/gone") {
+      // The page a search found, now gone.
+      res.writeHead(410, { "content-type": "text/html" });
+      res.end("<h1>Gone</h1>");
+      return;
+    }
+    const params = url.searchParams;
     const q = params.get("q") ?? "";
     if (params.get("key") === REFUSED_KEY) {
       res.writeHead(401, { "content-type": "application/json" });
@@ -48,6 +55,11 @@ async function scriptedProvider() {
       const [title, text] = n === 1 ? ["Changed Co, first words", "Before."] : ["Changed Co, new words", "After."];
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ results: [{ url: "https://scripted.example/changed", title, text }] }));
+    } else if (q === "Gone Co") {
+      // Found once; then the search no longer returns it.
+      const results = n === 1 ? [{ url: `http://${req.headers.host}/page/gone`, title: "Gone Co, a page", text: "Soon gone." }] : [];
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ results }));
     } else if (q === "Slow Co") {
       setTimeout(found, SLOW_MS);
     } else {
@@ -235,6 +247,29 @@ test.describe.serial("chip states", () => {
     await expect(last).toHaveText(/^fired .* — found 1$/);
     await expect(last).toHaveAttribute("title", /^manifest [0-9a-f]{12}\nGET 127\.0\.0\.1:\d+\/search\?q → 200, \d+ B, \d+ ms$/);
     await expect(last).not.toHaveAttribute("title", /Changed Co/);
+  });
+
+  test("a page the search stops returning that answers 410 is marked gone, live, and keeps its triage", async ({ page }) => {
+    await open(page);
+    const chipGone = chip(page, "Gone Co");
+    await chipGone.click();
+    await expect(chipGone).toHaveAttribute("data-state", "found");
+    const item = page.locator('article.card:has(h2:text-is("Gone Co")) li.item');
+    await item.getByRole("button", { name: "Accept" }).click();
+    await expect(item).toHaveAttribute("data-triage", "accepted-canonical");
+    await expect(item).not.toHaveAttribute("data-gone", "true");
+
+    await chipGone.click({ button: "right" });
+    const menu = page.getByRole("menu", { name: "Connectors" });
+    await menu.locator('[data-connector="e2e-scripted"]').getByRole("menuitem", { name: "Fire through Scripted" }).click();
+    // No reload: the re-check's answer arrives on the stream (the chip
+    // still counts the item: it is kept).
+    await expect(item).toHaveAttribute("data-gone", "true");
+    await expect(item.locator(".badge.gone")).toHaveText("gone");
+    await expect(item.locator(".gone-note")).toHaveText(/^Gone just now: Scripted stopped returning it, and it answered HTTP 410 when re-checked\.$/);
+    await expect(item).toHaveAttribute("data-triage", "accepted-canonical");
+    await expect(chipGone).toHaveAttribute("data-state", "found");
+    expect(provider.calls.get("Gone Co")).toBe(2);
   });
 
   test("a refused key tells the admins where they are and the inventory says what to do, until a new key is set", async ({ page, signedIn }) => {

@@ -147,6 +147,9 @@ pub struct Dispatcher {
     owner: Owner,
     leases: LeaseConfig,
     in_flight: InFlightTable,
+    /// Asks pages a full answer left out for themselves; `None`: nobody
+    /// asks.
+    rechecker: Option<crate::recheck::Rechecker>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -411,6 +414,24 @@ impl walk::Ledger for FireLedger<'_, '_> {
             walk.chip = Some(d.chip_from(self.scope, self.pack, &attempts, item_count));
         }
         d.publish_items(walk, self.set.id, closed.items);
+        // A full answer (nothing dropped, no page missing) may have left
+        // out pages it found before: they are asked for themselves.
+        if let (Some(rechecker), None, Some(FireOutcome::Found | FireOutcome::NotFound)) =
+            (&d.rechecker, &end.error, end.outcome)
+        {
+            let connector_name = d.registry.by_id(&attempt.connector_id).map_or_else(
+                || attempt.connector_id.clone(),
+                |h| h.registration.display_name,
+            );
+            rechecker.after(crate::recheck::Answered {
+                set_id: self.set.id,
+                record_id: self.record.id,
+                intent: self.pack.intent.clone(),
+                connector_id: attempt.connector_id.clone(),
+                connector_name,
+                fire_id: attempt.fire_id,
+            });
+        }
         Ok(())
     }
 }
@@ -434,7 +455,15 @@ impl Dispatcher {
             owner: Owner::new(),
             leases: LeaseConfig::default(),
             in_flight: Arc::default(),
+            rechecker: None,
         }
+    }
+
+    /// Re-checks, after each full answer, the pages it left out (and those
+    /// gone that it returned) with `rechecker`.
+    pub fn with_rechecker(mut self, rechecker: crate::recheck::Rechecker) -> Self {
+        self.rechecker = Some(rechecker);
+        self
     }
 
     /// Fires with the workspace secrets `sealer` opens.

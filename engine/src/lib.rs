@@ -22,6 +22,7 @@ pub mod manifest;
 pub mod ops;
 pub mod packs;
 pub mod presence;
+pub mod recheck;
 pub mod refresh;
 pub mod registry;
 #[cfg(any(test, feature = "test-support"))]
@@ -102,6 +103,7 @@ impl Engine {
         };
         let catalog = Arc::new(RwLock::new(catalog));
         let owner = lease::Owner::new();
+        let outbound = connectors::guard::Outbound::new(config.fetch_allow);
         let dispatcher = Dispatcher::new(
             store.clone(),
             registry.clone(),
@@ -109,6 +111,11 @@ impl Engine {
             events.clone(),
             config.dispatch,
         )
+        .with_rechecker(recheck::Rechecker::new(
+            store.clone(),
+            events.clone(),
+            outbound.clone(),
+        ))
         .with_sealer(config.secrets)
         .with_work(flow::Flow::new(config.flow), owner.clone(), config.leases);
         let jobs = JobRunner::new(
@@ -128,7 +135,7 @@ impl Engine {
             calls_in_flight: ops::CallsInFlight::default(),
             upkeep: tokio_util::sync::CancellationToken::new(),
             drop_folder: Arc::default(),
-            outbound: connectors::guard::Outbound::new(config.fetch_allow),
+            outbound,
             store,
             registry,
             events,

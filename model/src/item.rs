@@ -119,6 +119,18 @@ impl Revision {
     }
 }
 
+/// A page that went away: it answered 404 or 410 when asked for itself
+/// after a connector stopped returning it. The item stays, with its triage.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Gone {
+    /// Unix milliseconds of the check that found it gone.
+    pub at: i64,
+    /// Why, in words: "Scripted stopped returning it, and it answered HTTP
+    /// 410 when re-checked".
+    pub reason: String,
+}
+
 /// One result in the curated layer for a record and intent. Additive: a
 /// re-fire that finds the same URL adds evidence, never a duplicate, and
 /// never changes the triage state.
@@ -145,6 +157,9 @@ pub struct Item {
     /// The newest change of its words, if they ever changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<Revision>,
+    /// Set when its page went away; the item is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gone: Option<Gone>,
     /// Provider fields kept from the first sighting.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub raw: serde_json::Value,
@@ -188,6 +203,7 @@ mod tests {
                 title: "Now".into(),
                 snippet: "same".into(),
             }),
+            gone: None,
             raw: serde_json::Value::Null,
         }
     }

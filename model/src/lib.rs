@@ -29,7 +29,7 @@ pub use connector::{
 pub use event::{Event, EventKind};
 pub use fire::{ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy};
 pub use health::Health;
-pub use item::{Evidence, Item, Revision, TriageState, TriageVerb};
+pub use item::{Evidence, Gone, Item, Revision, TriageState, TriageVerb};
 pub use job::{
     Envelope, EnvelopeStatus, EstimateLine, EstimatedSpend, FanoutEstimate, Job, JobStatus,
     Progress, RefreshPlan, RefreshSchedule,

@@ -1,5 +1,6 @@
 //! The items under a card: what each intent found, who found it, what its
-//! words were before they changed, and the triage verbs. Provider text is rendered as text, links open in a new tab
+//! words were before they changed, whether its page went away, and the
+//! triage verbs. Provider text is rendered as text, links open in a new tab
 //! without giving the page a handle on Switchyard.
 
 use leptos::prelude::*;
@@ -24,7 +25,7 @@ pub fn ItemList(items: RwSignal<Vec<Item>>, board: Board) -> impl IntoView {
     view! {
         <Show when=move || items.with(|i| !i.is_empty())>
             <ul class="items">
-                <For each=move || items.get() key=|item| (item.id, item.version, item.evidence.len()) let:item>
+                <For each=move || items.get() key=|item| (item.id, item.version, item.evidence.len(), item.gone.is_some()) let:item>
                     <ItemRow item board/>
                 </For>
             </ul>
@@ -78,9 +79,14 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
             </p>
         }
     });
+    let gone = item.gone.as_ref().map(|g| {
+        view! {
+            <p class="gone-note muted">{format!("Gone {}: {}.", ago(g.at), g.reason)}</p>
+        }
+    });
     view! {
         <li class=format!("item state-{}", state.name()) data-item=item.id data-triage=state.name()
-            data-fresh=fresh.then_some("true")>
+            data-fresh=fresh.then_some("true") data-gone=item.gone.is_some().then_some("true")>
             <div class="item-head">
                 <span class="intent">{item.intent.label().to_owned()}</span>
                 <a href=item.url.clone() target="_blank" rel="noopener noreferrer">{item.title.clone()}</a>
@@ -88,10 +94,12 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
                 {demo.then(|| view! { <span class="badge demo">"demo data"</span> })}
                 {fresh.then(|| view! { <span class="badge fresh">"since your last visit"</span> })}
                 {changed_badge.map(|label| view! { <span class="badge changed">{label}</span> })}
+                {item.gone.is_some().then(|| view! { <span class="badge gone">"gone"</span> })}
             </div>
             <div class="url muted">{item.url.clone()}</div>
             {(!item.snippet.is_empty()).then(|| view! { <p class="snippet">{item.snippet.clone()}</p> })}
             {revision}
+            {gone}
             <div class="item-foot">
                 <span class="muted">
                     "found by "{finders.join(", ")}" · first "{ago(item.first_seen_at)}

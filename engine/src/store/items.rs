@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use model::{Capability, Evidence, Item, Revision, TriageState, TriageVerb, TriggeredBy};
+use model::{Capability, Evidence, Gone, Item, Revision, TriageState, TriageVerb, TriggeredBy};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -17,7 +17,8 @@ use crate::urlnorm::{parse_web_url, url_key};
 macro_rules! item_columns {
     () => {
         "i.id, i.record_id, i.intent, i.url, i.title, i.snippet, i.raw, i.state, i.version, \
-         i.triaged_by, i.triaged_at, i.first_seen_at, rv.connector_id AS rv_connector, \
+         i.triaged_by, i.triaged_at, i.first_seen_at, i.gone_at, i.gone_reason, \
+         rv.connector_id AS rv_connector, \
          rv.fire_id AS rv_fire, rv.changed_at AS rv_changed_at, rv.title_before AS rv_title_before, \
          rv.snippet_before AS rv_snippet_before, rv.title AS rv_title, rv.snippet AS rv_snippet"
     };
@@ -50,6 +51,15 @@ fn item(row: &AnyRow) -> Result<Item, StoreError> {
         first_seen_at: row.try_get("first_seen_at")?,
         evidence: Vec::new(),
         revision: revision(row)?,
+        gone: match row.try_get::<Option<i64>, _>("gone_at")? {
+            Some(at) => Some(Gone {
+                at,
+                reason: row
+                    .try_get::<Option<String>, _>("gone_reason")?
+                    .unwrap_or_default(),
+            }),
+            None => None,
+        },
         raw: serde_json::from_str(&raw).unwrap_or(serde_json::Value::Null),
     })
 }
@@ -338,6 +348,80 @@ impl Store {
             }
         }
         Ok(out)
+    }
+}
+
+impl Store {
+    /// The items of a record and intent whose standing connector
+    /// `connector_id`'s full answer in fire `fire_id` calls into question,
+    /// not checked since `checked_before`, at most `limit`: those it found
+    /// before and left out now, and those marked gone that it returned.
+    /// Their ids and addresses.
+    pub async fn recheck_due(
+        &self,
+        record_id: i64,
+        intent: &Capability,
+        connector_id: &str,
+        fire_id: i64,
+        checked_before: i64,
+        limit: i64,
+    ) -> Result<Vec<(i64, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT i.id, i.url FROM items i \
+             JOIN item_sightings s ON s.item_id = i.id AND s.connector_id = $1 \
+             WHERE i.record_id = $2 AND i.intent = $3 \
+             AND (i.checked_at IS NULL OR i.checked_at < $4) \
+             AND (CASE WHEN EXISTS (SELECT 1 FROM item_evidence e WHERE e.item_id = i.id \
+                  AND e.fire_id = $5 AND e.connector_id = $1) \
+                  THEN i.gone_at IS NOT NULL ELSE i.gone_at IS NULL END) \
+             ORDER BY i.id LIMIT $6",
+        )
+        .bind(connector_id)
+        .bind(record_id)
+        .bind(intent.name())
+        .bind(checked_before)
+        .bind(fire_id)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("id")?, row.try_get("url")?)))
+            .collect()
+    }
+
+    /// Keeps what asking an item's page said at `now`; returns the item
+    /// when its standing changed (gone, or back).
+    pub async fn mark_checked(
+        &self,
+        item_id: i64,
+        checked: &crate::recheck::Checked,
+        now: i64,
+    ) -> Result<Option<Item>, StoreError> {
+        use crate::recheck::Checked;
+        // Every check is dated; only a change of standing is news.
+        sqlx::query("UPDATE items SET checked_at = $2 WHERE id = $1")
+            .bind(item_id)
+            .bind(now)
+            .execute(self.pool())
+            .await?;
+        let change = match checked {
+            Checked::Gone(reason) => sqlx::query(
+                "UPDATE items SET gone_at = $2, gone_reason = $3 WHERE id = $1 AND gone_at IS NULL",
+            )
+            .bind(item_id)
+            .bind(now)
+            .bind(reason.as_str()),
+            Checked::There => sqlx::query(
+                "UPDATE items SET gone_at = NULL, gone_reason = NULL \
+                 WHERE id = $1 AND gone_at IS NOT NULL",
+            )
+            .bind(item_id),
+            Checked::Unsure => return Ok(None),
+        };
+        if change.execute(self.pool()).await?.rows_affected() == 0 {
+            return Ok(None);
+        }
+        Ok(Some(self.item(item_id).await?))
     }
 }
 
