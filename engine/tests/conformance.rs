@@ -21,11 +21,14 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use engine::connector::{FireError, FireOpts, Found};
+use engine::connectors::guard::{AllowList, Outbound};
 use engine::connectors::http::Http;
 use engine::connectors::{adapters, Adapter};
 use engine::dispatch::FireRequest;
 use engine::import::{parse_csv, ImportLimits};
+use engine::manifest::{Format, Manifest, ManifestConnector};
 use engine::packs::Catalog;
+use engine::registry::Registration;
 use engine::store::testing;
 use engine::store::{usable_results, Store};
 use engine::{Engine, EngineConfig};
@@ -265,11 +268,132 @@ fn fixtures() -> HashMap<&'static str, Fixture> {
         asks: Some("maxrecords=10"),
         retitle: ("Acme launches", "Acme launched"),
     });
+    f.insert("hn-algolia", Fixture {
+        intent: "search.news",
+        success: vec![
+            ("&page=0", r#"{"hits":[{"url":"https://acme.example/launch","title":"Acme launches","story_text":"Rockets"}],"nbHits":2,"page":0,"nbPages":2}"#),
+            ("&page=1", r#"{"hits":[{"url":"https://acme.example/landing","title":"Acme lands","story_text":null}],"nbHits":2,"page":1,"nbPages":2}"#),
+        ],
+        first_url: "https://acme.example/launch",
+        empty: vec![("", r#"{"hits":[],"nbHits":0,"page":0,"nbPages":0}"#)],
+        refused: (403, r#"{"message":"Invalid Application-ID or API key","status":403}"#),
+        key_in: None,
+        asks: Some("hitsPerPage=10"),
+        retitle: ("Acme launches", "Acme launched"),
+    });
+    f.insert("github-users", Fixture {
+        intent: "search.social.github",
+        success: vec![
+            ("&page=1", r#"{"total_count":2,"incomplete_results":false,"items":[{"login":"acme","html_url":"https://github.com/acme","type":"Organization"}]}"#),
+            ("&page=2", r#"{"total_count":2,"incomplete_results":false,"items":[{"login":"acme-labs","html_url":"https://github.com/acme-labs","type":"Organization"}]}"#),
+        ],
+        first_url: "https://github.com/acme",
+        empty: vec![("", r#"{"total_count":0,"incomplete_results":false,"items":[]}"#)],
+        refused: (401, r#"{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest"}"#),
+        key_in: None,
+        asks: Some("per_page=10"),
+        retitle: ("\"login\":\"acme\"", "\"login\":\"acme-rockets\""),
+    });
+    f.insert("mastodon-accounts", Fixture {
+        intent: "search.social.mastodon",
+        success: vec![("", r#"{"accounts":[{"id":"1","username":"acme","acct":"acme","display_name":"Acme","url":"https://mastodon.social/@acme","note":"Rockets"}],"statuses":[],"hashtags":[]}"#)],
+        first_url: "https://mastodon.social/@acme",
+        empty: vec![("", r#"{"accounts":[],"statuses":[],"hashtags":[]}"#)],
+        refused: (401, r#"{"error":"The access token is invalid"}"#),
+        key_in: None,
+        asks: Some("limit=10"),
+        retitle: ("\"display_name\":\"Acme\"", "\"display_name\":\"Acme Rockets\""),
+    });
     f
 }
 
-fn build(adapter: &Adapter, http: Http, base: &str) -> Arc<dyn engine::connector::Connector> {
-    adapter.connector(http, Some(base.to_owned()), Some(KEY.to_owned()))
+/// What a mode sets of the client: a timeout, a cap on the body (a
+/// manifest keeps its own cap).
+#[derive(Clone, Copy, Debug, Default)]
+struct Limits {
+    timeout: Option<Duration>,
+    max_body: Option<usize>,
+}
+
+/// What the suite runs: a coded adapter, or a manifest shipped in
+/// `connectors/` with its provider's origin pointed at the fake.
+enum Subject {
+    Coded(Adapter),
+    Shipped {
+        file: String,
+        manifest: String,
+        origin: String,
+    },
+}
+
+impl Subject {
+    fn registration(&self) -> Registration {
+        match self {
+            Subject::Coded(adapter) => (adapter.registration)(),
+            Subject::Shipped { manifest, .. } => Manifest::parse(manifest, Format::Toml)
+                .expect("a shipped manifest")
+                .registration(),
+        }
+    }
+
+    /// The connector, asking the fake at `base`.
+    fn connector(&self, limits: Limits, base: &str) -> Arc<dyn engine::connector::Connector> {
+        match self {
+            Subject::Coded(adapter) => {
+                let mut http = match limits.timeout {
+                    Some(t) => Http::with_timeout(t).unwrap(),
+                    None => Http::new().unwrap(),
+                };
+                if let Some(max) = limits.max_body {
+                    http = http.with_max_body(max);
+                }
+                adapter.connector(http, Some(base.to_owned()), Some(KEY.to_owned()))
+            }
+            Subject::Shipped {
+                manifest, origin, ..
+            } => {
+                let text = manifest.replace(origin.as_str(), base);
+                let manifest = Manifest::parse(&text, Format::Toml).expect("a shipped manifest");
+                let connector = ManifestConnector::new(
+                    Arc::new(manifest),
+                    Outbound::new(AllowList::parse("127.0.0.1")),
+                    Arc::new(|_| Some(KEY.to_owned())),
+                );
+                Arc::new(match limits.timeout {
+                    Some(t) => connector.with_timeout(t),
+                    None => connector,
+                })
+            }
+        }
+    }
+}
+
+/// Every coded adapter, and every manifest shipped in `connectors/`.
+fn subjects() -> Vec<Subject> {
+    let mut all: Vec<Subject> = adapters().into_iter().map(Subject::Coded).collect();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../connectors");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    for file in files {
+        let manifest = std::fs::read_to_string(&file).unwrap();
+        let at = manifest.find("url = \"https://").expect("a request URL") + "url = \"".len();
+        let rest = &manifest[at..];
+        let end = rest["https://".len()..]
+            .find('/')
+            .map_or(rest.len(), |i| i + "https://".len());
+        let origin = rest[..end].to_owned();
+        let file = file.file_name().unwrap().to_string_lossy().into_owned();
+        all.push(Subject::Shipped {
+            file,
+            manifest,
+            origin,
+        });
+    }
+    all
 }
 
 fn opts() -> FireOpts {
@@ -293,14 +417,14 @@ fn assert_no_key(what: &str, outcome: &Result<Found, FireError>) {
 }
 
 async fn fire_with(
-    adapter: &Adapter,
+    subject: &Subject,
     fixture: &Fixture,
     answers: Vec<(&'static str, Answer)>,
-    http: Http,
+    limits: Limits,
 ) -> (Result<Found, FireError>, Vec<Seen>) {
     let (base, fake) = start_fake().await;
     *fake.answers.lock().unwrap() = answers;
-    let connector = build(adapter, http, &base);
+    let connector = subject.connector(limits, &base);
     let intent: Capability = fixture.intent.parse().unwrap();
     let outcome = connector.fire(&intent, "Acme", &opts()).await;
     let seen = fake.seen.lock().unwrap().clone();
@@ -320,9 +444,9 @@ fn every(answer: Answer) -> Vec<(&'static str, Answer)> {
 #[tokio::test]
 async fn every_adapter_has_fixtures() {
     let fixtures = fixtures();
-    let missing: Vec<String> = adapters()
+    let missing: Vec<String> = subjects()
         .iter()
-        .map(|a| (a.registration)().id)
+        .map(|s| s.registration().id)
         .filter(|id| !fixtures.contains_key(id.as_str()))
         .collect();
     assert!(
@@ -427,10 +551,12 @@ struct Curated {
 }
 
 impl Curated {
-    async fn new(adapter: &Adapter, fixture: &Fixture, base: &str) -> Self {
+    async fn new(subject: &Subject, fixture: &Fixture, base: &str) -> Self {
         let db = testing::sqlite();
         let store = Store::connect(&db.url).await.unwrap();
-        let reg = (adapter.registration)();
+        let mut reg = subject.registration();
+        // Its pace is the throttle's to prove, not this suite's.
+        reg.rate_hints = model::RateHints::default();
         let catalog = Catalog::from_toml(&format!(
             "[[pack]]\npack_id = \"p\"\ndisplay_name = \"P\"\nshort_label = \"p\"\nintent = \"{}\"\npreferred_connectors = [\"{}\"]\n\n[[bundle]]\nbundle_id = \"b\"\ndisplay_name = \"B\"\nmembers = [{{ pack = \"p\" }}]\n",
             fixture.intent, reg.id
@@ -441,7 +567,7 @@ impl Curated {
         let engine = Engine::new(store, catalog, Some(env), EngineConfig::default());
         engine
             .registry
-            .register(reg, build(adapter, Http::new().unwrap(), base))
+            .register(reg, subject.connector(Limits::default(), base))
             .unwrap();
         let (workspace, _) = engine.store.ensure_workspace("w").await.unwrap();
         let parsed = parse_csv(b"name\nAcme\n", ImportLimits::default()).unwrap();
@@ -498,15 +624,14 @@ impl Curated {
 }
 
 /// Runs one adapter through every mode.
-async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, Cell)> {
-    let id = (adapter.registration)().id;
+async fn run_modes(subject: &Subject, fixture: &Fixture) -> Vec<(&'static str, Cell)> {
+    let id = subject.registration().id;
     let intent: Capability = fixture.intent.parse().unwrap();
-    let http = Http::new().unwrap();
+    let limits = Limits::default();
     let mut cells: Vec<(&'static str, Cell)> = Vec::new();
 
     // Success: results with their fields, the key sent the documented way.
-    let (outcome, seen) =
-        fire_with(adapter, fixture, all_json(&fixture.success), http.clone()).await;
+    let (outcome, seen) = fire_with(subject, fixture, all_json(&fixture.success), limits).await;
     assert_no_key(&id, &outcome);
     let success: Cell = (|| {
         let results = outcome
@@ -579,9 +704,10 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
         ))
     })();
     cells.push(("success", success));
+    let success_results = outcome.as_ref().map_or(0, |f| f.results.len());
 
     // Empty: not found is an empty list, not an error.
-    let (outcome, _) = fire_with(adapter, fixture, all_json(&fixture.empty), http.clone()).await;
+    let (outcome, _) = fire_with(subject, fixture, all_json(&fixture.empty), limits).await;
     cells.push((
         "empty",
         match &outcome {
@@ -590,9 +716,24 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
         },
     ));
 
-    // Next page: the fire's results are asked for in one page.
-    cells.push((
-        "next page",
+    // Next page: a manifest that pages reads the next page when the first
+    // was short; the others ask for the fire's results in one page.
+    let pages =
+        matches!(subject, Subject::Shipped { manifest, .. } if manifest.contains("[pagination]"));
+    let next_page: Cell = if pages {
+        let second = fixture.success.get(1).map_or("", |(word, _)| *word);
+        let results = success_results;
+        ensure(
+            seen.len() == 2 && seen[1].uri.contains(second) && results == 2,
+            || format!("{} requests, {results} results", seen.len()),
+        )
+        .map(|()| {
+            format!(
+                "reads the next page (`{}`) after a short first: 2 results from 2 requests",
+                second.trim_start_matches('&')
+            )
+        })
+    } else {
         match fixture.asks {
             Some(asks) => ensure(
                 seen.iter()
@@ -606,8 +747,9 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
             )
             .map(|()| format!("one page holds the fire's results: asks `{asks}`")),
             None => Ok("the provider has no page size: its first page".into()),
-        },
-    ));
+        }
+    };
+    cells.push(("next page", next_page));
 
     // Partial pages: a later request failing.
     cells.push((
@@ -621,7 +763,7 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
             let mut answers = all_json(&fixture.success);
             let last = answers.len() - 1;
             answers[last].1 = Answer::json(502, r#"{"error":"bad gateway"}"#);
-            let (outcome, _) = fire_with(adapter, fixture, answers, http.clone()).await;
+            let (outcome, _) = fire_with(subject, fixture, answers, limits).await;
             assert_no_key(&id, &outcome);
             match &outcome {
                 Err(FireError::Upstream { .. }) => Ok(
@@ -639,7 +781,7 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
     // 429 with Retry-After in seconds, and as a date.
     let mut limited = Answer::json(429, r#"{"error":"Too Many Requests"}"#);
     limited.headers.push(("retry-after", "7".into()));
-    let (outcome, _) = fire_with(adapter, fixture, every(limited), http.clone()).await;
+    let (outcome, _) = fire_with(subject, fixture, every(limited), limits).await;
     assert_no_key(&id, &outcome);
     cells.push((
         "429, Retry-After in seconds",
@@ -656,7 +798,7 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
     limited
         .headers
         .push(("retry-after", httpdate::fmt_http_date(when)));
-    let (outcome, _) = fire_with(adapter, fixture, every(limited), http.clone()).await;
+    let (outcome, _) = fire_with(subject, fixture, every(limited), limits).await;
     cells.push((
         "429, Retry-After as a date",
         match &outcome {
@@ -670,13 +812,7 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
 
     // The provider's own refusal of a key; a key echoed back is scrubbed.
     let (status, body) = fixture.refused;
-    let (outcome, _) = fire_with(
-        adapter,
-        fixture,
-        every(Answer::json(status, body)),
-        http.clone(),
-    )
-    .await;
+    let (outcome, _) = fire_with(subject, fixture, every(Answer::json(status, body)), limits).await;
     assert_no_key(&id, &outcome);
     let mut refused = match &outcome {
         Err(FireError::AuthFailed { .. }) => Ok(format!("HTTP {status}: auth-failed")),
@@ -684,13 +820,8 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
     };
     if fixture.key_in.is_some() {
         let echo = format!(r#"{{"error":"bad key {KEY}"}}"#);
-        let (outcome, _) = fire_with(
-            adapter,
-            fixture,
-            every(Answer::json(401, &echo)),
-            http.clone(),
-        )
-        .await;
+        let (outcome, _) =
+            fire_with(subject, fixture, every(Answer::json(401, &echo)), limits).await;
         assert_no_key(&id, &outcome);
         if !matches!(outcome, Err(FireError::AuthFailed { .. })) {
             refused = Err(format!("401 gave {}", kind(&outcome)));
@@ -703,7 +834,7 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
     // Expired: the same connector answered, then its key is refused.
     let (base, fake) = start_fake().await;
     *fake.answers.lock().unwrap() = all_json(&fixture.success);
-    let connector = build(adapter, http.clone(), &base);
+    let connector = subject.connector(limits, &base);
     let first = connector.fire(&intent, "Acme", &opts()).await;
     *fake.answers.lock().unwrap() = every(Answer::json(401, r#"{"error":"key expired"}"#));
     let then = connector.fire(&intent, "Acme", &opts()).await;
@@ -720,10 +851,10 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
 
     // 5xx.
     let (outcome, _) = fire_with(
-        adapter,
+        subject,
         fixture,
         every(Answer::json(502, r#"{"error":"bad gateway"}"#)),
-        http.clone(),
+        limits,
     )
     .await;
     cells.push((
@@ -740,10 +871,13 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
     let mut slow = Answer::json(200, fixture.success[0].1);
     slow.delay = Duration::from_secs(3);
     let (outcome, _) = fire_with(
-        adapter,
+        subject,
         fixture,
         every(slow),
-        Http::with_timeout(Duration::from_millis(300)).unwrap(),
+        Limits {
+            timeout: Some(Duration::from_millis(300)),
+            max_body: None,
+        },
     )
     .await;
     cells.push((
@@ -755,7 +889,7 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
     ));
 
     // No server at all.
-    let connector = build(adapter, http.clone(), "http://127.0.0.1:9");
+    let connector = subject.connector(limits, "http://127.0.0.1:9");
     let outcome = connector.fire(&intent, "Acme", &opts()).await;
     assert_no_key(&id, &outcome);
     cells.push((
@@ -768,10 +902,10 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
 
     // Malformed JSON.
     let (outcome, _) = fire_with(
-        adapter,
+        subject,
         fixture,
         every(Answer::json(200, r#"{"results": [{"url": "#)),
-        http.clone(),
+        limits,
     )
     .await;
     cells.push((
@@ -789,7 +923,7 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
         body: "<!DOCTYPE html><html><body>Maintenance</body></html>".into(),
         delay: Duration::ZERO,
     };
-    let (outcome, _) = fire_with(adapter, fixture, every(html), http.clone()).await;
+    let (outcome, _) = fire_with(subject, fixture, every(html), limits).await;
     cells.push((
         "HTML error page",
         match &outcome {
@@ -801,12 +935,18 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
     ));
 
     // An oversized body.
-    let big = Answer::json(200, &format!(r#"{{"pad":"{}"}}"#, "x".repeat(200_000)));
+    let big = Answer::json(
+        200,
+        &format!(r#"{{"pad":"{}"}}"#, "x".repeat(3 * 1024 * 1024)),
+    );
     let (outcome, _) = fire_with(
-        adapter,
+        subject,
         fixture,
         every(big),
-        Http::new().unwrap().with_max_body(64 * 1024),
+        Limits {
+            timeout: None,
+            max_body: Some(64 * 1024),
+        },
     )
     .await;
     cells.push((
@@ -834,8 +974,7 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
         .map(|(w, b)| (*w, (*b).to_owned()))
         .collect();
     let distinct = {
-        let (outcome, _) =
-            fire_with(adapter, fixture, all_json(&fixture.success), http.clone()).await;
+        let (outcome, _) = fire_with(subject, fixture, all_json(&fixture.success), limits).await;
         outcome.map(|f| usable_results(&f.results)).unwrap_or(0)
     };
 
@@ -843,18 +982,18 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
         success.iter().map(|(w, b)| (*w, doubled(b))).collect();
     let listed = {
         let (outcome, _) = fire_with(
-            adapter,
+            subject,
             fixture,
             twice
                 .iter()
                 .map(|(w, b)| (*w, Answer::json(200, b)))
                 .collect(),
-            http.clone(),
+            limits,
         )
         .await;
         outcome.map(|f| f.results.len()).unwrap_or(0)
     };
-    let curated = Curated::new(adapter, fixture, &base).await;
+    let curated = Curated::new(subject, fixture, &base).await;
     answer(twice);
     let duplicates: Cell = async {
         curated.fire().await?;
@@ -879,7 +1018,7 @@ async fn run_modes(adapter: &Adapter, fixture: &Fixture) -> Vec<(&'static str, C
     .await;
     cells.push(("duplicates in one answer", duplicates));
 
-    let curated = Curated::new(adapter, fixture, &base).await;
+    let curated = Curated::new(subject, fixture, &base).await;
     answer(success.clone());
     let redelivery: Cell = async {
         curated.fire().await?;
@@ -1003,8 +1142,8 @@ async fn every_adapter_meets_every_mode_and_the_table_says_so() {
     let _guard = tracing::subscriber::set_default(subscriber);
     let fixtures = fixtures();
     let mut rows = Vec::new();
-    for adapter in adapters() {
-        let reg = (adapter.registration)();
+    for subject in subjects() {
+        let reg = subject.registration();
         let Some(fixture) = fixtures.get(reg.id.as_str()) else {
             continue;
         };
@@ -1014,7 +1153,11 @@ async fn every_adapter_meets_every_mode_and_the_table_says_so() {
             "{} does not serve its fixture's intent",
             reg.id
         );
-        rows.push((reg.id.clone(), run_modes(&adapter, fixture).await));
+        let heading = match &subject {
+            Subject::Coded(_) => format!("{} (coded adapter)", reg.id),
+            Subject::Shipped { file, .. } => format!("{} (manifest connectors/{file})", reg.id),
+        };
+        rows.push((heading, run_modes(&subject, fixture).await));
     }
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     let mut failures = Vec::new();
@@ -1075,8 +1218,8 @@ fn replace_node(value: &mut serde_json::Value, at: &mut usize, with: &serde_json
 fn fuzz_every_adapter_survives_mutated_answers() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let fixtures = fixtures();
-    for adapter in adapters() {
-        let id = (adapter.registration)().id;
+    for subject in subjects() {
+        let id = subject.registration().id;
         let Some(fixture) = fixtures.get(id.as_str()) else {
             continue;
         };
@@ -1095,7 +1238,7 @@ fn fuzz_every_adapter_survives_mutated_answers() {
                 answers.retain(|(w, _)| *w != word);
                 answers.insert(0, (word, Answer::json(200, &mutated.to_string())));
                 let (outcome, _) =
-                    runtime.block_on(fire_with(&adapter, fixture, answers, Http::new().unwrap()));
+                    runtime.block_on(fire_with(&subject, fixture, answers, Limits::default()));
                 assert_no_key(&id, &outcome);
                 // Results whose URL is not http(s) are the store's to drop;
                 // an answer that came at once is never a timeout.

@@ -49,6 +49,12 @@ impl ManifestConnector {
         }
     }
 
+    /// The same connector with another limit on each request.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
     fn who(&self) -> &str {
         &self.manifest.spec.display_name
     }
