@@ -17,6 +17,7 @@ pub mod receipt;
 pub mod record;
 pub mod record_set;
 pub mod spend;
+pub mod template;
 
 pub use account::{Member, Role, Viewer, WorkspaceRef};
 pub use attention::{Attention, AttentionKind};
@@ -35,8 +36,8 @@ pub use job::{
     Progress, RefreshPlan, RefreshSchedule,
 };
 pub use manifest::{
-    check_secret_name, secret_names, ManifestDraft, ManifestForm, ManifestFormat, ManifestTest,
-    Problem, SavedManifest, SecretInfo, SecretValue, TestReport, TestResult,
+    check_secret_name, ManifestDraft, ManifestForm, ManifestFormat, ManifestTest, Problem,
+    SavedManifest, SecretInfo, SecretValue, TestReport, TestResult,
 };
 pub use pack::{BundleConfig, BundleMember, PackConfig, WorkspaceCatalog};
 pub use receipt::{Receipt, RequestReceipt};
@@ -49,3 +50,4 @@ pub use spend::{
     check_unit, Amount, Budget, BudgetStatus, Charge, Cost, PaidBy, SpendBucket, SpendReport,
     UnitSpend,
 };
+pub use template::secret_names;

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::template::secret_names;
 use crate::FireOutcome;
 
 /// How a manifest is written.
@@ -219,23 +220,6 @@ fn toml_key(key: &str) -> String {
     }
 }
 
-/// The `{{secret.NAME}}` names a template uses, in order, once each.
-pub fn secret_names(template: &str) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else { break };
-        if let Some(name) = after[..end].trim().strip_prefix("secret.") {
-            if !names.iter().any(|n| n == name) {
-                names.push(name.to_owned());
-            }
-        }
-        rest = &after[end + 2..];
-    }
-    names
-}
-
 impl ManifestForm {
     /// The manifest the form describes, as TOML. It is checked like any
     /// other manifest when tested or saved.
@@ -321,10 +305,6 @@ mod tests {
         assert!(!text.contains("snippet"), "{text}");
         assert_eq!(toml_key("a b"), r#""a b""#);
         assert_eq!(toml_string("a\\b\nc"), r#""a\\b\nc""#);
-        assert_eq!(
-            secret_names("{{secret.A}} {{query}} {{ secret.B }} {{secret.A}}"),
-            vec!["A".to_owned(), "B".to_owned()]
-        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod workspace;
 
 use std::collections::BTreeMap;
 
+use model::template::{self, Piece, Placeholder};
 use model::{Capability, CostTier, RateHints};
 use serde::{Deserialize, Serialize};
 use serde_json_path::JsonPath;
@@ -535,33 +536,26 @@ fn check_template(
     secrets_allowed: bool,
     bad: &mut dyn FnMut(&str, String),
 ) {
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else {
-            bad(
-                field,
-                "a placeholder opens with {{ and never closes with }}".to_owned(),
-            );
-            return;
-        };
-        let name = after[..end].trim();
-        match name.split_once('.') {
-            None if name == "query" || name == "max_results" => {}
-            Some(("record", f)) if !f.is_empty() => {}
-            Some(("secret", var)) => {
+    let pieces = match template::pieces(text) {
+        Ok(pieces) => pieces,
+        Err(e) => return bad(field, e.to_string()),
+    };
+    for piece in pieces {
+        match piece {
+            Piece::Text(_)
+            | Piece::Placeholder(Placeholder::Query | Placeholder::MaxResults | Placeholder::Record(_)) => {}
+            Piece::Placeholder(Placeholder::Secret(var)) => {
                 if !secrets_allowed {
                     bad(field, "a secret may only go in a header or a query parameter".to_owned());
                 } else if !requires_env.iter().any(|v| v == var) {
                     bad(field, format!("{{{{secret.{var}}}}} is not listed in requires_env"));
                 }
             }
-            _ => bad(
+            Piece::Placeholder(Placeholder::Unknown(name)) => bad(
                 field,
                 format!("unknown placeholder {{{{{name}}}}}: expected query, max_results, record.<field> or secret.<NAME>"),
             ),
         }
-        rest = &after[end + 2..];
     }
 }
 
@@ -592,33 +586,26 @@ pub(crate) fn render(
     record_name: &str,
     secret: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, RenderError> {
+    let pieces = template::pieces(text).map_err(|e| RenderError::Template(e.to_string()))?;
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let end = after
-            .find("}}")
-            .ok_or_else(|| RenderError::Template("an unclosed placeholder".to_owned()))?;
-        let name = after[..end].trim();
-        let value = match name.split_once('.') {
-            None if name == "query" => query.to_owned(),
-            None if name == "max_results" => max_results.to_string(),
-            Some(("record", "name")) => record_name.to_owned(),
-            Some(("record", field)) => record.get(field).cloned().unwrap_or_default(),
-            Some(("secret", var)) => {
-                secret(var).ok_or_else(|| RenderError::MissingSecret(var.to_owned()))?
+    for piece in pieces {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Placeholder(Placeholder::Query) => out.push_str(query),
+            Piece::Placeholder(Placeholder::MaxResults) => out.push_str(&max_results.to_string()),
+            Piece::Placeholder(Placeholder::Record("name")) => out.push_str(record_name),
+            Piece::Placeholder(Placeholder::Record(field)) => {
+                out.push_str(record.get(field).map_or("", String::as_str));
             }
-            _ => {
+            Piece::Placeholder(Placeholder::Secret(var)) => out
+                .push_str(&secret(var).ok_or_else(|| RenderError::MissingSecret(var.to_owned()))?),
+            Piece::Placeholder(Placeholder::Unknown(name)) => {
                 return Err(RenderError::Template(format!(
                     "unknown placeholder {{{{{name}}}}}"
                 )))
             }
-        };
-        out.push_str(&value);
-        rest = &after[end + 2..];
+        }
     }
-    out.push_str(rest);
     Ok(out)
 }
 

@@ -1,0 +1,131 @@
+//! The one reader of `{{...}}` templates (manifests' URLs, parameters,
+//! headers and bodies): what each placeholder names, or where a template
+//! breaks. Checking a manifest, filling a request and listing the secrets a
+//! form needs all read templates here.
+
+/// What a placeholder names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placeholder<'a> {
+    /// `{{query}}`: the query the pack built for the record.
+    Query,
+    /// `{{max_results}}`: how many results the fire asks for.
+    MaxResults,
+    /// `{{record.<field>}}`: a field of the record (`name` included).
+    Record(&'a str),
+    /// `{{secret.<NAME>}}`: a workspace secret or server variable.
+    Secret(&'a str),
+    /// Anything else, as written (trimmed).
+    Unknown(&'a str),
+}
+
+impl<'a> Placeholder<'a> {
+    fn read(name: &'a str) -> Self {
+        match name.split_once('.') {
+            None if name == "query" => Placeholder::Query,
+            None if name == "max_results" => Placeholder::MaxResults,
+            Some(("record", field)) if !field.is_empty() => Placeholder::Record(field),
+            Some(("secret", var)) if !var.is_empty() => Placeholder::Secret(var),
+            _ => Placeholder::Unknown(name),
+        }
+    }
+}
+
+/// One piece of a template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    Text(&'a str),
+    Placeholder(Placeholder<'a>),
+}
+
+/// A template whose placeholder opens with `{{` and never closes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unclosed;
+
+impl std::fmt::Display for Unclosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a placeholder opens with {{ and never closes with }}")
+    }
+}
+
+impl std::error::Error for Unclosed {}
+
+/// The pieces of `template`, in order.
+pub fn pieces(template: &str) -> Result<Vec<Piece<'_>>, Unclosed> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        if start > 0 {
+            out.push(Piece::Text(&rest[..start]));
+        }
+        let after = &rest[start + 2..];
+        let end = after.find("}}").ok_or(Unclosed)?;
+        out.push(Piece::Placeholder(Placeholder::read(after[..end].trim())));
+        rest = &after[end + 2..];
+    }
+    if !rest.is_empty() {
+        out.push(Piece::Text(rest));
+    }
+    Ok(out)
+}
+
+/// Every placeholder of `template`, in order (an unclosed one ends the list).
+pub fn placeholders(template: &str) -> impl Iterator<Item = Placeholder<'_>> {
+    let mut rest = template;
+    std::iter::from_fn(move || {
+        let start = rest.find("{{")?;
+        let after = &rest[start + 2..];
+        let end = after.find("}}")?;
+        rest = &after[end + 2..];
+        Some(Placeholder::read(after[..end].trim()))
+    })
+}
+
+/// The `{{secret.NAME}}` names a template uses, in order, once each.
+pub fn secret_names(template: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for p in placeholders(template) {
+        if let Placeholder::Secret(name) = p {
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_owned());
+            }
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_template_reads_as_text_and_named_placeholders() {
+        assert_eq!(
+            pieces("q={{ query }}&n={{max_results}}&c={{record.city}}&k={{secret.K}}{{x}}")
+                .unwrap(),
+            vec![
+                Piece::Text("q="),
+                Piece::Placeholder(Placeholder::Query),
+                Piece::Text("&n="),
+                Piece::Placeholder(Placeholder::MaxResults),
+                Piece::Text("&c="),
+                Piece::Placeholder(Placeholder::Record("city")),
+                Piece::Text("&k="),
+                Piece::Placeholder(Placeholder::Secret("K")),
+                Piece::Placeholder(Placeholder::Unknown("x")),
+            ]
+        );
+        assert_eq!(pieces("plain").unwrap(), vec![Piece::Text("plain")]);
+        assert_eq!(pieces("a {{query").unwrap_err(), Unclosed);
+        for odd in ["record.", "secret.", "", "querry"] {
+            assert_eq!(Placeholder::read(odd), Placeholder::Unknown(odd));
+        }
+    }
+
+    #[test]
+    fn secrets_are_listed_once_in_order() {
+        assert_eq!(
+            secret_names("{{secret.A}} {{query}} {{ secret.B }} {{secret.A}} {{secret.C"),
+            vec!["A".to_owned(), "B".to_owned()]
+        );
+    }
+}
