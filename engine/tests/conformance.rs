@@ -352,7 +352,10 @@ impl Subject {
             Subject::Shipped {
                 manifest, origin, ..
             } => {
-                let text = manifest.replace(origin.as_str(), base);
+                // The request's address only: a result's address may name
+                // the same host.
+                let text =
+                    manifest.replacen(&format!("url = \"{origin}"), &format!("url = \"{base}"), 1);
                 let manifest = Manifest::parse(&text, Format::Toml).expect("a shipped manifest");
                 let connector = ManifestConnector::new(
                     Arc::new(manifest),
@@ -368,9 +371,14 @@ impl Subject {
     }
 }
 
-/// Every coded adapter, and every manifest shipped in `connectors/`.
+/// Every coded adapter, every manifest built in, and every manifest
+/// shipped in `connectors/`.
 fn subjects() -> Vec<Subject> {
     let mut all: Vec<Subject> = adapters().into_iter().map(Subject::Coded).collect();
+    let mut manifests: Vec<(String, String)> = engine::connectors::BUILTIN_MANIFESTS
+        .iter()
+        .map(|(file, text)| (format!("engine/manifests/{file}"), (*text).to_owned()))
+        .collect();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../connectors");
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -379,14 +387,19 @@ fn subjects() -> Vec<Subject> {
         .collect();
     files.sort();
     for file in files {
-        let manifest = std::fs::read_to_string(&file).unwrap();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        manifests.push((
+            format!("connectors/{name}"),
+            std::fs::read_to_string(&file).unwrap(),
+        ));
+    }
+    for (file, manifest) in manifests {
         let at = manifest.find("url = \"https://").expect("a request URL") + "url = \"".len();
         let rest = &manifest[at..];
         let end = rest["https://".len()..]
             .find('/')
             .map_or(rest.len(), |i| i + "https://".len());
         let origin = rest[..end].to_owned();
-        let file = file.file_name().unwrap().to_string_lossy().into_owned();
         all.push(Subject::Shipped {
             file,
             manifest,
@@ -1155,7 +1168,7 @@ async fn every_adapter_meets_every_mode_and_the_table_says_so() {
         );
         let heading = match &subject {
             Subject::Coded(_) => format!("{} (coded adapter)", reg.id),
-            Subject::Shipped { file, .. } => format!("{} (manifest connectors/{file})", reg.id),
+            Subject::Shipped { file, .. } => format!("{} (manifest {file})", reg.id),
         };
         rows.push((heading, run_modes(&subject, fixture).await));
     }

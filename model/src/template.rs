@@ -14,12 +14,18 @@ pub enum Placeholder<'a> {
     Record(&'a str),
     /// `{{secret.<NAME>}}`: a workspace secret or server variable.
     Secret(&'a str),
+    /// `{{$.path}}`: a JSONPath into one result (a manifest's `[response]`
+    /// fields only).
+    Item(&'a str),
     /// Anything else, as written (trimmed).
     Unknown(&'a str),
 }
 
 impl<'a> Placeholder<'a> {
     fn read(name: &'a str) -> Self {
+        if name.starts_with('$') {
+            return Placeholder::Item(name);
+        }
         match name.split_once('.') {
             None if name == "query" => Placeholder::Query,
             None if name == "max_results" => Placeholder::MaxResults,
@@ -27,6 +33,20 @@ impl<'a> Placeholder<'a> {
             Some(("secret", var)) if !var.is_empty() => Placeholder::Secret(var),
             _ => Placeholder::Unknown(name),
         }
+    }
+}
+
+impl Placeholder<'_> {
+    /// The placeholder as written, braces included.
+    pub fn written(&self) -> String {
+        let name = match self {
+            Placeholder::Query => "query".to_owned(),
+            Placeholder::MaxResults => "max_results".to_owned(),
+            Placeholder::Record(f) => format!("record.{f}"),
+            Placeholder::Secret(v) => format!("secret.{v}"),
+            Placeholder::Item(p) | Placeholder::Unknown(p) => (*p).to_owned(),
+        };
+        format!("{{{{{name}}}}}")
     }
 }
 
@@ -100,7 +120,7 @@ mod tests {
     #[test]
     fn a_template_reads_as_text_and_named_placeholders() {
         assert_eq!(
-            pieces("q={{ query }}&n={{max_results}}&c={{record.city}}&k={{secret.K}}{{x}}")
+            pieces("q={{ query }}&n={{max_results}}&c={{record.city}}&k={{secret.K}}{{x}}{{$.a}}")
                 .unwrap(),
             vec![
                 Piece::Text("q="),
@@ -112,9 +132,11 @@ mod tests {
                 Piece::Text("&k="),
                 Piece::Placeholder(Placeholder::Secret("K")),
                 Piece::Placeholder(Placeholder::Unknown("x")),
+                Piece::Placeholder(Placeholder::Item("$.a")),
             ]
         );
         assert_eq!(pieces("plain").unwrap(), vec![Piece::Text("plain")]);
+        assert_eq!(Placeholder::Record("city").written(), "{{record.city}}");
         assert_eq!(pieces("a {{query").unwrap_err(), Unclosed);
         for odd in ["record.", "secret.", "", "querry"] {
             assert_eq!(Placeholder::read(odd), Placeholder::Unknown(odd));

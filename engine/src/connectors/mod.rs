@@ -1,8 +1,10 @@
-//! The coded adapters, one file each, with their registrations; shared HTTP
-//! plumbing in `http`, the requests an attempt sent in `receipts`,
-//! social-platform filters in `social`, environment reads in `env`.
+//! The connectors built in: the coded adapters, one file each with its
+//! registration, for providers whose answers need code (several requests,
+//! filters, claims), and the built-in manifests (`engine/manifests/`) for
+//! those whose body is request, JSON and mapping; shared HTTP plumbing in
+//! `http`, the requests an attempt sent in `receipts`, social-platform
+//! filters in `social`, environment reads in `env`.
 
-pub mod bluesky;
 pub mod brave;
 pub mod demo;
 pub mod env;
@@ -18,7 +20,6 @@ pub mod site;
 pub mod social;
 pub mod tavily;
 pub mod wikidata;
-pub mod wikipedia;
 
 use std::sync::Arc;
 
@@ -87,18 +88,27 @@ pub fn adapters() -> Vec<Adapter> {
         adapter!(tavily::registration, tavily::Tavily),
         adapter!(serpapi::registration, serpapi::SerpApi),
         adapter!(brave::registration, brave::Brave),
-        adapter!(wikipedia::registration, wikipedia::Wikipedia),
         adapter!(wikidata::registration, wikidata::Wikidata),
         adapter!(google::kg_registration, google::KnowledgeGraph),
-        adapter!(bluesky::registration, bluesky::Bluesky),
         adapter!(google::youtube_registration, google::YouTube),
         adapter!(openalex::registration, openalex::OpenAlex),
         adapter!(gdelt::registration, gdelt::Gdelt),
     ]
 }
 
-/// Registers every coded adapter against the real providers, and the demo
-/// connector (answering within `demo` at the most) when given.
+/// The manifests built into Switchyard, by file name: connectors whose body
+/// is request, JSON and mapping are written this way, like any operator's.
+pub const BUILTIN_MANIFESTS: [(&str, &str); 2] = [
+    ("bluesky.toml", include_str!("../../manifests/bluesky.toml")),
+    (
+        "wikipedia.toml",
+        include_str!("../../manifests/wikipedia.toml"),
+    ),
+];
+
+/// Registers every coded adapter and built-in manifest against the real
+/// providers, and the demo connector (answering within `demo` at the most)
+/// when given.
 pub fn register_builtin(
     registry: &Registry,
     http: &Http,
@@ -108,6 +118,21 @@ pub fn register_builtin(
         registry.register(
             (adapter.registration)(),
             adapter.connector(http.clone(), None, None),
+        )?;
+    }
+    for (file, text) in BUILTIN_MANIFESTS {
+        let manifest = crate::manifest::Manifest::parse(text, crate::manifest::Format::Toml)
+            .map_err(|e| RegistryError::InvalidRegistration {
+                id: file.to_owned(),
+                what: e.to_string(),
+            })?;
+        registry.register(
+            manifest.registration(),
+            Arc::new(crate::manifest::ManifestConnector::new(
+                Arc::new(manifest),
+                http.outbound().clone(),
+                Arc::new(|name| std::env::var(name).ok()),
+            )),
         )?;
     }
     let crawler = site::SiteCrawler {

@@ -10,7 +10,6 @@ use async_trait::async_trait;
 use model::Capability;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::Value;
-use serde_json_path::JsonPath;
 use url::Url;
 
 use super::{render, Manifest, Meaning, PageKind, RenderError};
@@ -338,18 +337,15 @@ pub(crate) fn map_page(manifest: &Manifest, answer: &Value) -> MappedPage {
     let mut results = Vec::new();
     for item in items.iter().take(MAX_ITEMS) {
         let (Some(url), Some(title)) = (
-            first_string(&manifest.url, item),
-            first_string(&manifest.title, item),
+            manifest.url.read(item, true),
+            manifest.title.read(item, false),
         ) else {
             continue;
         };
-        if !url.starts_with("https://") && !url.starts_with("http://") {
-            continue;
-        }
         let snippet = manifest
             .snippet
             .as_ref()
-            .and_then(|p| first_string(p, item))
+            .and_then(|f| f.read(item, false))
             .unwrap_or_default();
         results.push(ConnectorResult {
             url,
@@ -361,19 +357,11 @@ pub(crate) fn map_page(manifest: &Manifest, answer: &Value) -> MappedPage {
     let cursor = manifest
         .cursor
         .as_ref()
-        .and_then(|c| first_string(c, answer))
+        .and_then(|c| super::field::first_string(c, answer))
         .filter(|c| !c.is_empty());
     MappedPage {
         results,
         items: items.len(),
         cursor,
-    }
-}
-
-fn first_string(path: &JsonPath, item: &Value) -> Option<String> {
-    match path.query(item).first()? {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
     }
 }

@@ -22,6 +22,7 @@
 //! title = "$.title"
 //! ```
 
+mod field;
 mod fire;
 pub mod folder;
 mod workspace;
@@ -32,6 +33,9 @@ use model::template::{self, Piece, Placeholder};
 use model::{Capability, CostTier, RateHints};
 use serde::{Deserialize, Serialize};
 use serde_json_path::JsonPath;
+
+use field::Field;
+pub use field::FieldSpec;
 
 pub use fire::ManifestConnector;
 #[cfg(test)]
@@ -99,11 +103,11 @@ fn get() -> String {
 pub struct ResponseSpec {
     /// JSONPath to the result list, e.g. `$.hits[*]`.
     pub items: String,
-    /// JSONPaths inside one item.
-    pub url: String,
-    pub title: String,
+    /// How to read each field of one item (see [`field`]).
+    pub url: FieldSpec,
+    pub title: FieldSpec,
     #[serde(default)]
-    pub snippet: Option<String>,
+    pub snippet: Option<FieldSpec>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,9 +166,9 @@ pub struct Manifest {
     pub digest: String,
     capabilities: Vec<Capability>,
     items: JsonPath,
-    url: JsonPath,
-    title: JsonPath,
-    snippet: Option<JsonPath>,
+    url: Field,
+    title: Field,
+    snippet: Option<Field>,
     cursor: Option<JsonPath>,
 }
 
@@ -364,13 +368,13 @@ impl Manifest {
             }
         };
         let items = path("response.items", &spec.response.items, &mut bad);
-        let url = path("response.url", &spec.response.url, &mut bad);
-        let title = path("response.title", &spec.response.title, &mut bad);
+        let url = Field::compile("response.url", &spec.response.url, &path, &mut bad);
+        let title = Field::compile("response.title", &spec.response.title, &path, &mut bad);
         let snippet = spec
             .response
             .snippet
-            .as_deref()
-            .map(|s| path("response.snippet", s, &mut bad));
+            .as_ref()
+            .map(|s| Field::compile("response.snippet", s, &path, &mut bad));
 
         // Paging.
         let mut cursor = None;
@@ -551,6 +555,10 @@ fn check_template(
                     bad(field, format!("{{{{secret.{var}}}}} is not listed in requires_env"));
                 }
             }
+            Piece::Placeholder(Placeholder::Item(_)) => bad(
+                field,
+                "{{$...}} reads a result: it belongs in [response]".to_owned(),
+            ),
             Piece::Placeholder(Placeholder::Unknown(name)) => bad(
                 field,
                 format!("unknown placeholder {{{{{name}}}}}: expected query, max_results, record.<field> or secret.<NAME>"),
@@ -599,7 +607,7 @@ pub(crate) fn render(
             }
             Piece::Placeholder(Placeholder::Secret(var)) => out
                 .push_str(&secret(var).ok_or_else(|| RenderError::MissingSecret(var.to_owned()))?),
-            Piece::Placeholder(Placeholder::Unknown(name)) => {
+            Piece::Placeholder(Placeholder::Item(name) | Placeholder::Unknown(name)) => {
                 return Err(RenderError::Template(format!(
                     "unknown placeholder {{{{{name}}}}}"
                 )))

@@ -305,3 +305,66 @@ fn the_editor_form_writes_a_manifest_that_checks() {
     assert!(fields.contains(&"display_name"), "{err}");
     assert!(fields.contains(&"request.url"), "{err}");
 }
+
+#[test]
+fn result_fields_read_templates_and_fall_back_in_order() {
+    let text = broken(
+        "url = \"$.url\"\ntitle = \"$.title\"\nsnippet = \"$.text\"",
+        "url = [\"$.link\", \"https://example.org/u/{{$.handle}}\"]\n\
+         title = [\"{{$.name}} (@{{$.handle}})\", \"@{{$.handle}}\"]\n\
+         snippet = \"{{$.year}}: {{$.about}}\"",
+    );
+    let m = Manifest::parse(&text, Format::Toml).unwrap();
+    let answer = serde_json::json!({"hits": [
+        // The first ways give a value.
+        {"link": "https://acme.example/", "name": "Acme", "handle": "acme", "year": 2020, "about": "<b>Rockets</b>"},
+        // A blank name and no link: the fallbacks; a handle with a slash
+        // stays one path segment.
+        {"name": "  ", "handle": "a/b c", "link": "mailto:x@example.org"},
+        // No handle at all: no address, no result.
+        {"name": "Nobody"},
+    ]});
+    let page = map_page(&m, &answer);
+    let got: Vec<(&str, &str, &str)> = page
+        .results
+        .iter()
+        .map(|r| (r.url.as_str(), r.title.as_str(), r.snippet.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("https://acme.example/", "Acme (@acme)", "2020: Rockets"),
+            ("https://example.org/u/a%2Fb%20c", "@a/b c", ""),
+        ]
+    );
+}
+
+#[test]
+fn a_result_template_must_read_the_result_and_a_request_may_not() {
+    let errors = |text: &str| match Manifest::parse(text, Format::Toml) {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(e) => e.to_string(),
+    };
+    let e = errors(&broken("title = \"$.title\"", "title = \"Untitled\""));
+    assert!(
+        e.contains("response.title") && e.contains("reads nothing from the result"),
+        "{e}"
+    );
+    let e = errors(&broken(
+        "title = \"$.title\"",
+        "title = \"{{query}}: {{$.title}}\"",
+    ));
+    assert!(e.contains("{{query}} does not read the result"), "{e}");
+    let e = errors(&broken("title = \"$.title\"", "title = \"{{$.ti[\""));
+    assert!(e.contains("response.title"), "{e}");
+    let e = errors(&broken(
+        "city = \"{{record.city}}\"",
+        "city = \"{{$.city}}\"",
+    ));
+    assert!(
+        e.contains("request.query.city") && e.contains("belongs in [response]"),
+        "{e}"
+    );
+    let e = errors(&broken("title = \"$.title\"", "title = []"));
+    assert!(e.contains("list 1 to 8 ways"), "{e}");
+}
