@@ -59,6 +59,8 @@ pub struct EngineConfig {
     pub fetch_allow: connectors::guard::AllowList,
     /// How long capability calls may take and keep their results.
     pub calls: ops::CallConfig,
+    /// Whether pages a connector stops returning are asked for themselves.
+    pub page_rechecks: recheck::PageRechecks,
 }
 
 /// The handle to the whole domain that the server shares with every request:
@@ -111,13 +113,16 @@ impl Engine {
             events.clone(),
             config.dispatch,
         )
-        .with_rechecker(recheck::Rechecker::new(
-            store.clone(),
-            events.clone(),
-            outbound.clone(),
-        ))
         .with_sealer(config.secrets)
         .with_work(flow::Flow::new(config.flow), owner.clone(), config.leases);
+        let dispatcher = match config.page_rechecks {
+            recheck::PageRechecks::On => dispatcher.with_rechecker(recheck::Rechecker::new(
+                store.clone(),
+                events.clone(),
+                outbound.clone(),
+            )),
+            recheck::PageRechecks::Off => dispatcher,
+        };
         let jobs = JobRunner::new(
             store.clone(),
             dispatcher.clone(),

@@ -19,6 +19,16 @@ use crate::registry::SYSTEM_ACTOR;
 use crate::store::{Store, StoreError};
 use crate::time::now_ms;
 
+/// Whether pages are asked for themselves. Asking tells the page's site
+/// that someone looked, so an operator may turn it off
+/// (`SWITCHYARD_RECHECK_PAGES=off`); nothing is then marked gone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PageRechecks {
+    #[default]
+    On,
+    Off,
+}
+
 /// Items re-checked after one answer at most.
 pub const PER_ANSWER: i64 = 5;
 /// How long an item's last check holds before it may be asked again.

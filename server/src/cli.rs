@@ -289,6 +289,12 @@ pub struct ServeArgs {
     /// sign-in attempts are counted per client address.
     #[arg(long, env = "SWITCHYARD_TRUSTED_PROXIES", default_value = "")]
     pub trusted_proxies: String,
+    /// Whether a page a connector stops returning is asked for itself (a
+    /// GET through the outbound guard, at most once an hour) to mark it gone
+    /// on 404 or 410. `off` keeps Switchyard from contacting found pages'
+    /// sites; nothing is then marked gone.
+    #[arg(long, env = "SWITCHYARD_RECHECK_PAGES", default_value = "on", value_parser = ["on", "off"])]
+    pub recheck_pages: String,
 }
 
 impl Cli {
@@ -336,6 +342,11 @@ impl TryFrom<&ServeArgs> for Config {
             trusted_proxies: crate::auth::TrustedProxies::parse(&args.trusted_proxies)
                 .map_err(|e| format!("--trusted-proxies: {e}"))?,
             calls: engine::ops::CallConfig::default(),
+            page_rechecks: if args.recheck_pages == "off" {
+                engine::recheck::PageRechecks::Off
+            } else {
+                engine::recheck::PageRechecks::On
+            },
         })
     }
 }
@@ -352,6 +363,21 @@ mod tests {
 
         let cli = Cli::try_parse_from(["switchyard", "serve", "--demo"]).unwrap();
         assert!(cli.serve_args().demo);
+    }
+
+    #[test]
+    fn page_rechecks_are_on_unless_turned_off() {
+        let config = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).unwrap();
+            Config::try_from(cli.serve_args()).unwrap().page_rechecks
+        };
+        use engine::recheck::PageRechecks;
+        assert_eq!(config(&["switchyard"]), PageRechecks::On);
+        assert_eq!(
+            config(&["switchyard", "--recheck-pages", "off"]),
+            PageRechecks::Off
+        );
+        assert!(Cli::try_parse_from(["switchyard", "--recheck-pages", "maybe"]).is_err());
     }
 
     #[test]

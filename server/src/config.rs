@@ -46,6 +46,8 @@ pub struct Config {
     /// How long a capability call is awaited in its request and keeps its
     /// results.
     pub calls: engine::ops::CallConfig,
+    /// Whether pages a connector stops returning are asked for themselves.
+    pub page_rechecks: engine::recheck::PageRechecks,
 }
 
 impl Config {

@@ -40,6 +40,7 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
             fetch_allow: config.fetch_allow.clone(),
             leases: config.leases,
             calls: config.calls,
+            page_rechecks: config.page_rechecks,
             flow: engine::flow::FlowConfig {
                 max_inflight: config.max_inflight,
                 ..engine::flow::FlowConfig::default()

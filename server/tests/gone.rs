@@ -4,7 +4,8 @@
 //! (live, with why) and keeps its triage, the one answering 200 and the one
 //! redirecting stay as they were, and nothing is deleted. A page is asked
 //! about once an hour at most; a gone page returned again is asked again,
-//! and is back when it answers. On SQLite and PostgreSQL.
+//! and is back when it answers. On SQLite and PostgreSQL. With page
+//! re-checks off, no found page is contacted.
 
 mod common;
 
@@ -248,4 +249,42 @@ async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triag
         server.stop().await;
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_page_rechecks_off_no_found_page_is_contacted() {
+    let (base, fake) = provider().await;
+    let server = TestServer::start_configured(
+        engine::store::testing::sqlite(),
+        |config| {
+            config.fetch_allow = AllowList::parse("127.0.0.1");
+            config.page_rechecks = engine::recheck::PageRechecks::Off;
+        },
+        |state| {
+            *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        },
+    )
+    .await;
+    let res = server
+        .client
+        .post(server.at("/api/manifests"))
+        .header("content-type", "application/toml")
+        .body(manifest(&base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 201);
+    let (_, set) = server.import("Set", "test", "name\nAda Lovelace\n").await;
+    let record = server.record_ids(set["id"].as_i64().unwrap()).await[0];
+    fire(&server, record).await;
+    fake.listing.store(false, Ordering::SeqCst);
+    fire(&server, record).await;
+    // The test above sees the pages asked within a moment; here, never.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(fake.asked.lock().unwrap().is_empty());
+    assert!(items(&server, record)
+        .await
+        .iter()
+        .all(|i| i.get("gone").is_none()));
+    server.stop().await;
 }

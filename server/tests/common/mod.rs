@@ -84,6 +84,7 @@ impl TestServer {
             max_inflight: 256,
             trusted_proxies: server::auth::TrustedProxies::default(),
             calls: engine::ops::CallConfig::default(),
+            page_rechecks: engine::recheck::PageRechecks::On,
         }
     }
 
