@@ -262,7 +262,8 @@ fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.news",
         success: vec![("", r#"{"articles":[{"url":"https://news.example/acme-launch","url_mobile":"","title":"Acme launches","seendate":"20261201T120000Z","socialimage":"","domain":"news.example","language":"English","sourcecountry":"France"}]}"#)],
         first_url: "https://news.example/acme-launch",
-        empty: vec![("", "{}")],
+        // GDELT answers nothing at all when nothing matches.
+        empty: vec![("", "")],
         refused: (403, "<html><body>Forbidden</body></html>"),
         key_in: None,
         asks: Some("maxrecords=10"),

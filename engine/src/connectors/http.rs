@@ -334,11 +334,19 @@ pub fn parse_json<T: DeserializeOwned>(
             reason: format!("{provider} answered with an HTML page instead of JSON"),
         });
     }
-    serde_json::from_slice(body).map_err(|e| FireError::Malformed {
-        reason: redact(
-            &format!("{provider} answered with unreadable JSON: {e}"),
-            secrets,
-        ),
+    serde_json::from_slice(body).map_err(|e| {
+        let text = String::from_utf8_lossy(body);
+        let text = text.trim();
+        // Words instead of JSON (GDELT explains a refused query so): say them.
+        let reason = if !text.is_empty() && !text.starts_with(['{', '[']) {
+            let said: String = text.chars().take(160).collect();
+            format!("{provider} answered in words instead of JSON: {said}")
+        } else {
+            format!("{provider} answered with unreadable JSON: {e}")
+        };
+        FireError::Malformed {
+            reason: redact(&reason, secrets),
+        }
     })
 }
 
@@ -437,6 +445,28 @@ mod tests {
             Some(FireError::Upstream { reason }) if reason.ends_with("an HTML page")));
         assert!(matches!(c(400, &none, r#"{"message":"bad q"}"#),
             Some(FireError::Malformed { reason }) if reason.contains("bad q")));
+    }
+
+    #[test]
+    fn words_instead_of_json_are_quoted_and_broken_json_is_named() {
+        let said = parse_json::<serde_json::Value>(
+            "GDELT",
+            &HeaderMap::new(),
+            b"Your search contained a phrase that is too short.",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(
+            said.to_string(),
+            "unreadable answer: GDELT answered in words instead of JSON: Your search contained a phrase that is too short."
+        );
+        let broken = parse_json::<serde_json::Value>("P", &HeaderMap::new(), br#"{"a": "#, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            broken.contains("P answered with unreadable JSON"),
+            "{broken}"
+        );
     }
 
     #[test]

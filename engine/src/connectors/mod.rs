@@ -8,7 +8,6 @@
 pub mod brave;
 pub mod demo;
 pub mod env;
-pub mod gdelt;
 pub mod google;
 pub mod guard;
 pub mod http;
@@ -92,14 +91,14 @@ pub fn adapters() -> Vec<Adapter> {
         adapter!(google::kg_registration, google::KnowledgeGraph),
         adapter!(google::youtube_registration, google::YouTube),
         adapter!(openalex::registration, openalex::OpenAlex),
-        adapter!(gdelt::registration, gdelt::Gdelt),
     ]
 }
 
 /// The manifests built into Switchyard, by file name: connectors whose body
 /// is request, JSON and mapping are written this way, like any operator's.
-pub const BUILTIN_MANIFESTS: [(&str, &str); 2] = [
+pub const BUILTIN_MANIFESTS: [(&str, &str); 3] = [
     ("bluesky.toml", include_str!("../../manifests/bluesky.toml")),
+    ("gdelt.toml", include_str!("../../manifests/gdelt.toml")),
     (
         "wikipedia.toml",
         include_str!("../../manifests/wikipedia.toml"),

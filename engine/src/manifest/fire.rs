@@ -204,6 +204,10 @@ impl ManifestConnector {
         if let Some(e) = classify_status(who, status, &headers, &body, secrets) {
             return Err(e);
         }
+        // A success that says nothing at all found nothing.
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Value::Null);
+        }
         parse_json(who, &headers, &body, secrets)
     }
 }
