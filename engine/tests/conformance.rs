@@ -358,10 +358,14 @@ impl Subject {
                 let text =
                     manifest.replacen(&format!("url = \"{origin}"), &format!("url = \"{base}"), 1);
                 let manifest = Manifest::parse(&text, Format::Toml).expect("a shipped manifest");
+                // The key for what it requires; optional settings unset.
+                let required = manifest.spec.requires_env.clone();
                 let connector = ManifestConnector::new(
                     Arc::new(manifest),
                     Outbound::new(AllowList::parse("127.0.0.1")),
-                    Arc::new(|_| Some(KEY.to_owned())),
+                    Arc::new(move |name| {
+                        required.iter().any(|r| r == name).then(|| KEY.to_owned())
+                    }),
                 );
                 Arc::new(match limits.timeout {
                     Some(t) => connector.with_timeout(t),

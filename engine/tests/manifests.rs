@@ -13,10 +13,11 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Json;
-use engine::connector::{FireError, FireOpts};
+use engine::connector::{Connector, FireError, FireOpts};
 use engine::connectors::guard::{AllowList, Outbound};
 use engine::events::EventBus;
 use engine::manifest::folder::DropFolder;
+use engine::manifest::{Format, Manifest, ManifestConnector};
 use engine::registry::{EnvLookup, Registry};
 use model::BuiltinCapability as B;
 use serde_json::{json, Value};
@@ -53,6 +54,16 @@ async fn provider(seen: Seen) -> String {
                     };
                     Json(json!({ "data": { "hits": hits } }))
                 }
+            }),
+        )
+        .route(
+            "/echo",
+            // One result naming the query parameters it was sent.
+            get(|Query(q): Query<std::collections::BTreeMap<String, String>>| async move {
+                let names: Vec<&str> = q.keys().map(String::as_str).collect();
+                Json(json!({ "data": { "hits": [
+                    {"link": "https://example.org/echo", "name": names.join(","), "about": q.get("mailto").cloned().unwrap_or_default()},
+                ] } }))
             }),
         )
         .route(
@@ -462,4 +473,66 @@ async fn a_page_that_fails_after_the_first_keeps_what_the_first_found_marked_par
         "{partial}"
     );
     assert!(handle.connector.version().starts_with("manifest "));
+}
+
+#[tokio::test]
+async fn an_optional_setting_is_sent_when_set_and_its_parameter_left_out_when_not() {
+    let base = provider(Seen::default()).await;
+    let text = format!(
+        r#"id = "echo"
+display_name = "Echo"
+short_label = "E"
+capabilities = ["search.web"]
+cost_tier = "free"
+optional_env = ["ECHO_MAILTO"]
+
+[request]
+url = "{base}/echo"
+query = {{ q = "{{{{query}}}}", mailto = "{{{{secret.ECHO_MAILTO}}}}" }}
+
+[response]
+items = "$.data.hits[*]"
+url = "$.link"
+title = "$.name"
+snippet = "$.about"
+"#
+    );
+    let manifest = Arc::new(Manifest::parse(&text, Format::Toml).unwrap());
+    // Not required: it never makes the connector wait for a setting.
+    assert!(manifest.registration().requires_env.is_empty());
+    let fire = |env: EnvLookup| {
+        let connector = ManifestConnector::new(
+            manifest.clone(),
+            Outbound::new(AllowList::parse("127.0.0.1")),
+            env,
+        );
+        async move {
+            connector
+                .fire(&B::SearchWeb.into(), "acme", &opts(5))
+                .await
+                .unwrap()
+                .results
+        }
+    };
+    let unset = fire(Arc::new(|_| None)).await;
+    assert_eq!(
+        (unset[0].title.as_str(), unset[0].snippet.as_str()),
+        ("q", "")
+    );
+    let set = fire(Arc::new(|name| {
+        (name == "ECHO_MAILTO").then(|| "ops@example.org".to_owned())
+    }))
+    .await;
+    assert_eq!(
+        (set[0].title.as_str(), set[0].snippet.as_str()),
+        ("mailto,q", "ops@example.org")
+    );
+    // A setting named in neither list is a mistake.
+    let e = Manifest::parse(
+        &text.replace("optional_env = [\"ECHO_MAILTO\"]", ""),
+        Format::Toml,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("neither requires_env nor optional_env"), "{e}");
 }

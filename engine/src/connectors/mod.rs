@@ -11,7 +11,6 @@ pub mod env;
 pub mod google;
 pub mod guard;
 pub mod http;
-pub mod openalex;
 pub mod receipts;
 pub mod searxng;
 pub mod serpapi;
@@ -90,15 +89,18 @@ pub fn adapters() -> Vec<Adapter> {
         adapter!(wikidata::registration, wikidata::Wikidata),
         adapter!(google::kg_registration, google::KnowledgeGraph),
         adapter!(google::youtube_registration, google::YouTube),
-        adapter!(openalex::registration, openalex::OpenAlex),
     ]
 }
 
 /// The manifests built into Switchyard, by file name: connectors whose body
 /// is request, JSON and mapping are written this way, like any operator's.
-pub const BUILTIN_MANIFESTS: [(&str, &str); 3] = [
+pub const BUILTIN_MANIFESTS: [(&str, &str); 4] = [
     ("bluesky.toml", include_str!("../../manifests/bluesky.toml")),
     ("gdelt.toml", include_str!("../../manifests/gdelt.toml")),
+    (
+        "openalex.toml",
+        include_str!("../../manifests/openalex.toml"),
+    ),
     (
         "wikipedia.toml",
         include_str!("../../manifests/wikipedia.toml"),

@@ -112,6 +112,7 @@ impl ManifestConnector {
         secrets: &[&str],
     ) -> Result<Value, FireError> {
         let spec = &self.manifest.spec.request;
+        let optional = &self.manifest.spec.optional_env;
         let who = self.who();
         let fill = |text: &str| {
             render(
@@ -120,7 +121,10 @@ impl ManifestConnector {
                 opts.max_results,
                 &opts.record_fields,
                 &opts.record_name,
-                &|var| self.secret(var, opts),
+                &|var| {
+                    self.secret(var, opts)
+                        .or_else(|| optional.iter().any(|o| o == var).then(String::new))
+                },
             )
             .map_err(|e| match e {
                 // Like a coded adapter without its key.
@@ -138,7 +142,11 @@ impl ManifestConnector {
         {
             let mut pairs = url.query_pairs_mut();
             for (name, value) in &spec.query {
-                pairs.append_pair(name, &fill(value)?);
+                let filled = fill(value)?;
+                if filled.is_empty() && only_optional(value, optional) {
+                    continue;
+                }
+                pairs.append_pair(name, &filled);
             }
             if let Some((name, value)) = &page_param {
                 pairs.append_pair(name, value);
@@ -210,6 +218,18 @@ impl ManifestConnector {
         }
         parse_json(who, &headers, &body, secrets)
     }
+}
+
+/// Whether a template is nothing but optional settings (left out when they
+/// are all unset).
+fn only_optional(template: &str, optional: &[String]) -> bool {
+    use model::template::{pieces, Piece, Placeholder};
+    pieces(template).is_ok_and(|pieces| {
+        !pieces.is_empty()
+            && pieces.iter().all(|p| {
+                matches!(p, Piece::Placeholder(Placeholder::Secret(v)) if optional.iter().any(|o| o == v))
+            })
+    })
 }
 
 fn fill_json(

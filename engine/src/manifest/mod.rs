@@ -63,6 +63,11 @@ pub struct ManifestSpec {
     /// Secrets and settings it needs, by name (`{{secret.NAME}}` reads them).
     #[serde(default)]
     pub requires_env: Vec<String>,
+    /// Settings it reads when they are set (from the server's environment);
+    /// unset, `{{secret.NAME}}` is empty and a query parameter that is only
+    /// empty optional settings is left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub optional_env: Vec<String>,
     #[serde(default)]
     pub rate_hints: RateHints,
     /// What a call costs, e.g. `cost = { per_call = 0.005, unit = "USD" }`.
@@ -256,18 +261,34 @@ impl Manifest {
                 Err(e) => bad(&format!("capabilities[{i}]"), e.to_string()),
             }
         }
-        for (i, var) in spec.requires_env.iter().enumerate() {
-            if var.is_empty()
-                || !var
-                    .bytes()
-                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-            {
-                bad(
-                    &format!("requires_env[{i}]"),
-                    format!("{var:?} is not a variable name: use A-Z, 0-9 and _"),
-                );
+        for (list, vars) in [
+            ("requires_env", &spec.requires_env),
+            ("optional_env", &spec.optional_env),
+        ] {
+            for (i, var) in vars.iter().enumerate() {
+                if var.is_empty()
+                    || !var
+                        .bytes()
+                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+                {
+                    bad(
+                        &format!("{list}[{i}]"),
+                        format!("{var:?} is not a variable name: use A-Z, 0-9 and _"),
+                    );
+                } else if list == "optional_env" && spec.requires_env.contains(var) {
+                    bad(
+                        &format!("{list}[{i}]"),
+                        format!("{var} is already in requires_env"),
+                    );
+                }
             }
         }
+        let known_env: Vec<String> = spec
+            .requires_env
+            .iter()
+            .chain(&spec.optional_env)
+            .cloned()
+            .collect();
         if let Some(ps) = spec.rate_hints.per_second {
             if !(ps.is_finite() && ps > 0.0) {
                 bad("rate_hints.per_second", "give a positive number".to_owned());
@@ -306,7 +327,7 @@ impl Manifest {
         }
         check_url(&spec.request.url, &mut bad);
         let secrets_ok = |field: &str, text: &str, bad: &mut dyn FnMut(&str, String)| {
-            check_template(field, text, &spec.requires_env, true, bad);
+            check_template(field, text, &known_env, true, bad);
         };
         for (name, value) in &spec.request.query {
             if name.trim().is_empty() {
@@ -333,7 +354,7 @@ impl Manifest {
             let mut strings = Vec::new();
             collect_strings(body, &mut strings);
             for s in strings {
-                check_template("request.body", s, &spec.requires_env, false, &mut bad);
+                check_template("request.body", s, &known_env, false, &mut bad);
             }
         }
 
@@ -532,11 +553,12 @@ fn check_url(url: &str, bad: &mut dyn FnMut(&str, String)) {
     }
 }
 
-/// Checks the `{{...}}` placeholders of one template.
+/// Checks the `{{...}}` placeholders of one template (`known_env`: the
+/// variables a secret placeholder may name).
 fn check_template(
     field: &str,
     text: &str,
-    requires_env: &[String],
+    known_env: &[String],
     secrets_allowed: bool,
     bad: &mut dyn FnMut(&str, String),
 ) {
@@ -551,8 +573,11 @@ fn check_template(
             Piece::Placeholder(Placeholder::Secret(var)) => {
                 if !secrets_allowed {
                     bad(field, "a secret may only go in a header or a query parameter".to_owned());
-                } else if !requires_env.iter().any(|v| v == var) {
-                    bad(field, format!("{{{{secret.{var}}}}} is not listed in requires_env"));
+                } else if !known_env.iter().any(|v| v == var) {
+                    bad(
+                        field,
+                        format!("{{{{secret.{var}}}}} is listed in neither requires_env nor optional_env"),
+                    );
                 }
             }
             Piece::Placeholder(Placeholder::Item(_)) => bad(

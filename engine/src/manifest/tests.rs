@@ -157,7 +157,7 @@ fn every_kind_of_mistake_is_named_with_its_field() {
         (
             broken("Bearer {{secret.HN_KEY}}", "Bearer {{secret.OTHER}}"),
             "request.headers.Authorization",
-            "not listed in requires_env",
+            "neither requires_env nor optional_env",
         ),
         (
             broken("[request]", "[request]\nmethod = \"DELETE\""),
