@@ -1,5 +1,7 @@
 //! Brave Search API: `GET /res/v1/web/search` and `/res/v1/news/search` with
 //! `X-Subscription-Token`. A 429 waits for the first `X-RateLimit-Reset` window.
+//! Code, not a manifest: the endpoint follows the intent, and a 429 waits
+//! for the window its rate-limit headers name.
 
 use std::time::Duration;
 

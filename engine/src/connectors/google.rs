@@ -3,6 +3,8 @@
 //! (`youtube/v3/search?type=channel`). Both answer a bad key with 400
 //! "API key not valid" and a spent quota with 403 `quotaExceeded` /
 //! `rateLimitExceeded`; both are classified here, once.
+//! Code, not a manifest: two APIs sharing one way of saying "bad key" and
+//! "quota spent" in a 400/403 body.
 
 use std::time::Duration;
 

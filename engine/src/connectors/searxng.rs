@@ -4,6 +4,9 @@
 //! instance (the server's `SEARXNG_URL`) may be internal; one a workspace set
 //! as its secret goes through the outbound guard like any address a user
 //! chose, pinned, with no proxy and no redirect.
+//! Code, not a manifest: its address is a setting (the operator's or a
+//! workspace's own instance, guarded differently), and social intents
+//! filter the answer by platform.
 
 use async_trait::async_trait;
 use model::{BuiltinCapability as B, Capability, CostTier, RateHints};

@@ -1,6 +1,8 @@
 //! SerpApi: `GET /search.json` with the engine chosen by intent, as the spec
 //! says (`google` for web and social intents, `google_news`, `google_scholar`),
 //! the key in `api_key`. An answer of "no results" is not found, not an error.
+//! Code, not a manifest: the engine (and so the answer's shape) is chosen
+//! by intent.
 
 use async_trait::async_trait;
 use model::{Amount, BuiltinCapability as B, Capability, Cost, CostTier, RateHints};

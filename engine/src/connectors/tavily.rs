@@ -1,6 +1,8 @@
 //! Tavily: `POST /search` (web, news, social intents through
 //! `include_domains`), `POST /extract` (crawl.extract) and `POST /crawl`
 //! (crawl.site), with `Authorization: Bearer <TAVILY_API_KEY>`.
+//! Code, not a manifest: three endpoints by intent, each with its own body
+//! and answer shape.
 
 use async_trait::async_trait;
 use model::{Amount, BuiltinCapability as B, Capability, Cost, CostTier, RateHints};

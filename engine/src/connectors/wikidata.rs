@@ -2,6 +2,8 @@
 //! claims. For `fetch.knowledge_graph` the entities themselves are the
 //! results (with the official website); for social intents the handle
 //! properties become profile URLs.
+//! Code, not a manifest: two requests, the second built from the first's
+//! answer, and claims turned into profile URLs per platform.
 
 use async_trait::async_trait;
 use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
