@@ -67,12 +67,13 @@ impl ManifestConnector {
             .filter(|v| !v.trim().is_empty())
     }
 
-    /// The secret values this manifest uses, to scrub from every message.
+    /// The secret values this manifest uses (optional settings too: one may
+    /// be a key), to scrub from every message.
     fn secrets(&self, opts: &FireOpts) -> Vec<String> {
-        self.manifest
-            .spec
-            .requires_env
+        let spec = &self.manifest.spec;
+        spec.requires_env
             .iter()
+            .chain(&spec.optional_env)
             .filter_map(|v| self.secret(v, opts))
             .collect()
     }
