@@ -419,16 +419,11 @@ impl walk::Ledger for FireLedger<'_, '_> {
         if let (Some(rechecker), None, Some(FireOutcome::Found | FireOutcome::NotFound)) =
             (&d.rechecker, &end.error, end.outcome)
         {
-            let connector_name = d.registry.by_id(&attempt.connector_id).map_or_else(
-                || attempt.connector_id.clone(),
-                |h| h.registration.display_name,
-            );
             rechecker.after(crate::recheck::Answered {
                 set_id: self.set.id,
                 record_id: self.record.id,
                 intent: self.pack.intent.clone(),
                 connector_id: attempt.connector_id.clone(),
-                connector_name,
                 fire_id: attempt.fire_id,
             });
         }

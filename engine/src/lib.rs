@@ -118,6 +118,7 @@ impl Engine {
         let dispatcher = match config.page_rechecks {
             recheck::PageRechecks::On => dispatcher.with_rechecker(recheck::Rechecker::new(
                 store.clone(),
+                registry.clone(),
                 events.clone(),
                 outbound.clone(),
             )),

@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 
 use crate::connectors::guard::Outbound;
 use crate::events::EventBus;
-use crate::registry::SYSTEM_ACTOR;
+use crate::registry::{Registry, SYSTEM_ACTOR};
 use crate::store::{Store, StoreError};
 use crate::time::now_ms;
 
@@ -80,7 +80,6 @@ pub struct Answered {
     pub record_id: i64,
     pub intent: Capability,
     pub connector_id: String,
-    pub connector_name: String,
     pub fire_id: i64,
 }
 
@@ -88,15 +87,17 @@ pub struct Answered {
 #[derive(Clone, Debug)]
 pub struct Rechecker {
     store: Store,
+    registry: Registry,
     events: EventBus,
     outbound: Outbound,
     permits: Arc<Semaphore>,
 }
 
 impl Rechecker {
-    pub fn new(store: Store, events: EventBus, outbound: Outbound) -> Self {
+    pub fn new(store: Store, registry: Registry, events: EventBus, outbound: Outbound) -> Self {
         Self {
             store,
+            registry,
             events,
             outbound,
             permits: Arc::new(Semaphore::new(AT_ONCE)),
@@ -132,13 +133,19 @@ impl Rechecker {
                 PER_ANSWER,
             )
             .await?;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let connector_name = self.registry.by_id(&answered.connector_id).map_or_else(
+            || answered.connector_id.clone(),
+            |h| h.registration.display_name,
+        );
         let mut changed = 0;
         for (item_id, url) in due {
             let checked = match check(&self.outbound, &url).await {
-                Checked::Gone(why) => Checked::Gone(format!(
-                    "{} stopped returning it, and {why}",
-                    answered.connector_name
-                )),
+                Checked::Gone(why) => {
+                    Checked::Gone(format!("{connector_name} stopped returning it, and {why}"))
+                }
                 other => other,
             };
             if let Some(item) = self.store.mark_checked(item_id, &checked, now_ms()).await? {

@@ -41,7 +41,7 @@ impl Engine {
 
     /// How the workspace sees the registry now (with what other processes
     /// learned about the connectors).
-    async fn lens_now(&self, workspace_id: i64) -> Result<Lens, StoreError> {
+    pub(crate) async fn lens_now(&self, workspace_id: i64) -> Result<Lens, StoreError> {
         let lens = Lens::of(&self.store, Some(workspace_id)).await?;
         self.registry.refresh_health().await;
         Ok(lens)

@@ -69,42 +69,46 @@ impl std::fmt::Display for Unclosed {
 
 impl std::error::Error for Unclosed {}
 
-/// The pieces of `template`, in order.
-pub fn pieces(template: &str) -> Result<Vec<Piece<'_>>, Unclosed> {
-    let mut out = Vec::new();
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        if start > 0 {
-            out.push(Piece::Text(&rest[..start]));
+/// The pieces of `template`, in order, as far as it reads (an unclosed
+/// placeholder ends it with [`Unclosed`]).
+fn scan(template: &str) -> impl Iterator<Item = Result<Piece<'_>, Unclosed>> {
+    let mut rest = Some(template);
+    let mut placeholder: Option<Placeholder<'_>> = None;
+    std::iter::from_fn(move || {
+        if let Some(p) = placeholder.take() {
+            return Some(Ok(Piece::Placeholder(p)));
         }
-        let after = &rest[start + 2..];
-        let end = after.find("}}").ok_or(Unclosed)?;
-        out.push(Piece::Placeholder(Placeholder::read(after[..end].trim())));
-        rest = &after[end + 2..];
-    }
-    if !rest.is_empty() {
-        out.push(Piece::Text(rest));
-    }
-    Ok(out)
+        let text = rest?;
+        let Some(start) = text.find("{{") else {
+            rest = None;
+            return (!text.is_empty()).then_some(Ok(Piece::Text(text)));
+        };
+        let after = &text[start + 2..];
+        let Some(end) = after.find("}}") else {
+            rest = None;
+            return Some(Err(Unclosed));
+        };
+        let read = Placeholder::read(after[..end].trim());
+        rest = Some(&after[end + 2..]);
+        if start == 0 {
+            Some(Ok(Piece::Placeholder(read)))
+        } else {
+            placeholder = Some(read);
+            Some(Ok(Piece::Text(&text[..start])))
+        }
+    })
 }
 
-/// Every placeholder of `template`, in order (an unclosed one ends the list).
-pub fn placeholders(template: &str) -> impl Iterator<Item = Placeholder<'_>> {
-    let mut rest = template;
-    std::iter::from_fn(move || {
-        let start = rest.find("{{")?;
-        let after = &rest[start + 2..];
-        let end = after.find("}}")?;
-        rest = &after[end + 2..];
-        Some(Placeholder::read(after[..end].trim()))
-    })
+/// The pieces of `template`, in order.
+pub fn pieces(template: &str) -> Result<Vec<Piece<'_>>, Unclosed> {
+    scan(template).collect()
 }
 
 /// The `{{secret.NAME}}` names a template uses, in order, once each.
 pub fn secret_names(template: &str) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for p in placeholders(template) {
-        if let Placeholder::Secret(name) = p {
+    for piece in scan(template).map_while(Result::ok) {
+        if let Piece::Placeholder(Placeholder::Secret(name)) = piece {
             if !names.iter().any(|n| n == name) {
                 names.push(name.to_owned());
             }

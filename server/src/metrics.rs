@@ -44,6 +44,12 @@ fn label(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// A gauge's HELP and TYPE lines.
+fn gauge(out: &mut String, name: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+}
+
 /// The exposition text.
 pub fn render(
     connectors: &[ConnectorInfo],
@@ -52,8 +58,11 @@ pub fn render(
     attention: &[Attention],
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# HELP switchyard_connector_up Whether the connector can fire now in this workspace (1) or not (0), with its status.");
-    let _ = writeln!(out, "# TYPE switchyard_connector_up gauge");
+    gauge(
+        &mut out,
+        "switchyard_connector_up",
+        "Whether the connector can fire now in this workspace (1) or not (0), with its status.",
+    );
     for c in connectors {
         let _ = writeln!(
             out,
@@ -63,8 +72,11 @@ pub fn render(
             u8::from(c.status.is_available())
         );
     }
-    let _ = writeln!(out, "# HELP switchyard_connector_fires_today Fires counted today against the connector's daily cap (every workspace: one key).");
-    let _ = writeln!(out, "# TYPE switchyard_connector_fires_today gauge");
+    gauge(
+        &mut out,
+        "switchyard_connector_fires_today",
+        "Fires counted today against the connector's daily cap (every workspace: one key).",
+    );
     for (c, n) in connectors.iter().zip(fires_today) {
         let _ = writeln!(
             out,
@@ -72,11 +84,11 @@ pub fn render(
             label(&c.id)
         );
     }
-    let _ = writeln!(
-        out,
-        "# HELP switchyard_connector_attempts Finished attempts in the last 24 hours, by outcome."
+    gauge(
+        &mut out,
+        "switchyard_connector_attempts",
+        "Finished attempts in the last 24 hours, by outcome.",
     );
-    let _ = writeln!(out, "# TYPE switchyard_connector_attempts gauge");
     for s in stats {
         for (outcome, n) in [
             ("found", s.found),
@@ -91,8 +103,11 @@ pub fn render(
             );
         }
     }
-    let _ = writeln!(out, "# HELP switchyard_connector_latency_ms Attempt duration percentiles over the last 24 hours, in milliseconds.");
-    let _ = writeln!(out, "# TYPE switchyard_connector_latency_ms gauge");
+    gauge(
+        &mut out,
+        "switchyard_connector_latency_ms",
+        "Attempt duration percentiles over the last 24 hours, in milliseconds.",
+    );
     for s in stats {
         for (quantile, value) in [("0.5", s.p50_ms), ("0.95", s.p95_ms)] {
             if let Some(v) = value {
@@ -104,8 +119,7 @@ pub fn render(
             }
         }
     }
-    let _ = writeln!(out, "# HELP switchyard_connector_attention Connectors this workspace's admins must act on (1), by why: key-refused or long-suspension; GET /api/connectors/attention says what to do.");
-    let _ = writeln!(out, "# TYPE switchyard_connector_attention gauge");
+    gauge(&mut out, "switchyard_connector_attention", "Connectors this workspace's admins must act on (1), by why: key-refused or long-suspension; GET /api/connectors/attention says what to do.");
     for a in attention {
         let _ = writeln!(
             out,

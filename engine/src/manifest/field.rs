@@ -29,12 +29,6 @@ impl FieldSpec {
     }
 }
 
-impl From<&str> for FieldSpec {
-    fn from(text: &str) -> Self {
-        FieldSpec::One(text.to_owned())
-    }
-}
-
 /// The most candidates one field may list.
 const MAX_CANDIDATES: usize = 8;
 
