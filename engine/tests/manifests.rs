@@ -67,6 +67,13 @@ async fn provider(seen: Seen) -> String {
             }),
         )
         .route(
+            "/echo-fail",
+            // A provider error that repeats what it was sent.
+            get(|Query(q): Query<std::collections::BTreeMap<String, String>>| async move {
+                (StatusCode::BAD_GATEWAY, format!("{{\"error\": \"bad request {q:?}\"}}"))
+            }),
+        )
+        .route(
             "/flaky",
             // The first page answers; the second is a provider error.
             get(|Query(q): Query<std::collections::HashMap<String, String>>| async move {
@@ -527,6 +534,21 @@ snippet = "$.about"
         (set[0].title.as_str(), set[0].snippet.as_str()),
         ("mailto,q", "ops@example.org")
     );
+    // Set, it is scrubbed from messages like a key: it may be one.
+    let failing =
+        Arc::new(Manifest::parse(&text.replace("/echo\"", "/echo-fail\""), Format::Toml).unwrap());
+    let e = ManifestConnector::new(
+        failing,
+        Outbound::new(AllowList::parse("127.0.0.1")),
+        Arc::new(|name| (name == "ECHO_MAILTO").then(|| "ops@example.org".to_owned())),
+    )
+    .fire(&B::SearchWeb.into(), "acme", &opts(5))
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("bad request") && e.contains("acme"), "{e}");
+    assert!(!e.contains("ops@example.org"), "{e}");
+
     // A setting named in neither list is a mistake.
     let e = Manifest::parse(
         &text.replace("optional_env = [\"ECHO_MAILTO\"]", ""),
