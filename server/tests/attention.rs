@@ -14,11 +14,8 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use axum::routing;
 use axum::Json;
-use common::{events_until, on_every_backend, TestServer, TEST_PACKS};
-use engine::connectors::guard::AllowList;
-use engine::packs::Catalog;
+use common::{events_until, news_manifest, on_every_backend, TestServer};
 use engine::registry::SuspendPolicy;
-use engine::store::testing::TestDatabase;
 use model::Role;
 use serde_json::{json, Value};
 
@@ -49,56 +46,15 @@ async fn provider(status: Arc<AtomicU16>) -> String {
     base
 }
 
-/// A news manifest on `base/news`; with `key`, it sends that secret.
+/// A news manifest on `base/news`; with `key`, it sends that secret as
+/// `api_key`.
 fn manifest(id: &str, base: &str, key: Option<&str>) -> String {
-    let (requires, query) = match key {
-        Some(k) => (
-            format!("requires_env = [\"{k}\"]\n"),
-            format!("query = {{ q = \"{{{{query}}}}\", api_key = \"{{{{secret.{k}}}}}\" }}"),
-        ),
-        None => (String::new(), "query = { q = \"{{query}}\" }".to_owned()),
-    };
-    format!(
-        r#"id = "{id}"
-display_name = "{id} news"
-short_label = "N"
-capabilities = ["search.news"]
-cost_tier = "free"
-{requires}
-[request]
-url = "{base}/news"
-{query}
-
-[response]
-items = "$.results[*]"
-url = "$.url"
-title = "$.title"
-snippet = "$.text"
-"#
+    news_manifest(
+        id,
+        &format!("{id} news"),
+        &format!("{base}/news"),
+        key.map(|var| ("api_key", var)),
     )
-}
-
-async fn server(db: TestDatabase) -> TestServer {
-    TestServer::start_configured(
-        db,
-        |config| config.fetch_allow = AllowList::parse("127.0.0.1"),
-        |state| {
-            *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-        },
-    )
-    .await
-}
-
-async fn save(server: &TestServer, text: &str) {
-    let res = server
-        .client
-        .post(server.at("/api/manifests"))
-        .header("content-type", "application/toml")
-        .body(text.to_owned())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 201, "{}", res.text().await.unwrap());
 }
 
 async fn set_secret(server: &TestServer, name: &str, value: &str) {
@@ -139,12 +95,14 @@ async fn a_key_that_worked_and_then_is_refused_needs_an_admin_until_it_is_set_ag
     on_every_backend(|db| async {
         let status = Arc::new(AtomicU16::new(200));
         let base = provider(status.clone()).await;
-        let server = server(db).await;
+        let server = TestServer::start_for_fakes(db, |_| {}).await;
         let member = server
             .user("member@example.org", common::TEST_WORKSPACE, Role::Member)
             .await;
         let key = "sk-keyed-4711-SECRET";
-        save(&server, &manifest("keyed", &base, Some("KEYED_KEY"))).await;
+        server
+            .save_manifest(&manifest("keyed", &base, Some("KEYED_KEY")))
+            .await;
         set_secret(&server, "KEYED_KEY", key).await;
 
         // It worked.
@@ -154,12 +112,7 @@ async fn a_key_that_worked_and_then_is_refused_needs_an_admin_until_it_is_set_ag
         assert_eq!((code, none), (200, json!([])));
 
         // Then the provider refuses the key: the admins are told, live.
-        let stream = server
-            .client
-            .get(server.at("/api/events"))
-            .send()
-            .await
-            .unwrap();
+        let stream = server.open_events("").await;
         status.store(401, Ordering::SeqCst);
         let attempt = fire_news(&server).await;
         assert_eq!(attempt["outcome"], "error", "{attempt}");
@@ -223,8 +176,8 @@ async fn errors_that_keep_a_connector_suspended_past_the_threshold_need_an_admin
     on_every_backend(|db| async {
         let status = Arc::new(AtomicU16::new(502));
         let base = provider(status.clone()).await;
-        let server = server(db).await;
-        save(&server, &manifest("flaky", &base, None)).await;
+        let server = TestServer::start_for_fakes(db, |_| {}).await;
+        server.save_manifest(&manifest("flaky", &base, None)).await;
         // One suspension longer than the 15 minutes admins wait out.
         server
             .state
@@ -235,12 +188,7 @@ async fn errors_that_keep_a_connector_suspended_past_the_threshold_need_an_admin
                 base: Duration::from_secs(20 * 60),
                 max: Duration::from_secs(60 * 60),
             });
-        let stream = server
-            .client
-            .get(server.at("/api/events"))
-            .send()
-            .await
-            .unwrap();
+        let stream = server.open_events("").await;
         // The chain retries a 502 once: two errors in a row.
         let attempt = fire_news(&server).await;
         assert_eq!(attempt["outcome"], "error", "{attempt}");

@@ -19,9 +19,7 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing;
 use axum::Json;
-use common::{events_until, on_every_backend, TestServer, TEST_PACKS};
-use engine::connectors::guard::AllowList;
-use engine::packs::Catalog;
+use common::{events_until, news_manifest, on_every_backend, TestServer};
 use serde_json::{json, Value};
 
 #[derive(Clone, Default)]
@@ -77,24 +75,7 @@ async fn provider() -> (String, Fake) {
 }
 
 fn manifest(base: &str) -> String {
-    format!(
-        r#"id = "lister"
-display_name = "Lister"
-short_label = "L"
-capabilities = ["search.news"]
-cost_tier = "free"
-
-[request]
-url = "{base}/list"
-query = {{ q = "{{{{query}}}}" }}
-
-[response]
-items = "$.results[*]"
-url = "$.url"
-title = "$.title"
-snippet = "$.text"
-"#
-    )
+    news_manifest("lister", "Lister", &format!("{base}/list"), None)
 }
 
 async fn fire(server: &TestServer, record: i64) -> Value {
@@ -127,23 +108,8 @@ fn by_url<'a>(items: &'a [Value], url: &str) -> &'a Value {
 async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triage() {
     on_every_backend(|db| async {
         let (base, fake) = provider().await;
-        let server = TestServer::start_configured(
-            db,
-            |config| config.fetch_allow = AllowList::parse("127.0.0.1"),
-            |state| {
-                *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-            },
-        )
-        .await;
-        let res = server
-            .client
-            .post(server.at("/api/manifests"))
-            .header("content-type", "application/toml")
-            .body(manifest(&base))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status().as_u16(), 201, "{}", res.text().await.unwrap());
+        let server = TestServer::start_for_fakes(db, |_| {}).await;
+        server.save_manifest(&manifest(&base)).await;
         let (status, set) = server.import("Set", "test", "name\nAda Lovelace\n").await;
         assert_eq!(status, 201, "{set}");
         let set_id = set["id"].as_i64().unwrap();
@@ -170,12 +136,7 @@ async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triag
 
         // The provider stops returning them: each is asked for itself, and
         // the one that answers 410 is gone, live.
-        let stream = server
-            .client
-            .get(server.at(&format!("/api/events?record_set={set_id}")))
-            .send()
-            .await
-            .unwrap();
+        let stream = server.open_events(&format!("record_set={set_id}")).await;
         fake.listing.store(false, Ordering::SeqCst);
         let empty = fire(&server, record).await;
         assert_eq!(empty["attempts"][0]["outcome"], "not_found", "{empty}");
@@ -228,12 +189,7 @@ async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triag
             .unwrap();
         fake.back.store(true, Ordering::SeqCst);
         fake.listing.store(true, Ordering::SeqCst);
-        let stream = server
-            .client
-            .get(server.at(&format!("/api/events?record_set={set_id}")))
-            .send()
-            .await
-            .unwrap();
+        let stream = server.open_events(&format!("record_set={set_id}")).await;
         fire(&server, record).await;
         let seen = events_until(stream, |e| {
             e["type"] == "item_changed"
@@ -254,26 +210,11 @@ async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triag
 #[tokio::test(flavor = "multi_thread")]
 async fn with_page_rechecks_off_no_found_page_is_contacted() {
     let (base, fake) = provider().await;
-    let server = TestServer::start_configured(
-        engine::store::testing::sqlite(),
-        |config| {
-            config.fetch_allow = AllowList::parse("127.0.0.1");
-            config.page_rechecks = engine::recheck::PageRechecks::Off;
-        },
-        |state| {
-            *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-        },
-    )
+    let server = TestServer::start_for_fakes(engine::store::testing::sqlite(), |config| {
+        config.page_rechecks = engine::recheck::PageRechecks::Off;
+    })
     .await;
-    let res = server
-        .client
-        .post(server.at("/api/manifests"))
-        .header("content-type", "application/toml")
-        .body(manifest(&base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 201);
+    server.save_manifest(&manifest(&base)).await;
     let (_, set) = server.import("Set", "test", "name\nAda Lovelace\n").await;
     let record = server.record_ids(set["id"].as_i64().unwrap()).await[0];
     fire(&server, record).await;

@@ -128,14 +128,7 @@ snippet = "$.text"
 
 /// A server with the test catalogue that may reach the fake provider.
 async fn server(db: TestDatabase) -> TestServer {
-    TestServer::start_configured(
-        db,
-        |config| config.fetch_allow = AllowList::parse("127.0.0.1"),
-        |state| {
-            *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-        },
-    )
-    .await
+    TestServer::start_for_fakes(db, |_| {}).await
 }
 
 async fn post_manifest(client: &reqwest::Client, url: String, text: &str) -> (u16, Value) {

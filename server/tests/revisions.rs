@@ -12,9 +12,7 @@ use std::sync::Arc;
 
 use axum::routing;
 use axum::Json;
-use common::{on_every_backend, TestServer, TEST_PACKS};
-use engine::connectors::guard::AllowList;
-use engine::packs::Catalog;
+use common::{news_manifest, on_every_backend, TestServer};
 use serde_json::{json, Value};
 
 /// `/words` says "Ada, engineer" of page A the first time and "Ada,
@@ -54,27 +52,6 @@ async fn provider() -> String {
     url
 }
 
-fn manifest(id: &str, base: &str, path: &str) -> String {
-    format!(
-        r#"id = "{id}"
-display_name = "{id}"
-short_label = "N"
-capabilities = ["search.news"]
-cost_tier = "free"
-
-[request]
-url = "{base}{path}"
-query = {{ q = "{{{{query}}}}" }}
-
-[response]
-items = "$.results[*]"
-url = "$.url"
-title = "$.title"
-snippet = "$.text"
-"#
-    )
-}
-
 async fn fire(server: &TestServer, record: i64, connector: &str) -> Value {
     let res = server
         .client
@@ -103,24 +80,11 @@ fn item<'a>(report: &'a Value, url: &str) -> &'a Value {
 async fn a_known_page_in_new_words_gains_a_revision_and_keeps_its_triage() {
     on_every_backend(|db| async {
         let base = provider().await;
-        let server = TestServer::start_configured(
-            db,
-            |config| config.fetch_allow = AllowList::parse("127.0.0.1"),
-            |state| {
-                *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-            },
-        )
-        .await;
+        let server = TestServer::start_for_fakes(db, |_| {}).await;
         for (id, path) in [("words-news", "/words"), ("other-news", "/other")] {
-            let res = server
-                .client
-                .post(server.at("/api/manifests"))
-                .header("content-type", "application/toml")
-                .body(manifest(id, &base, path))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(res.status().as_u16(), 201, "{}", res.text().await.unwrap());
+            server
+                .save_manifest(&news_manifest(id, id, &format!("{base}{path}"), None))
+                .await;
         }
         let (status, set) = server
             .import_as(

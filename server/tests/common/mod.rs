@@ -64,6 +64,48 @@ impl TestServer {
         Self::serve(db, state).await
     }
 
+    /// Starts a server with the test catalogue ([`TEST_PACKS`]) whose
+    /// connectors may reach fake providers on 127.0.0.1, with settings
+    /// `configure` changed.
+    pub async fn start_for_fakes(db: TestDatabase, configure: impl FnOnce(&mut Config)) -> Self {
+        Self::start_configured(
+            db,
+            |config| {
+                config.fetch_allow = engine::connectors::guard::AllowList::parse("127.0.0.1");
+                configure(config);
+            },
+            |state| {
+                *state.engine.catalog.write().unwrap() =
+                    engine::packs::Catalog::from_toml(TEST_PACKS).unwrap();
+            },
+        )
+        .await
+    }
+
+    /// Opens the live stream (`/api/events` with `query`, e.g.
+    /// `record_set=4`) as the test user, for [`events_until`].
+    pub async fn open_events(&self, query: &str) -> reqwest::Response {
+        self.client
+            .get(self.at(&format!("/api/events?{query}")))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Saves a manifest (TOML) through the REST door as the test user; it
+    /// must be accepted.
+    pub async fn save_manifest(&self, toml: &str) {
+        let res = self
+            .client
+            .post(self.at("/api/manifests"))
+            .header("content-type", "application/toml")
+            .body(toml.to_owned())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 201, "{}", res.text().await.unwrap());
+    }
+
     /// The settings a test server runs with on `db`.
     pub fn config(db: &TestDatabase) -> Config {
         Config {
@@ -411,6 +453,37 @@ pub async fn events_until(
         }
     }
     panic!("the awaited event never came; saw {seen:?}");
+}
+
+/// A search.news manifest asking `url?q=<query>` and reading
+/// `$.results[*]` (`url`, `title`, `text`); with `key = (parameter,
+/// VARIABLE)` it requires the variable and sends it as that parameter.
+pub fn news_manifest(id: &str, display_name: &str, url: &str, key: Option<(&str, &str)>) -> String {
+    let (requires, key_param) = match key {
+        Some((param, var)) => (
+            format!("requires_env = [\"{var}\"]\n"),
+            format!(", {param} = \"{{{{secret.{var}}}}}\""),
+        ),
+        None => (String::new(), String::new()),
+    };
+    format!(
+        r#"id = "{id}"
+display_name = "{display_name}"
+short_label = "N"
+capabilities = ["search.news"]
+cost_tier = "free"
+{requires}
+[request]
+url = "{url}"
+query = {{ q = "{{{{query}}}}"{key_param} }}
+
+[response]
+items = "$.results[*]"
+url = "$.url"
+title = "$.title"
+snippet = "$.text"
+"#
+    )
 }
 
 /// Runs a scenario on a fresh SQLite database, then on a fresh PostgreSQL
