@@ -63,7 +63,7 @@ async fn main() {
         loop {
             if registry
                 .by_id("bench-news")
-                .is_some_and(|h| h.registration.display_name == want)
+                .is_some_and(|h| h.registration.profile.display_name == want)
             {
                 break;
             }

@@ -48,9 +48,9 @@ async fn engine(db: &TestDatabase, per_second: Option<f64>, priced: bool) -> (En
         EngineConfig::default(),
     );
     let mut reg = ScriptedConnector::registration("zero", CostTier::Free, &[B::SearchWeb.into()]);
-    reg.rate_hints.per_second = per_second;
+    reg.profile.rate_hints.per_second = per_second;
     if priced {
-        reg.cost = Some(model::Cost::per_call(
+        reg.profile.cost = Some(model::Cost::per_call(
             model::Amount::from_micros(1_000),
             "USD",
         ));

@@ -20,8 +20,8 @@ use crate::Engine;
 /// `after` is how long a streak of suspensions may last before it is
 /// worth a person's time.
 pub fn of(info: &ConnectorInfo, own_key: bool, now: i64, after: Duration) -> Option<Attention> {
-    let name = &info.display_name;
-    let vars = info.requires_env.join(" and ");
+    let name = &info.profile.display_name;
+    let vars = info.profile.requires_env.join(" and ");
     let (kind, since, what, to_do) = match &info.status {
         ConnectorStatus::AuthFailed { at, reason } => {
             let to_do = if own_key {
@@ -30,14 +30,14 @@ pub fn of(info: &ConnectorInfo, own_key: bool, now: i64, after: Duration) -> Opt
                 format!(
                     "Check the account with the provider, then re-check {name} here \
                      (or the operator runs `switchyard connector clear {}`).",
-                    info.id
+                    info.profile.id
                 )
             } else {
                 format!(
                     "Put a working {vars} in the server's environment and re-check {name} here \
                      (or the operator runs `switchyard connector clear {}`); or give this \
                      workspace its own {vars} under Secrets.",
-                    info.id
+                    info.profile.id
                 )
             };
             (
@@ -70,7 +70,7 @@ pub fn of(info: &ConnectorInfo, own_key: bool, now: i64, after: Duration) -> Opt
         _ => return None,
     };
     Some(Attention {
-        connector_id: info.id.clone(),
+        connector_id: info.profile.id.clone(),
         display_name: name.clone(),
         kind,
         own_key,
@@ -138,20 +138,22 @@ pub(crate) async fn raise(
 
 #[cfg(test)]
 mod tests {
-    use model::{CostTier, RateHints};
+    use model::{ConnectorProfile, CostTier, RateHints};
 
     use super::*;
 
     fn info(status: ConnectorStatus, vars: &[&str]) -> ConnectorInfo {
         ConnectorInfo {
-            id: "tavily".into(),
-            display_name: "Tavily".into(),
-            short_label: "tv".into(),
-            capabilities: vec![],
-            cost_tier: CostTier::Paid,
-            cost: None,
-            requires_env: vars.iter().map(|v| (*v).to_owned()).collect(),
-            rate_hints: RateHints::default(),
+            profile: ConnectorProfile {
+                id: "tavily".into(),
+                display_name: "Tavily".into(),
+                short_label: "tv".into(),
+                capabilities: vec![],
+                cost_tier: CostTier::Paid,
+                requires_env: vars.iter().map(|v| (*v).to_owned()).collect(),
+                rate_hints: RateHints::default(),
+                cost: None,
+            },
             status_reason: status.reason(),
             status,
             source: model::ConnectorSource::Builtin,

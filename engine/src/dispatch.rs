@@ -914,17 +914,18 @@ impl Dispatcher {
         permit.throttle(handle).await;
         let Some(rate) = handle
             .registration
+            .profile
             .rate_hints
             .per_second
             .filter(|r| r.is_finite() && *r > 0.0 && self.store.backend() == Backend::Postgres)
         else {
             return;
         };
-        let bucket = crate::lens::usage_key(&handle.registration.id, keyed_by);
+        let bucket = crate::lens::usage_key(&handle.registration.profile.id, keyed_by);
         match retrying(|| self.store.reserve_call(&bucket, rate)).await {
             Ok(wait) => permit.hold(tokio::time::sleep(wait)).await,
             Err(e) => {
-                tracing::warn!(connector = %handle.registration.id, error = %e, "Cannot take a slot of the deployment's rate; this process's throttle alone paces the call.");
+                tracing::warn!(connector = %handle.registration.profile.id, error = %e, "Cannot take a slot of the deployment's rate; this process's throttle alone paces the call.");
             }
         }
     }
@@ -968,7 +969,7 @@ impl Dispatcher {
         called: Called,
         budget: &mut u32,
     ) -> Result<(AttemptEnd, Vec<ConnectorResult>, bool), StoreError> {
-        let id = &handle.registration.id;
+        let id = &handle.registration.profile.id;
         let failed = |outcome, error: String| AttemptEnd {
             outcome: Some(outcome),
             result_count: None,
@@ -1077,7 +1078,7 @@ impl Dispatcher {
         keyed_by: Option<i64>,
         reason: &str,
     ) -> Result<(), StoreError> {
-        let id = &handle.registration.id;
+        let id = &handle.registration.profile.id;
         let suspended = match keyed_by {
             None => self.registry.record_failure(id, reason).await.is_some(),
             Some(ws) => match self.registry.record_workspace_failure(id, ws, reason) {
@@ -1117,7 +1118,7 @@ impl Dispatcher {
         workspace_id: i64,
         status: &ConnectorStatus,
     ) -> Result<(), StoreError> {
-        let id = &handle.registration.id;
+        let id = &handle.registration.profile.id;
         let actor = crate::registry::SYSTEM_ACTOR;
         if self
             .store
@@ -1211,8 +1212,8 @@ impl Dispatcher {
             .iter()
             .map(|h| {
                 (
-                    h.registration.id.as_str(),
-                    h.registration.display_name.as_str(),
+                    h.registration.profile.id.as_str(),
+                    h.registration.profile.display_name.as_str(),
                 )
             })
             .collect();
@@ -1378,9 +1379,9 @@ fn candidates_of(handles: &[ConnectorHandle], lens: &Lens) -> Vec<Candidate> {
         .iter()
         .filter(|h| lens.sees(h))
         .map(|h| Candidate {
-            id: h.registration.id.clone(),
-            serves: h.registration.capabilities.clone(),
-            cost_tier: h.registration.cost_tier,
+            id: h.registration.profile.id.clone(),
+            serves: h.registration.profile.capabilities.clone(),
+            cost_tier: h.registration.profile.cost_tier,
             status: lens.status(h),
         })
         .collect()

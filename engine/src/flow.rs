@@ -215,8 +215,8 @@ impl Flow {
         priority: Priority,
         cancel: &CancellationToken,
     ) -> Option<Permit> {
-        let connector = handle.registration.id.as_str();
-        let rate = handle.registration.rate_hints.per_second;
+        let connector = handle.registration.profile.id.as_str();
+        let rate = handle.registration.profile.rate_hints.per_second;
         let waiting = {
             let mut state = self.state();
             let id = state.next_permit;
@@ -389,7 +389,7 @@ mod tests {
         let store = Store::connect("sqlite::memory:").await.unwrap();
         let registry = crate::registry::Registry::new(store, crate::events::EventBus::new());
         let mut reg = ScriptedConnector::registration("c", CostTier::Free, &[B::SearchWeb.into()]);
-        reg.rate_hints.per_second = rate;
+        reg.profile.rate_hints.per_second = rate;
         registry
             .register(reg, ScriptedConnector::new("c", [Step::Empty]))
             .unwrap();

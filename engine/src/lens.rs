@@ -74,19 +74,19 @@ impl Lens {
     /// nothing always fits). (As read with the
     /// settings: the walk's own count is what stops a call.)
     fn spent_budget(&self, handle: &ConnectorHandle) -> Option<String> {
-        let cost = handle.registration.cost.as_ref()?;
-        let id = &handle.registration.id;
+        let cost = handle.registration.profile.cost.as_ref()?;
+        let id = &handle.registration.profile.id;
         self.budgets
             .iter()
             .filter(|b| b.budget.counts(id, &cost.unit))
             .find(|b| b.left() < cost.per_call)
-            .map(|b| b.spent_reason(&handle.registration.display_name))
+            .map(|b| b.spent_reason(&handle.registration.profile.display_name))
     }
 
     /// The status before budgets.
     fn own_status(&self, handle: &ConnectorHandle) -> ConnectorStatus {
         let now = crate::time::now_ms();
-        match self.off.get(&handle.registration.id) {
+        match self.off.get(&handle.registration.profile.id) {
             Some(
                 ConnectorStatus::RateLimited { until, .. }
                 | ConnectorStatus::Suspended { until, .. },
@@ -135,6 +135,7 @@ impl Lens {
     pub fn key_owner(&self, handle: &ConnectorHandle) -> Option<i64> {
         let own = handle
             .registration
+            .profile
             .requires_env
             .iter()
             .any(|v| self.secrets.contains(v));
@@ -172,7 +173,7 @@ mod tests {
         let engine = crate::store::testing::engine(&db).await;
         let mut reg =
             ScriptedConnector::registration("keyed", CostTier::Paid, &[B::SearchWeb.into()]);
-        reg.requires_env = vec!["KEYED_KEY".to_owned()];
+        reg.profile.requires_env = vec!["KEYED_KEY".to_owned()];
         engine
             .registry
             .register(reg, ScriptedConnector::new("keyed", [Step::Found(1)]))

@@ -138,7 +138,7 @@ impl Rechecker {
         }
         let connector_name = self.registry.by_id(&answered.connector_id).map_or_else(
             || answered.connector_id.clone(),
-            |h| h.registration.display_name,
+            |h| h.registration.profile.display_name,
         );
         let mut changed = 0;
         for (item_id, url) in due {

@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use model::{Capability, ConnectorInfo, ConnectorSource, ConnectorStatus, CostTier, RateHints};
+use model::{
+    Capability, ConnectorInfo, ConnectorProfile, ConnectorSource, ConnectorStatus, Problem,
+};
 
 use crate::connector::Connector;
 use crate::events::EventBus;
@@ -16,20 +18,10 @@ use crate::throttle::{Priority, Throttle};
 use crate::time::now_ms;
 use model::EventKind;
 
-/// What a connector declares about itself.
+/// What a connector declares about itself, and how the registry treats it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Registration {
-    pub id: String,
-    pub display_name: String,
-    /// Shown in the per-record connector menu, e.g. `SerpApi/G`.
-    pub short_label: String,
-    pub capabilities: Vec<Capability>,
-    pub cost_tier: CostTier,
-    /// What a call costs, when declared; `None`: calls are not billed.
-    pub cost: Option<model::Cost>,
-    /// Environment variables the connector needs; names only.
-    pub requires_env: Vec<String>,
-    pub rate_hints: RateHints,
+    pub profile: ConnectorProfile,
     /// Whether repeated errors suspend it. A connector whose errors are about
     /// the record's own target (a website that is down) says no: one broken
     /// site says nothing about the next.
@@ -39,10 +31,8 @@ pub struct Registration {
 /// Why a registration was refused.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum RegistryError {
-    #[error("connector id {0:?} is invalid: use 1 to 64 of a-z, 0-9, '-' and '_'")]
-    InvalidId(String),
-    #[error("connector {id}: {what}")]
-    InvalidRegistration { id: String, what: String },
+    #[error("connector {id:?} cannot be registered: {}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Invalid { id: String, problems: Vec<Problem> },
     #[error("no connector {0:?} is registered")]
     Unknown(String),
 }
@@ -96,7 +86,7 @@ pub struct ConnectorHandle {
 impl std::fmt::Debug for ConnectorHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ConnectorHandle")
-            .field("id", &self.registration.id)
+            .field("id", &self.registration.profile.id)
             .field("status", &self.status)
             .finish_non_exhaustive()
     }
@@ -113,16 +103,8 @@ impl ConnectorHandle {
     }
 
     pub fn info(&self) -> ConnectorInfo {
-        let r = &self.registration;
         ConnectorInfo {
-            id: r.id.clone(),
-            display_name: r.display_name.clone(),
-            short_label: r.short_label.clone(),
-            capabilities: r.capabilities.clone(),
-            cost_tier: r.cost_tier,
-            cost: r.cost.clone(),
-            requires_env: r.requires_env.clone(),
-            rate_hints: r.rate_hints,
+            profile: self.registration.profile.clone(),
             status_reason: self.status.reason(),
             status: self.status.clone(),
             source: self.source.clone(),
@@ -261,7 +243,7 @@ impl Registry {
         source: ConnectorSource,
     ) -> Result<(), RegistryError> {
         validate(&registration)?;
-        let id = registration.id.clone();
+        let id = registration.profile.id.clone();
         {
             let mut entries = self.write();
             let old = entries.get(&id);
@@ -270,12 +252,13 @@ impl Registry {
             // connector must not hand it a fresh burst.
             let throttle = match old {
                 Some(old)
-                    if old.registration.rate_hints.per_second
-                        == registration.rate_hints.per_second =>
+                    if old.registration.profile.rate_hints.per_second
+                        == registration.profile.rate_hints.per_second =>
                 {
                     old.throttle.clone()
                 }
                 _ => registration
+                    .profile
                     .rate_hints
                     .per_second
                     .and_then(Throttle::new)
@@ -335,7 +318,7 @@ impl Registry {
     pub fn all(&self) -> Vec<ConnectorHandle> {
         let now = now_ms();
         let mut all: Vec<_> = self.read().values().map(|e| self.handle(e, now)).collect();
-        all.sort_by(|a, b| a.registration.id.cmp(&b.registration.id));
+        all.sort_by(|a, b| a.registration.profile.id.cmp(&b.registration.profile.id));
         all
     }
 
@@ -346,11 +329,11 @@ impl Registry {
         let mut serving: Vec<_> = self
             .all_in(workspace_id)
             .into_iter()
-            .filter(|h| h.registration.capabilities.contains(intent))
+            .filter(|h| h.registration.profile.capabilities.contains(intent))
             .collect();
         serving.sort_by(|a, b| {
-            (a.registration.cost_tier, &a.registration.id)
-                .cmp(&(b.registration.cost_tier, &b.registration.id))
+            (a.registration.profile.cost_tier, &a.registration.profile.id)
+                .cmp(&(b.registration.profile.cost_tier, &b.registration.profile.id))
         });
         serving
     }
@@ -368,7 +351,7 @@ impl Registry {
     pub fn capabilities(&self, workspace_id: Option<i64>) -> Vec<Capability> {
         let mut caps: Vec<Capability> = Capability::builtins().collect();
         for handle in self.all_in(workspace_id) {
-            for cap in &handle.registration.capabilities {
+            for cap in &handle.registration.profile.capabilities {
                 if !caps.contains(cap) {
                     caps.push(cap.clone());
                 }
@@ -569,6 +552,7 @@ impl Registry {
         let from_env = !matches!(entry.source, ConnectorSource::Workspace { .. });
         let missing: Vec<String> = entry
             .registration
+            .profile
             .requires_env
             .iter()
             .filter(|name| !from_env || (self.env)(name).is_none_or(|v| v.trim().is_empty()))
@@ -593,59 +577,15 @@ impl Registry {
 }
 
 fn validate(r: &Registration) -> Result<(), RegistryError> {
-    let id_ok = !r.id.is_empty()
-        && r.id.len() <= 64
-        && r.id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-    if !id_ok {
-        return Err(RegistryError::InvalidId(r.id.clone()));
+    let problems = r.profile.problems();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(RegistryError::Invalid {
+            id: r.profile.id.clone(),
+            problems,
+        })
     }
-    let invalid = |what: &str| RegistryError::InvalidRegistration {
-        id: r.id.clone(),
-        what: what.to_owned(),
-    };
-    if r.display_name.trim().is_empty() {
-        return Err(invalid("display_name is empty"));
-    }
-    if r.short_label.trim().is_empty() || r.short_label.chars().count() > 16 {
-        return Err(invalid("short_label must be 1 to 16 characters"));
-    }
-    if r.capabilities.is_empty() {
-        return Err(invalid("it serves no capability"));
-    }
-    if let Some(ps) = r.rate_hints.per_second {
-        if !(ps.is_finite() && ps > 0.0) {
-            return Err(invalid("rate_hints.per_second must be a positive number"));
-        }
-    }
-    if r.rate_hints.daily_cap == Some(0) {
-        return Err(invalid("rate_hints.daily_cap must be at least 1"));
-    }
-    if let Some(cost) = &r.cost {
-        cost.check()
-            .map_err(|e| invalid(&format!("cost.unit: {e}")))?;
-        if let Some(other) = cost
-            .by_capability
-            .keys()
-            .find(|c| !r.capabilities.iter().any(|own| own.name() == c.as_str()))
-        {
-            return Err(invalid(&format!(
-                "cost.by_capability names {other:?}, which it does not serve"
-            )));
-        }
-    }
-    if let Some(bad) = r.requires_env.iter().find(|v| {
-        v.is_empty()
-            || !v
-                .bytes()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-    }) {
-        return Err(invalid(&format!(
-            "requires_env entry {bad:?} is not an environment variable name (A-Z, 0-9, _)"
-        )));
-    }
-    Ok(())
 }
 
 impl Streak {
@@ -692,7 +632,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
     use crate::scripted::{ScriptedConnector, Step};
-    use model::BuiltinCapability as B;
+    use model::{BuiltinCapability as B, CostTier};
 
     async fn registry(env: &[(&str, &str)]) -> (Registry, EventBus) {
         let store = Store::connect("sqlite::memory:").await.unwrap();
@@ -807,7 +747,7 @@ mod tests {
     async fn missing_environment_variables_are_named() {
         let (registry, _) = registry(&[("TAVILY_API_KEY", "k"), ("EMPTY_KEY", "  ")]).await;
         let mut r = reg("serpapi", CostTier::Paid, &[B::SearchWeb.into()]);
-        r.requires_env = vec![
+        r.profile.requires_env = vec![
             "SERPAPI_API_KEY".into(),
             "EMPTY_KEY".into(),
             "TAVILY_API_KEY".into(),
@@ -861,14 +801,14 @@ mod tests {
         let ids: Vec<String> = registry
             .serving(&web, None)
             .into_iter()
-            .map(|h| h.registration.id)
+            .map(|h| h.registration.profile.id)
             .collect();
         assert_eq!(ids, ["abc", "zeta", "alpha", "paid"]);
         registry.disable("zeta", "ana", "").await.unwrap();
         let ids: Vec<String> = registry
             .available_for(&web)
             .into_iter()
-            .map(|h| h.registration.id)
+            .map(|h| h.registration.profile.id)
             .collect();
         assert_eq!(ids, ["abc", "alpha", "paid"]);
         assert_eq!(registry.all().len(), 5);
@@ -952,62 +892,33 @@ mod tests {
     async fn bad_registrations_are_refused_with_the_reason() {
         let (registry, _) = registry(&[]).await;
         let web: Capability = B::SearchWeb.into();
+        let changed = |change: fn(&mut ConnectorProfile)| {
+            let mut r = reg("a", CostTier::Free, std::slice::from_ref(&web));
+            change(&mut r.profile);
+            r
+        };
         let cases: Vec<(Registration, &str)> = vec![
             (
                 reg("Bad Id", CostTier::Free, std::slice::from_ref(&web)),
-                "is invalid",
-            ),
-            (reg("none", CostTier::Free, &[]), "serves no capability"),
-            (
-                Registration {
-                    cost: None,
-                    suspends_on_errors: true,
-                    display_name: " ".into(),
-                    ..reg("a", CostTier::Free, std::slice::from_ref(&web))
-                },
-                "display_name",
+                "not an id",
             ),
             (
-                Registration {
-                    cost: None,
-                    suspends_on_errors: true,
-                    short_label: String::new(),
-                    ..reg("a", CostTier::Free, std::slice::from_ref(&web))
-                },
-                "short_label",
+                reg("none", CostTier::Free, &[]),
+                "capabilities: name at least one",
+            ),
+            (changed(|p| p.display_name = " ".into()), "display_name"),
+            (changed(|p| p.short_label = String::new()), "short_label"),
+            (
+                changed(|p| p.requires_env = vec!["lower".into()]),
+                "requires_env[0]",
             ),
             (
-                Registration {
-                    cost: None,
-                    suspends_on_errors: true,
-                    requires_env: vec!["lower".into()],
-                    ..reg("a", CostTier::Free, std::slice::from_ref(&web))
-                },
-                "requires_env",
+                changed(|p| p.rate_hints.per_second = Some(-1.0)),
+                "rate_hints.per_second",
             ),
             (
-                Registration {
-                    cost: None,
-                    suspends_on_errors: true,
-                    rate_hints: RateHints {
-                        per_second: Some(-1.0),
-                        daily_cap: None,
-                    },
-                    ..reg("a", CostTier::Free, std::slice::from_ref(&web))
-                },
-                "per_second",
-            ),
-            (
-                Registration {
-                    cost: None,
-                    suspends_on_errors: true,
-                    rate_hints: RateHints {
-                        per_second: None,
-                        daily_cap: Some(0),
-                    },
-                    ..reg("a", CostTier::Free, std::slice::from_ref(&web))
-                },
-                "daily_cap",
+                changed(|p| p.rate_hints.daily_cap = Some(0)),
+                "rate_hints.daily_cap",
             ),
         ];
         for (r, needle) in cases {
@@ -1021,7 +932,7 @@ mod tests {
     async fn every_caller_shares_one_per_second_budget() {
         let (registry, _) = registry(&[]).await;
         let mut r = reg("alpha", CostTier::Free, &[B::SearchWeb.into()]);
-        r.rate_hints.per_second = Some(2.0);
+        r.profile.rate_hints.per_second = Some(2.0);
         registry.register(r, connector()).unwrap();
         let first = registry.by_id("alpha").unwrap();
         let second = registry.by_id("alpha").unwrap();
@@ -1033,12 +944,12 @@ mod tests {
         // Registered again at the same rate (an edited manifest): the
         // budget spent stays spent.
         let mut again = reg("alpha", CostTier::Free, &[B::SearchWeb.into()]);
-        again.rate_hints.per_second = Some(2.0);
+        again.profile.rate_hints.per_second = Some(2.0);
         registry.register(again, connector()).unwrap();
         assert!(!throttle(&registry.by_id("alpha").unwrap()).try_now());
 
         let mut slow = reg("slow", CostTier::Free, &[B::SearchWeb.into()]);
-        slow.rate_hints.per_second = Some(0.5);
+        slow.profile.rate_hints.per_second = Some(0.5);
         registry.register(slow, connector()).unwrap();
         let slow = registry.by_id("slow").unwrap();
         assert!(throttle(&slow).try_now());

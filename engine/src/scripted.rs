@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use model::{Capability, CostTier, RateHints};
+use model::{Capability, ConnectorProfile, CostTier, RateHints};
 
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
@@ -61,15 +61,17 @@ impl ScriptedConnector {
     /// A registration for it serving `capabilities`.
     pub fn registration(id: &str, tier: CostTier, capabilities: &[Capability]) -> Registration {
         Registration {
-            cost: None,
+            profile: ConnectorProfile {
+                id: id.to_owned(),
+                display_name: format!("Scripted {id}"),
+                short_label: id.chars().take(8).collect(),
+                capabilities: capabilities.to_vec(),
+                cost_tier: tier,
+                requires_env: Vec::new(),
+                rate_hints: RateHints::default(),
+                cost: None,
+            },
             suspends_on_errors: true,
-            id: id.to_owned(),
-            display_name: format!("Scripted {id}"),
-            short_label: id.chars().take(8).collect(),
-            capabilities: capabilities.to_vec(),
-            cost_tier: tier,
-            requires_env: Vec::new(),
-            rate_hints: RateHints::default(),
         }
     }
 

@@ -198,8 +198,13 @@ impl Engine {
         // A connector switched off here because the old key was refused
         // gets another try with the new one.
         for handle in self.registry.all_in(Some(who.workspace_id)) {
-            let id = &handle.registration.id;
-            if handle.registration.requires_env.iter().any(|v| v == name)
+            let id = &handle.registration.profile.id;
+            if handle
+                .registration
+                .profile
+                .requires_env
+                .iter()
+                .any(|v| v == name)
                 && self.store.clear_system_switch(who.workspace_id, id).await?
             {
                 self.store
@@ -237,7 +242,7 @@ impl Engine {
     /// secret: its status there may have changed (needs-env or not).
     async fn announce_users_of(&self, workspace_id: i64, name: &str) -> Result<(), StoreError> {
         for info in self.connectors_in(workspace_id).await? {
-            if info.requires_env.iter().any(|v| v == name) {
+            if info.profile.requires_env.iter().any(|v| v == name) {
                 self.events.publish_in(
                     Some(workspace_id),
                     EventKind::ConnectorChanged { connector: info },

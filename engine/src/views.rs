@@ -129,6 +129,7 @@ impl Engine {
                 reached *= 1.0 - hit_rates.get(id).copied().unwrap_or(0.0);
                 let price = handle
                     .registration
+                    .profile
                     .cost
                     .as_ref()
                     .map(|cost| (cost.unit.clone(), cost.of_call(pack.intent.name())));
@@ -137,7 +138,7 @@ impl Engine {
                     None => {
                         lines.push(EstimateLine {
                             connector_id: id.clone(),
-                            display_name: handle.registration.display_name.clone(),
+                            display_name: handle.registration.profile.display_name.clone(),
                             cost_tier: c.cost_tier,
                             fires: 0,
                             expected_fires: 0,
@@ -200,7 +201,7 @@ impl Engine {
             .serving(&pack.intent, set.workspace_id)
             .into_iter()
             .map(|handle| {
-                let id = handle.registration.id.clone();
+                let id = handle.registration.profile.id.clone();
                 let connector = lens.info(&handle);
                 MenuEntry {
                     last_attempt: history

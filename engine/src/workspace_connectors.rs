@@ -70,10 +70,10 @@ impl Engine {
             .iter()
             .map(|h| {
                 let info = lens.info(h);
-                let at = stats.iter().position(|s| s.connector_id == info.id);
+                let at = stats.iter().position(|s| s.connector_id == info.profile.id);
                 // Today's fires count against the cap of the key the
                 // workspace uses.
-                let key = crate::lens::usage_key(&info.id, lens.key_owner(h));
+                let key = crate::lens::usage_key(&info.profile.id, lens.key_owner(h));
                 InventoryRow {
                     fires_today: today.get(&key).copied().unwrap_or(0),
                     stats: at.map(|i| stats.swap_remove(i)),
@@ -92,7 +92,7 @@ impl Engine {
         self.connectors_in(workspace_id)
             .await?
             .into_iter()
-            .find(|c| c.id == id)
+            .find(|c| c.profile.id == id)
             .ok_or_else(|| SwitchError::Registry(RegistryError::Unknown(id.to_owned())))
     }
 
@@ -234,7 +234,7 @@ impl Engine {
             .key_owner(&handle);
         let started = std::time::Instant::now();
         let counted = crate::lens::usage_key(id, key_owner);
-        let fired = match handle.registration.rate_hints.daily_cap {
+        let fired = match handle.registration.profile.rate_hints.daily_cap {
             Some(cap) if !self.store.take_daily_fire(&counted, cap).await? => {
                 Err(FireError::RateLimited {
                     retry_after: None,
@@ -245,10 +245,10 @@ impl Engine {
                 let all = self.dispatcher.workspace_secrets(who.workspace_id).await?;
                 let opts = FireOpts {
                     max_results: 3,
-                    secrets: all.only(&handle.registration.requires_env),
+                    secrets: all.only(&handle.registration.profile.requires_env),
                     ..FireOpts::default()
                 };
-                let intent = handle.registration.capabilities.first().cloned();
+                let intent = handle.registration.profile.capabilities.first().cloned();
                 match intent {
                     Some(intent) => {
                         handle.throttle(crate::throttle::Priority::Person).await;

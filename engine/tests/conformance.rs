@@ -359,7 +359,7 @@ impl Subject {
                     manifest.replacen(&format!("url = \"{origin}"), &format!("url = \"{base}"), 1);
                 let manifest = Manifest::parse(&text, Format::Toml).expect("a shipped manifest");
                 // The key for what it requires; optional settings unset.
-                let required = manifest.spec.requires_env.clone();
+                let required = manifest.spec.profile.requires_env.clone();
                 let connector = ManifestConnector::new(
                     Arc::new(manifest),
                     Outbound::new(AllowList::parse("127.0.0.1")),
@@ -464,7 +464,7 @@ async fn every_adapter_has_fixtures() {
     let fixtures = fixtures();
     let missing: Vec<String> = subjects()
         .iter()
-        .map(|s| s.registration().id)
+        .map(|s| s.registration().profile.id)
         .filter(|id| !fixtures.contains_key(id.as_str()))
         .collect();
     assert!(
@@ -574,13 +574,13 @@ impl Curated {
         let store = Store::connect(&db.url).await.unwrap();
         let mut reg = subject.registration();
         // Its pace is the throttle's to prove, not this suite's.
-        reg.rate_hints = model::RateHints::default();
+        reg.profile.rate_hints = model::RateHints::default();
         let catalog = Catalog::from_toml(&format!(
             "[[pack]]\npack_id = \"p\"\ndisplay_name = \"P\"\nshort_label = \"p\"\nintent = \"{}\"\npreferred_connectors = [\"{}\"]\n\n[[bundle]]\nbundle_id = \"b\"\ndisplay_name = \"B\"\nmembers = [{{ pack = \"p\" }}]\n",
-            fixture.intent, reg.id
+            fixture.intent, reg.profile.id
         ))
         .unwrap();
-        let connector = reg.id.clone();
+        let connector = reg.profile.id.clone();
         let env: engine::registry::EnvLookup = Arc::new(|_| Some(KEY.to_owned()));
         let engine = Engine::new(store, catalog, Some(env), EngineConfig::default());
         engine
@@ -643,7 +643,7 @@ impl Curated {
 
 /// Runs one adapter through every mode.
 async fn run_modes(subject: &Subject, fixture: &Fixture) -> Vec<(&'static str, Cell)> {
-    let id = subject.registration().id;
+    let id = subject.registration().profile.id;
     let intent: Capability = fixture.intent.parse().unwrap();
     let limits = Limits::default();
     let mut cells: Vec<(&'static str, Cell)> = Vec::new();
@@ -1162,18 +1162,18 @@ async fn every_adapter_meets_every_mode_and_the_table_says_so() {
     let mut rows = Vec::new();
     for subject in subjects() {
         let reg = subject.registration();
-        let Some(fixture) = fixtures.get(reg.id.as_str()) else {
+        let Some(fixture) = fixtures.get(reg.profile.id.as_str()) else {
             continue;
         };
         let intent: Capability = fixture.intent.parse().unwrap();
         assert!(
-            reg.capabilities.contains(&intent),
+            reg.profile.capabilities.contains(&intent),
             "{} does not serve its fixture's intent",
-            reg.id
+            reg.profile.id
         );
         let heading = match &subject {
-            Subject::Coded(_) => format!("{} (coded adapter)", reg.id),
-            Subject::Shipped { file, .. } => format!("{} (manifest {file})", reg.id),
+            Subject::Coded(_) => format!("{} (coded adapter)", reg.profile.id),
+            Subject::Shipped { file, .. } => format!("{} (manifest {file})", reg.profile.id),
         };
         rows.push((heading, run_modes(&subject, fixture).await));
     }
@@ -1237,7 +1237,7 @@ fn fuzz_every_adapter_survives_mutated_answers() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let fixtures = fixtures();
     for subject in subjects() {
-        let id = subject.registration().id;
+        let id = subject.registration().profile.id;
         let Some(fixture) = fixtures.get(id.as_str()) else {
             continue;
         };

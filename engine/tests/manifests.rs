@@ -166,7 +166,7 @@ async fn edit(registry: &Registry, file: &std::path::Path, base: &str, name: &st
     eventually("the update", || {
         registry
             .by_id("fake-search")
-            .is_some_and(|h| h.registration.display_name == name)
+            .is_some_and(|h| h.registration.profile.display_name == name)
     })
     .await;
 }
@@ -248,7 +248,7 @@ async fn the_drop_folder_registers_updates_reports_and_unregisters_while_running
     })
     .await;
     let still = registry.by_id("fake-search").unwrap();
-    assert_eq!(still.registration.display_name, "Fake search v2");
+    assert_eq!(still.registration.profile.display_name, "Fake search v2");
     assert!(!still
         .connector
         .fire(&B::SearchWeb.into(), "acme", &opts(2))
@@ -411,6 +411,7 @@ async fn a_manifest_cannot_reach_internal_addresses_unless_allowed_and_its_error
             .by_id("fake-search")
             .unwrap()
             .registration
+            .profile
             .display_name,
         "Fake"
     );
@@ -506,7 +507,7 @@ snippet = "$.about"
     );
     let manifest = Arc::new(Manifest::parse(&text, Format::Toml).unwrap());
     // Not required: it never makes the connector wait for a setting.
-    assert!(manifest.registration().requires_env.is_empty());
+    assert!(manifest.registration().profile.requires_env.is_empty());
     let fire = |env: EnvLookup| {
         let connector = ManifestConnector::new(
             manifest.clone(),

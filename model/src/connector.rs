@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Capability;
+use crate::{Capability, Problem};
 
 /// What firing a connector costs, cheapest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -119,22 +119,122 @@ impl ConnectorStatus {
     }
 }
 
-/// One registered connector, every registration field plus its status; never
-/// a secret value.
+/// Who a connector is and what it serves: the fields every connector
+/// declares, wherever it comes from (code, a manifest file, the browser).
+/// Declared here once; the registry, a manifest and the wire all carry it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ConnectorInfo {
+pub struct ConnectorProfile {
+    /// 1 to 64 of a-z, 0-9, `-` and `_`.
     pub id: String,
     pub display_name: String,
+    /// Shown in the chip's connector menu, e.g. `SerpApi/G`.
     pub short_label: String,
     pub capabilities: Vec<Capability>,
     pub cost_tier: CostTier,
-    /// What a call costs, when its operator declared it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost: Option<crate::Cost>,
-    /// Names of the environment variables it needs (never their values).
+    /// Environment variables it needs: names, never values.
+    #[serde(default)]
     pub requires_env: Vec<String>,
+    #[serde(default)]
     pub rate_hints: RateHints,
+    /// What a call costs, when declared; `None`: calls are not billed.
+    #[serde(default)]
+    pub cost: Option<crate::Cost>,
+}
+
+/// The longest display name.
+pub const MAX_DISPLAY_NAME_CHARS: usize = 80;
+/// The longest short label.
+pub const MAX_SHORT_LABEL_CHARS: usize = 16;
+
+impl ConnectorProfile {
+    /// Every mistake in it, each named by its field; empty when it is sound.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        let mut bad = |field: &str, message: String| {
+            problems.push(Problem {
+                field: field.to_owned(),
+                message,
+            });
+        };
+        let id_ok = !self.id.is_empty()
+            && self.id.len() <= 64
+            && self
+                .id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !id_ok {
+            bad(
+                "id",
+                format!(
+                    "{:?} is not an id: use 1 to 64 of a-z, 0-9, - and _",
+                    self.id
+                ),
+            );
+        }
+        if self.display_name.trim().is_empty()
+            || self.display_name.chars().count() > MAX_DISPLAY_NAME_CHARS
+        {
+            bad(
+                "display_name",
+                format!("give 1 to {MAX_DISPLAY_NAME_CHARS} characters"),
+            );
+        }
+        if self.short_label.trim().is_empty()
+            || self.short_label.chars().count() > MAX_SHORT_LABEL_CHARS
+        {
+            bad(
+                "short_label",
+                format!("give 1 to {MAX_SHORT_LABEL_CHARS} characters"),
+            );
+        }
+        if self.capabilities.is_empty() {
+            bad(
+                "capabilities",
+                "name at least one, e.g. \"search.web\" or a new dotted name like \"community.forum\""
+                    .to_owned(),
+            );
+        }
+        for (i, var) in self.requires_env.iter().enumerate() {
+            if let Err(e) = crate::check_secret_name(var) {
+                bad(&format!("requires_env[{i}]"), e);
+            }
+        }
+        if let Some(ps) = self.rate_hints.per_second {
+            if !(ps.is_finite() && ps > 0.0) {
+                bad("rate_hints.per_second", "give a positive number".to_owned());
+            }
+        }
+        if self.rate_hints.daily_cap == Some(0) {
+            bad(
+                "rate_hints.daily_cap",
+                "give at least 1, or leave it out".to_owned(),
+            );
+        }
+        if let Some(cost) = &self.cost {
+            if let Err(e) = cost.check() {
+                bad("cost.unit", e);
+            }
+            for capability in cost.by_capability.keys() {
+                if !self.capabilities.iter().any(|own| own.name() == capability) {
+                    bad(
+                        &format!("cost.by_capability.{capability}"),
+                        "name one of the connector's capabilities".to_owned(),
+                    );
+                }
+            }
+        }
+        problems
+    }
+}
+
+/// One registered connector: what it declares, plus its status and where it
+/// comes from; never a secret value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ConnectorInfo {
+    #[serde(flatten)]
+    pub profile: ConnectorProfile,
     #[serde(flatten)]
     pub status: ConnectorStatus,
     /// `status`'s reason in a sentence, absent when available.

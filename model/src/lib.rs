@@ -24,8 +24,8 @@ pub use attention::{Attention, AttentionKind};
 pub use call::{CallAttempt, CallRequest, CallResult};
 pub use capability::{BuiltinCapability, Capability, CapabilityView, InvalidCapability};
 pub use connector::{
-    ConnectorInfo, ConnectorMenu, ConnectorSource, ConnectorStats, ConnectorStatus, CostTier,
-    HourCount, InventoryRow, MenuEntry, RateHints, StatusChange,
+    ConnectorInfo, ConnectorMenu, ConnectorProfile, ConnectorSource, ConnectorStats,
+    ConnectorStatus, CostTier, HourCount, InventoryRow, MenuEntry, RateHints, StatusChange,
 };
 pub use event::{Event, EventKind};
 pub use fire::{ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy};

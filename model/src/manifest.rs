@@ -229,7 +229,12 @@ impl ManifestForm {
         out += &line("id", &self.id);
         out += &line("display_name", &self.display_name);
         out += &line("short_label", &self.short_label);
-        out += &format!("capabilities = [{}]\n", toml_string(self.capability.trim()));
+        let capability = self.capability.trim();
+        if capability.is_empty() {
+            out += "capabilities = []\n";
+        } else {
+            out += &format!("capabilities = [{}]\n", toml_string(capability));
+        }
         let tier = match self.cost_tier.trim() {
             "" => "free",
             t => t,

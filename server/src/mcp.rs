@@ -173,7 +173,7 @@ impl Door {
                 let serving: Vec<String> = registry
                     .serving(&c.name, ws)
                     .iter()
-                    .map(|h| h.registration.id.clone())
+                    .map(|h| h.registration.profile.id.clone())
                     .collect();
                 Tool::new(
                     c.name.name().to_owned(),

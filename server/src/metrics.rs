@@ -67,7 +67,7 @@ pub fn render(
         let _ = writeln!(
             out,
             "switchyard_connector_up{{connector=\"{}\",status=\"{}\"}} {}",
-            label(&c.id),
+            label(&c.profile.id),
             c.status.kind(),
             u8::from(c.status.is_available())
         );
@@ -81,7 +81,7 @@ pub fn render(
         let _ = writeln!(
             out,
             "switchyard_connector_fires_today{{connector=\"{}\"}} {n}",
-            label(&c.id)
+            label(&c.profile.id)
         );
     }
     gauge(

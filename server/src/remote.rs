@@ -414,7 +414,7 @@ async fn connectors(args: RemoteArgs, out: &mut impl Write) -> Outcome {
     let rows: Vec<InventoryRow> = parse(&answer, "connectors")?;
     let width = rows
         .iter()
-        .map(|r| r.info.id.len())
+        .map(|r| r.info.profile.id.len())
         .max()
         .unwrap_or(2)
         .max(2);
@@ -427,14 +427,14 @@ async fn connectors(args: RemoteArgs, out: &mut impl Write) -> Outcome {
     )?;
     for row in rows {
         let info = row.info;
-        let serves: Vec<&str> = info.capabilities.iter().map(|c| c.name()).collect();
+        let serves: Vec<&str> = info.profile.capabilities.iter().map(|c| c.name()).collect();
         print(
             out,
             format!(
                 "{:width$}  {:10}  {:9}  {:>5}  {}",
-                info.id,
+                info.profile.id,
                 info.status.kind(),
-                info.cost_tier.name(),
+                info.profile.cost_tier.name(),
                 row.fires_today,
                 serves.join(" ")
             ),

@@ -18,7 +18,7 @@ async fn server(alpha_cap: Option<u32>) -> TestServer {
         *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
         let web: Vec<Capability> = vec![B::SearchWeb.into()];
         let mut alpha = ScriptedConnector::registration("alpha", CostTier::Paid, &web);
-        alpha.rate_hints.daily_cap = alpha_cap;
+        alpha.profile.rate_hints.daily_cap = alpha_cap;
         state
             .engine
             .registry

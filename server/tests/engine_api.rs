@@ -463,7 +463,7 @@ async fn a_daily_cap_is_enforced_from_the_database() {
         move |state| {
             *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
             let mut reg = ScriptedConnector::registration("alpha", CostTier::Paid, &web());
-            reg.rate_hints.daily_cap = Some(2);
+            reg.profile.rate_hints.daily_cap = Some(2);
             state.engine.registry.register(reg, alpha).unwrap();
             state
                 .engine

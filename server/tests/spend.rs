@@ -21,7 +21,7 @@ async fn server(db: TestDatabase, alpha: Arc<ScriptedConnector>, cost: model::Co
         *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
         let web = [B::SearchWeb.into()];
         let mut reg = ScriptedConnector::registration("alpha", CostTier::Paid, &web);
-        reg.cost = Some(cost);
+        reg.profile.cost = Some(cost);
         state.engine.registry.register(reg, alpha).unwrap();
         let reg = ScriptedConnector::registration("beta", CostTier::Free, &web);
         state.engine.registry.register(reg, beta).unwrap();
@@ -388,7 +388,7 @@ async fn a_fan_out_gives_each_record_at_most_its_paid_fires() {
                     CostTier::Paid,
                     &[B::SearchWeb.into(), B::SearchNews.into()],
                 );
-                reg.cost = Some(model::Cost::per_call(usd(1.0), "credits"));
+                reg.profile.cost = Some(model::Cost::per_call(usd(1.0), "credits"));
                 state.engine.registry.register(reg, alpha).unwrap();
                 let reg =
                     ScriptedConnector::registration("beta", CostTier::Free, &[B::SearchWeb.into()]);

@@ -35,9 +35,14 @@ pub async fn load_catalog() -> Result<(WorkspaceCatalog, Vec<ConnectorChoice>), 
         .map_err(ssr::fail)?
         .into_iter()
         .map(|c| ConnectorChoice {
-            capabilities: c.capabilities.iter().map(|c| c.name().to_owned()).collect(),
-            id: c.id,
-            display_name: c.display_name,
+            capabilities: c
+                .profile
+                .capabilities
+                .iter()
+                .map(|c| c.name().to_owned())
+                .collect(),
+            id: c.profile.id,
+            display_name: c.profile.display_name,
         })
         .collect();
     Ok((catalog, connectors))

@@ -143,15 +143,15 @@ fn MenuItems(menu: ConnectorMenu, board: Board) -> impl IntoView {
         .entries
         .into_iter()
         .map(|entry| {
-            let id = entry.connector.id.clone();
-            let name = entry.connector.display_name.clone();
+            let id = entry.connector.profile.id.clone();
+            let name = entry.connector.profile.display_name.clone();
             let available = entry.connector.status.is_available();
             let status = entry
                 .connector
                 .status_reason
                 .clone()
                 .unwrap_or_else(|| "available".to_owned());
-            let tier = entry.connector.cost_tier;
+            let tier = entry.connector.profile.cost_tier;
             let fire = {
                 let (id, pack_id) = (id.clone(), pack_id.clone());
                 move |_| {

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use model::{Amount, BuiltinCapability as B, Capability, Cost, CostTier, RateHints};
+use model::{
+    Amount, BuiltinCapability as B, Capability, ConnectorProfile, Cost, CostTier, RateHints,
+};
 use serde::Deserialize;
 
 use super::http::{classify_status, parse_json, plain_text};
@@ -23,18 +25,20 @@ pub fn registration() -> Registration {
     let mut capabilities: Vec<Capability> = vec![B::SearchWeb.into(), B::SearchNews.into()];
     capabilities.extend(social::social_capabilities());
     Registration {
-        cost: Some(Cost::per_call(Amount::units(1), "Brave requests")),
-        suspends_on_errors: true,
-        id: ID.to_owned(),
-        display_name: "Brave Search".to_owned(),
-        short_label: "Brave".to_owned(),
-        capabilities,
-        cost_tier: CostTier::FreeTier,
-        requires_env: vec![KEY_VAR.to_owned()],
-        rate_hints: RateHints {
-            per_second: Some(1.0),
-            daily_cap: None,
+        profile: ConnectorProfile {
+            id: ID.to_owned(),
+            display_name: "Brave Search".to_owned(),
+            short_label: "Brave".to_owned(),
+            capabilities,
+            cost_tier: CostTier::FreeTier,
+            requires_env: vec![KEY_VAR.to_owned()],
+            rate_hints: RateHints {
+                per_second: Some(1.0),
+                daily_cap: None,
+            },
+            cost: Some(Cost::per_call(Amount::units(1), "Brave requests")),
         },
+        suspends_on_errors: true,
     }
 }
 

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use model::{Capability, CostTier, RateHints};
+use model::{Capability, ConnectorProfile, CostTier, RateHints};
 
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::registry::Registration;
@@ -16,16 +16,18 @@ pub const ID: &str = "demo";
 /// Serves every built-in capability.
 pub fn registration() -> Registration {
     Registration {
-        cost: None,
+        profile: ConnectorProfile {
+            id: ID.to_owned(),
+            display_name: "Demo data (offline)".to_owned(),
+            short_label: "Demo".to_owned(),
+            capabilities: Capability::builtins().collect(),
+            cost_tier: CostTier::Free,
+            requires_env: Vec::new(),
+            rate_hints: RateHints::default(),
+            cost: None,
+        },
         // Its errors are made-up examples for single records, not an outage.
         suspends_on_errors: false,
-        id: ID.to_owned(),
-        display_name: "Demo data (offline)".to_owned(),
-        short_label: "Demo".to_owned(),
-        capabilities: Capability::builtins().collect(),
-        cost_tier: CostTier::Free,
-        requires_env: Vec::new(),
-        rate_hints: RateHints::default(),
     }
 }
 
@@ -144,6 +146,6 @@ mod tests {
             found > 100 && empty > 20 && failed > 5,
             "{found} {empty} {failed}"
         );
-        assert_eq!(registration().capabilities.len(), 15);
+        assert_eq!(registration().profile.capabilities.len(), 15);
     }
 }

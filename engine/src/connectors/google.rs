@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
+use model::{BuiltinCapability as B, Capability, ConnectorProfile, CostTier, RateHints};
 use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
 use serde::Deserialize;
@@ -83,18 +83,20 @@ async fn google_json<T: serde::de::DeserializeOwned>(
 
 pub fn kg_registration() -> Registration {
     Registration {
-        cost: None,
-        suspends_on_errors: true,
-        id: KG_ID.to_owned(),
-        display_name: "Google Knowledge Graph".to_owned(),
-        short_label: "Google KG".to_owned(),
-        capabilities: vec![B::FetchKnowledgeGraph.into()],
-        cost_tier: CostTier::FreeTier,
-        requires_env: vec![KG_KEY_VAR.to_owned()],
-        rate_hints: RateHints {
-            per_second: Some(5.0),
-            daily_cap: Some(100_000),
+        profile: ConnectorProfile {
+            id: KG_ID.to_owned(),
+            display_name: "Google Knowledge Graph".to_owned(),
+            short_label: "Google KG".to_owned(),
+            capabilities: vec![B::FetchKnowledgeGraph.into()],
+            cost_tier: CostTier::FreeTier,
+            requires_env: vec![KG_KEY_VAR.to_owned()],
+            rate_hints: RateHints {
+                per_second: Some(5.0),
+                daily_cap: Some(100_000),
+            },
+            cost: None,
         },
+        suspends_on_errors: true,
     }
 }
 
@@ -170,19 +172,21 @@ impl Connector for KnowledgeGraph {
 
 pub fn youtube_registration() -> Registration {
     Registration {
-        cost: None,
-        suspends_on_errors: true,
-        id: YOUTUBE_ID.to_owned(),
-        display_name: "YouTube Data API".to_owned(),
-        short_label: "YouTube".to_owned(),
-        capabilities: vec![B::SocialYoutube.into()],
-        cost_tier: CostTier::FreeTier,
-        requires_env: vec![YOUTUBE_KEY_VAR.to_owned()],
-        // A search costs 100 of the default 10,000 daily quota units.
-        rate_hints: RateHints {
-            per_second: Some(2.0),
-            daily_cap: Some(100),
+        profile: ConnectorProfile {
+            id: YOUTUBE_ID.to_owned(),
+            display_name: "YouTube Data API".to_owned(),
+            short_label: "YouTube".to_owned(),
+            capabilities: vec![B::SocialYoutube.into()],
+            cost_tier: CostTier::FreeTier,
+            requires_env: vec![YOUTUBE_KEY_VAR.to_owned()],
+            // A search costs 100 of the default 10,000 daily quota units.
+            rate_hints: RateHints {
+                per_second: Some(2.0),
+                daily_cap: Some(100),
+            },
+            cost: None,
         },
+        suspends_on_errors: true,
     }
 }
 

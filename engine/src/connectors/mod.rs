@@ -123,9 +123,9 @@ pub fn register_builtin(
     }
     for (file, text) in BUILTIN_MANIFESTS {
         let manifest = crate::manifest::Manifest::parse(text, crate::manifest::Format::Toml)
-            .map_err(|e| RegistryError::InvalidRegistration {
+            .map_err(|e| RegistryError::Invalid {
                 id: file.to_owned(),
-                what: e.to_string(),
+                problems: e.0,
             })?;
         registry.register(
             manifest.registration(),

@@ -9,7 +9,7 @@
 //! filter the answer by platform.
 
 use async_trait::async_trait;
-use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
+use model::{BuiltinCapability as B, Capability, ConnectorProfile, CostTier, RateHints};
 use serde::Deserialize;
 
 use super::Endpoint;
@@ -31,18 +31,20 @@ pub fn registration() -> Registration {
     ];
     capabilities.extend(social::social_capabilities());
     Registration {
-        cost: None,
-        suspends_on_errors: true,
-        id: ID.to_owned(),
-        display_name: "SearXNG (self-hosted)".to_owned(),
-        short_label: "SearXNG".to_owned(),
-        capabilities,
-        cost_tier: CostTier::Free,
-        requires_env: vec![URL_VAR.to_owned()],
-        rate_hints: RateHints {
-            per_second: Some(2.0),
-            daily_cap: None,
+        profile: ConnectorProfile {
+            id: ID.to_owned(),
+            display_name: "SearXNG (self-hosted)".to_owned(),
+            short_label: "SearXNG".to_owned(),
+            capabilities,
+            cost_tier: CostTier::Free,
+            requires_env: vec![URL_VAR.to_owned()],
+            rate_hints: RateHints {
+                per_second: Some(2.0),
+                daily_cap: None,
+            },
+            cost: None,
         },
+        suspends_on_errors: true,
     }
 }
 

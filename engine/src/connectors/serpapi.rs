@@ -5,7 +5,9 @@
 //! by intent.
 
 use async_trait::async_trait;
-use model::{Amount, BuiltinCapability as B, Capability, Cost, CostTier, RateHints};
+use model::{
+    Amount, BuiltinCapability as B, Capability, ConnectorProfile, Cost, CostTier, RateHints,
+};
 use serde::Deserialize;
 
 use super::http::{classify_status, parse_json};
@@ -26,18 +28,20 @@ pub fn registration() -> Registration {
     ];
     capabilities.extend(social::social_capabilities());
     Registration {
-        cost: Some(Cost::per_call(Amount::units(1), "SerpApi searches")),
-        suspends_on_errors: true,
-        id: ID.to_owned(),
-        display_name: "Google via SerpApi".to_owned(),
-        short_label: "SerpApi/G".to_owned(),
-        capabilities,
-        cost_tier: CostTier::Paid,
-        requires_env: vec![KEY_VAR.to_owned()],
-        rate_hints: RateHints {
-            per_second: Some(1.0),
-            daily_cap: Some(500),
+        profile: ConnectorProfile {
+            id: ID.to_owned(),
+            display_name: "Google via SerpApi".to_owned(),
+            short_label: "SerpApi/G".to_owned(),
+            capabilities,
+            cost_tier: CostTier::Paid,
+            requires_env: vec![KEY_VAR.to_owned()],
+            rate_hints: RateHints {
+                per_second: Some(1.0),
+                daily_cap: Some(500),
+            },
+            cost: Some(Cost::per_call(Amount::units(1), "SerpApi searches")),
         },
+        suspends_on_errors: true,
     }
 }
 

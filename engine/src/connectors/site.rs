@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
+use model::{BuiltinCapability as B, Capability, ConnectorProfile, CostTier, RateHints};
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use scraper::{Html, Selector};
 use url::Url;
@@ -32,19 +32,21 @@ pub fn registration() -> Registration {
     let mut capabilities: Vec<Capability> = vec![B::CrawlSite.into(), B::CrawlExtract.into()];
     capabilities.extend(social::social_capabilities());
     Registration {
-        cost: None,
+        profile: ConnectorProfile {
+            id: ID.to_owned(),
+            display_name: "Own website (site crawler)".to_owned(),
+            short_label: "Site".to_owned(),
+            capabilities,
+            cost_tier: CostTier::Free,
+            requires_env: Vec::new(),
+            rate_hints: RateHints {
+                per_second: Some(4.0),
+                daily_cap: None,
+            },
+            cost: None,
+        },
         // Its errors are about one record's website, not about the crawler.
         suspends_on_errors: false,
-        id: ID.to_owned(),
-        display_name: "Own website (site crawler)".to_owned(),
-        short_label: "Site".to_owned(),
-        capabilities,
-        cost_tier: CostTier::Free,
-        requires_env: Vec::new(),
-        rate_hints: RateHints {
-            per_second: Some(4.0),
-            daily_cap: None,
-        },
     }
 }
 

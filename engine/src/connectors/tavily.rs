@@ -5,7 +5,9 @@
 //! and answer shape.
 
 use async_trait::async_trait;
-use model::{Amount, BuiltinCapability as B, Capability, Cost, CostTier, RateHints};
+use model::{
+    Amount, BuiltinCapability as B, Capability, ConnectorProfile, Cost, CostTier, RateHints,
+};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -28,23 +30,25 @@ pub fn registration() -> Registration {
     ];
     capabilities.extend(social::social_capabilities());
     Registration {
-        cost: Some(Cost {
-            // A crawl maps and reads up to ten pages: 1 credit per 10 pages
-            // mapped and 1 per 5 pages extracted.
-            by_capability: [(B::CrawlSite.name().to_owned(), Amount::units(3))].into(),
-            ..Cost::per_call(Amount::units(1), "Tavily credits")
-        }),
-        suspends_on_errors: true,
-        id: ID.to_owned(),
-        display_name: "Tavily".to_owned(),
-        short_label: "Tavily".to_owned(),
-        capabilities,
-        cost_tier: CostTier::FreeTier,
-        requires_env: vec![KEY_VAR.to_owned()],
-        rate_hints: RateHints {
-            per_second: Some(2.0),
-            daily_cap: None,
+        profile: ConnectorProfile {
+            id: ID.to_owned(),
+            display_name: "Tavily".to_owned(),
+            short_label: "Tavily".to_owned(),
+            capabilities,
+            cost_tier: CostTier::FreeTier,
+            requires_env: vec![KEY_VAR.to_owned()],
+            rate_hints: RateHints {
+                per_second: Some(2.0),
+                daily_cap: None,
+            },
+            cost: Some(Cost {
+                // A crawl maps and reads up to ten pages: 1 credit per 10 pages
+                // mapped and 1 per 5 pages extracted.
+                by_capability: [(B::CrawlSite.name().to_owned(), Amount::units(3))].into(),
+                ..Cost::per_call(Amount::units(1), "Tavily credits")
+            }),
         },
+        suspends_on_errors: true,
     }
 }
 

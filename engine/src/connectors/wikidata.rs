@@ -6,7 +6,7 @@
 //! answer, and claims turned into profile URLs per platform.
 
 use async_trait::async_trait;
-use model::{BuiltinCapability as B, Capability, CostTier, RateHints};
+use model::{BuiltinCapability as B, Capability, ConnectorProfile, CostTier, RateHints};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -39,18 +39,20 @@ pub fn registration() -> Registration {
             .filter_map(|(p, _, _)| format!("search.social.{p}").parse().ok()),
     );
     Registration {
-        cost: None,
-        suspends_on_errors: true,
-        id: ID.to_owned(),
-        display_name: "Wikidata".to_owned(),
-        short_label: "Wikidata".to_owned(),
-        capabilities,
-        cost_tier: CostTier::Free,
-        requires_env: Vec::new(),
-        rate_hints: RateHints {
-            per_second: Some(5.0),
-            daily_cap: None,
+        profile: ConnectorProfile {
+            id: ID.to_owned(),
+            display_name: "Wikidata".to_owned(),
+            short_label: "Wikidata".to_owned(),
+            capabilities,
+            cost_tier: CostTier::Free,
+            requires_env: Vec::new(),
+            rate_hints: RateHints {
+                per_second: Some(5.0),
+                daily_cap: None,
+            },
+            cost: None,
         },
+        suspends_on_errors: true,
     }
 }
 

@@ -114,7 +114,7 @@ impl Dispatcher {
                 continue;
             }
             let opts = FireOpts {
-                secrets: secrets.only(&handle.registration.requires_env),
+                secrets: secrets.only(&handle.registration.profile.requires_env),
                 ..opts.clone()
             };
             let keyed_by = lens.key_owner(&handle);
@@ -152,6 +152,7 @@ impl Dispatcher {
                 let billed = called.billed(
                     handle
                         .registration
+                        .profile
                         .cost
                         .as_ref()
                         .is_none_or(|c| c.bills_empty),
@@ -207,9 +208,9 @@ impl Dispatcher {
         paid_cap: Option<PaidCap>,
     ) -> Result<Result<Held, Skipped>, StoreError> {
         let registration = &handle.registration;
-        let id = registration.id.as_str();
+        let id = registration.profile.id.as_str();
         let mut held = Held {
-            charge: registration.cost.as_ref().map(|cost| Charge {
+            charge: registration.profile.cost.as_ref().map(|cost| Charge {
                 amount: cost.of_call(intent.name()),
                 unit: cost.unit.clone(),
                 paid_by: if keyed_by.is_some() {
@@ -238,12 +239,12 @@ impl Dispatcher {
                 Taken::Refused(status) => {
                     return Ok(Err(capped(
                         id,
-                        &status.spent_reason(&registration.display_name),
+                        &status.spent_reason(&registration.profile.display_name),
                     )));
                 }
             }
         }
-        let paid = registration.cost_tier == CostTier::Paid || priced.is_some();
+        let paid = registration.profile.cost_tier == CostTier::Paid || priced.is_some();
         if let Some(cap) = paid_cap.filter(|_| paid) {
             if !retrying(|| {
                 self.store
@@ -259,7 +260,7 @@ impl Dispatcher {
             }
             held.paid = Some(cap);
         }
-        if let Some(cap) = registration.rate_hints.daily_cap {
+        if let Some(cap) = registration.profile.rate_hints.daily_cap {
             let counted = crate::lens::usage_key(id, keyed_by);
             if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
                 self.release(&held).await;

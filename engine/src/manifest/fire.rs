@@ -55,7 +55,7 @@ impl ManifestConnector {
     }
 
     fn who(&self) -> &str {
-        &self.manifest.spec.display_name
+        &self.manifest.spec.profile.display_name
     }
 
     /// A secret's value: the firing workspace's, else the server's variable.
@@ -71,9 +71,10 @@ impl ManifestConnector {
     /// be a key), to scrub from every message.
     fn secrets(&self, opts: &FireOpts) -> Vec<String> {
         let spec = &self.manifest.spec;
-        spec.requires_env
+        spec.profile
+            .requires_env
             .iter()
-            .chain(&spec.optional_env)
+            .chain(&spec.http.optional_env)
             .filter_map(|v| self.secret(v, opts))
             .collect()
     }
@@ -112,8 +113,8 @@ impl ManifestConnector {
         page_param: Option<(String, String)>,
         secrets: &[&str],
     ) -> Result<Value, FireError> {
-        let spec = &self.manifest.spec.request;
-        let optional = &self.manifest.spec.optional_env;
+        let spec = &self.manifest.spec.http.request;
+        let optional = &self.manifest.spec.http.optional_env;
         let who = self.who();
         let fill = |text: &str| {
             render(
@@ -184,7 +185,7 @@ impl ManifestConnector {
             });
         }
         let text = String::from_utf8_lossy(&body);
-        for rule in &self.manifest.spec.errors {
+        for rule in &self.manifest.spec.http.errors {
             let status_matches = rule.status.is_none_or(|s| s == status.as_u16());
             let body_matches = rule
                 .body_contains
@@ -264,7 +265,7 @@ impl Connector for ManifestConnector {
         let secrets = self.secrets(opts);
         let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
         let manifest = &self.manifest;
-        let pagination = manifest.spec.pagination.as_ref();
+        let pagination = manifest.spec.http.pagination.as_ref();
         let pages = pagination.map_or(1, |p| p.max_pages);
         let mut results: Vec<ConnectorResult> = Vec::new();
         let mut next: Option<(String, String)> = pagination.and_then(|p| match p.kind {

@@ -182,7 +182,7 @@ impl DropFolder {
                 return;
             }
         };
-        let id = manifest.spec.id.clone();
+        let id = manifest.spec.profile.id.clone();
         let previous = self.lock().get(path).and_then(|s| s.connector_id.clone());
         if previous.as_deref() != Some(id.as_str()) {
             if let Some(taken) = self.owner_of(&id, path) {

@@ -27,10 +27,10 @@ mod fire;
 pub mod folder;
 mod workspace;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use model::template::{self, Piece, Placeholder};
-use model::{Capability, CostTier, RateHints};
+use model::ConnectorProfile;
 use serde::{Deserialize, Serialize};
 use serde_json_path::JsonPath;
 
@@ -51,28 +51,26 @@ pub const MAX_PAGES: u32 = 10;
 /// The longest JSONPath a manifest may give.
 pub const MAX_PATH_CHARS: usize = 300;
 
-/// A manifest as written.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A manifest as written: who the connector is, as every connector declares
+/// it, and how it is called and read.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ManifestSpec {
-    pub id: String,
-    pub display_name: String,
-    pub short_label: String,
-    pub capabilities: Vec<String>,
-    pub cost_tier: CostTier,
-    /// Secrets and settings it needs, by name (`{{secret.NAME}}` reads them).
-    #[serde(default)]
-    pub requires_env: Vec<String>,
+    #[serde(flatten)]
+    pub profile: ConnectorProfile,
+    #[serde(flatten)]
+    pub http: HttpSpec,
+}
+
+/// How a manifest's connector is called and read: the part of a manifest
+/// that is not its [`ConnectorProfile`]. Neither half refuses keys it does
+/// not know; [`Manifest::parse`] refuses a key that both leave.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HttpSpec {
     /// Settings it reads when they are set (from the server's environment);
     /// unset, `{{secret.NAME}}` is empty and a query parameter that is only
     /// empty optional settings is left out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub optional_env: Vec<String>,
-    #[serde(default)]
-    pub rate_hints: RateHints,
-    /// What a call costs, e.g. `cost = { per_call = 0.005, unit = "USD" }`.
-    #[serde(default)]
-    pub cost: Option<model::Cost>,
     pub request: RequestSpec,
     pub response: ResponseSpec,
     #[serde(default)]
@@ -169,7 +167,6 @@ pub struct Manifest {
     /// What this version of the manifest is, for receipts: the first 12 hex
     /// digits of the SHA-256 of its checked content (TOML or JSON alike).
     pub digest: String,
-    capabilities: Vec<Capability>,
     items: JsonPath,
     url: Field,
     title: Field,
@@ -193,298 +190,331 @@ fn digest(spec: &ManifestSpec) -> String {
 #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
 pub struct ManifestError(pub Vec<Problem>);
 
-impl ManifestError {
-    fn one(field: &str, message: impl Into<String>) -> Self {
-        Self(vec![Problem {
-            field: field.to_owned(),
-            message: message.into(),
-        }])
-    }
-}
-
 /// How a manifest is written.
 pub use model::ManifestFormat as Format;
 
 impl Manifest {
-    /// Parses and checks a manifest.
+    /// Parses and checks a manifest. Its two halves, the profile and how it
+    /// is called, are read apart so that a mistake in either keeps its place
+    /// in the text; a key neither half knows is a mistake too.
     pub fn parse(text: &str, format: Format) -> Result<Self, ManifestError> {
-        let spec: ManifestSpec = match format {
-            Format::Toml => toml::from_str(text).map_err(|e| {
-                let field = e
-                    .span()
-                    .map_or_else(|| "manifest".to_owned(), |s| toml_field(text, s.start));
-                ManifestError::one(&field, e.message().to_owned())
-            })?,
-            Format::Json => serde_json::from_str(text)
-                .map_err(|e| ManifestError::one(&format!("line {}", e.line()), e.to_string()))?,
-        };
-        Self::check(spec)
+        let mut problems = Vec::new();
+        let mut profile_ignores = BTreeSet::new();
+        let mut http_ignores = BTreeSet::new();
+        let profile = read::<ConnectorProfile>(text, format, &mut profile_ignores)
+            .map_err(|p| problems.push(p))
+            .ok();
+        let http = read::<HttpSpec>(text, format, &mut http_ignores)
+            .map_err(|p| {
+                // A text that does not parse says so once, not once a half.
+                if !problems.contains(&p) {
+                    problems.push(p);
+                }
+            })
+            .ok();
+        for key in profile_ignores.intersection(&http_ignores) {
+            problems.push(Problem {
+                field: match format {
+                    Format::Toml => top_level_line(text, key)
+                        .map_or_else(|| key.clone(), |line| format!("{key} (line {line})")),
+                    Format::Json => key.clone(),
+                },
+                message: "not a manifest key: misspelt, or meant for a table such as [request]?"
+                    .to_owned(),
+            });
+        }
+        match (profile, http) {
+            (Some(profile), Some(http)) if problems.is_empty() => {
+                Self::check(ManifestSpec { profile, http })
+            }
+            (profile, Some(http)) => {
+                // Whatever else is wrong, the calling half's mistakes are
+                // named too, with the settings the text requires.
+                let requires_env = match profile {
+                    Some(profile) => {
+                        problems.extend(profile.problems());
+                        profile.requires_env
+                    }
+                    None => read::<RequiredSettings>(text, format, &mut BTreeSet::new())
+                        .map(|r| r.requires_env)
+                        .unwrap_or_default(),
+                };
+                compile(&http, &requires_env, &mut problems);
+                Err(ManifestError(problems))
+            }
+            (_, None) => Err(ManifestError(problems)),
+        }
     }
 
     /// Checks a parsed manifest, collecting every mistake.
     pub fn check(spec: ManifestSpec) -> Result<Self, ManifestError> {
-        let mut problems = Vec::new();
-        let mut bad = |field: &str, message: String| {
-            problems.push(Problem {
-                field: field.to_owned(),
-                message,
-            });
-        };
-        let id_ok = !spec.id.is_empty()
-            && spec.id.len() <= 64
-            && spec
-                .id
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-        if !id_ok {
-            bad(
-                "id",
-                format!(
-                    "{:?} is not an id: use 1 to 64 of a-z, 0-9, - and _",
-                    spec.id
-                ),
-            );
-        }
-        if spec.display_name.trim().is_empty() || spec.display_name.chars().count() > 80 {
-            bad("display_name", "give 1 to 80 characters".to_owned());
-        }
-        if spec.short_label.trim().is_empty() || spec.short_label.chars().count() > 16 {
-            bad("short_label", "give 1 to 16 characters".to_owned());
-        }
-        let mut capabilities = Vec::new();
-        if spec.capabilities.is_empty() {
-            bad("capabilities", "name at least one, e.g. \"search.web\" or a new dotted name like \"community.forum\"".to_owned());
-        }
-        for (i, name) in spec.capabilities.iter().enumerate() {
-            match name.parse::<Capability>() {
-                Ok(c) => capabilities.push(c),
-                Err(e) => bad(&format!("capabilities[{i}]"), e.to_string()),
-            }
-        }
-        for (list, vars) in [
-            ("requires_env", &spec.requires_env),
-            ("optional_env", &spec.optional_env),
-        ] {
-            for (i, var) in vars.iter().enumerate() {
-                if var.is_empty()
-                    || !var
-                        .bytes()
-                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-                {
-                    bad(
-                        &format!("{list}[{i}]"),
-                        format!("{var:?} is not a variable name: use A-Z, 0-9 and _"),
-                    );
-                } else if list == "optional_env" && spec.requires_env.contains(var) {
-                    bad(
-                        &format!("{list}[{i}]"),
-                        format!("{var} is already in requires_env"),
-                    );
-                }
-            }
-        }
-        let known_env: Vec<String> = spec
-            .requires_env
-            .iter()
-            .chain(&spec.optional_env)
-            .cloned()
-            .collect();
-        if let Some(ps) = spec.rate_hints.per_second {
-            if !(ps.is_finite() && ps > 0.0) {
-                bad("rate_hints.per_second", "give a positive number".to_owned());
-            }
-        }
-        if spec.rate_hints.daily_cap == Some(0) {
-            bad(
-                "rate_hints.daily_cap",
-                "give at least 1, or leave it out".to_owned(),
-            );
-        }
-        if let Some(cost) = &spec.cost {
-            if let Err(e) = cost.check() {
-                bad("cost.unit", e);
-            }
-            for capability in cost.by_capability.keys() {
-                if !spec.capabilities.contains(capability) {
-                    bad(
-                        &format!("cost.by_capability.{capability}"),
-                        "name one of the manifest's capabilities".to_owned(),
-                    );
-                }
-            }
-        }
-
-        // The request.
-        let method = spec.request.method.to_ascii_uppercase();
-        if method != "GET" && method != "POST" {
-            bad(
-                "request.method",
-                format!("{:?}: expected GET or POST", spec.request.method),
-            );
-        }
-        if spec.request.body.is_some() && method != "POST" {
-            bad("request.body", "a body needs method = \"POST\"".to_owned());
-        }
-        check_url(&spec.request.url, &mut bad);
-        let secrets_ok = |field: &str, text: &str, bad: &mut dyn FnMut(&str, String)| {
-            check_template(field, text, &known_env, true, bad);
-        };
-        for (name, value) in &spec.request.query {
-            if name.trim().is_empty() {
-                bad("request.query", "a parameter has an empty name".to_owned());
-            }
-            secrets_ok(&format!("request.query.{name}"), value, &mut bad);
-        }
-        for (name, value) in &spec.request.headers {
-            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
-                bad(
-                    &format!("request.headers.{name}"),
-                    "not a valid header name".to_owned(),
-                );
-            }
-            if value.contains(['\r', '\n']) {
-                bad(
-                    &format!("request.headers.{name}"),
-                    "a header value cannot span lines".to_owned(),
-                );
-            }
-            secrets_ok(&format!("request.headers.{name}"), value, &mut bad);
-        }
-        if let Some(body) = &spec.request.body {
-            let mut strings = Vec::new();
-            collect_strings(body, &mut strings);
-            for s in strings {
-                check_template("request.body", s, &known_env, false, &mut bad);
-            }
-        }
-
-        // The response.
-        let path = |field: &str, text: &str, bad: &mut dyn FnMut(&str, String)| {
-            if text.chars().count() > MAX_PATH_CHARS {
-                bad(
-                    field,
-                    format!("a JSONPath of at most {MAX_PATH_CHARS} characters"),
-                );
-                return None;
-            }
-            if text.matches("..").count() > 1 {
-                bad(
-                    field,
-                    format!(
-                        "{text:?} has more than one descendant step (..): each one more \
-                         multiplies the work over the whole answer"
-                    ),
-                );
-                return None;
-            }
-            match JsonPath::parse(text) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    bad(
-                        field,
-                        format!("{text:?} is not a JSONPath (RFC 9535), e.g. \"$.items[*]\": {e}"),
-                    );
-                    None
-                }
-            }
-        };
-        let items = path("response.items", &spec.response.items, &mut bad);
-        let url = Field::compile("response.url", &spec.response.url, &path, &mut bad);
-        let title = Field::compile("response.title", &spec.response.title, &path, &mut bad);
-        let snippet = spec
-            .response
-            .snippet
-            .as_ref()
-            .map(|s| Field::compile("response.snippet", s, &path, &mut bad));
-
-        // Paging.
-        let mut cursor = None;
-        if let Some(p) = &spec.pagination {
-            if p.param.trim().is_empty() {
-                bad(
-                    "pagination.param",
-                    "name the query parameter that pages".to_owned(),
-                );
-            }
-            if p.max_pages == 0 || p.max_pages > MAX_PAGES {
-                bad("pagination.max_pages", format!("give 1 to {MAX_PAGES}"));
-            }
-            match (p.kind, &p.cursor_path) {
-                (PageKind::Cursor, None) => {
-                    bad(
-                        "pagination.cursor_path",
-                        "kind = \"cursor\" needs the JSONPath of the next cursor".to_owned(),
-                    );
-                }
-                (PageKind::Cursor, Some(c)) => cursor = path("pagination.cursor_path", c, &mut bad),
-                (_, Some(_)) => bad(
-                    "pagination.cursor_path",
-                    "only kind = \"cursor\" reads a cursor".to_owned(),
-                ),
-                (_, None) => {}
-            }
-        }
-
-        // Errors.
-        for (i, rule) in spec.errors.iter().enumerate() {
-            if rule.status.is_none() && rule.body_contains.is_none() {
-                bad(
-                    &format!("errors[{i}]"),
-                    "give status, body_contains or both".to_owned(),
-                );
-            }
-            if let Some(s) = rule.status {
-                if !(400..=599).contains(&s) {
-                    bad(
-                        &format!("errors[{i}].status"),
-                        format!("{s}: expected an error status, 400 to 599"),
-                    );
-                }
-            }
-            if rule
-                .body_contains
-                .as_deref()
-                .is_some_and(|t| t.trim().is_empty())
-            {
-                bad(
-                    &format!("errors[{i}].body_contains"),
-                    "give some text, or leave it out".to_owned(),
-                );
-            }
-        }
-
-        if !problems.is_empty() {
-            return Err(ManifestError(problems));
-        }
-        match (items, url, title) {
-            (Some(items), Some(url), Some(title)) => Ok(Manifest {
+        let mut problems = spec.profile.problems();
+        let compiled = compile(&spec.http, &spec.profile.requires_env, &mut problems);
+        match compiled {
+            Some(c) if problems.is_empty() => Ok(Manifest {
                 digest: digest(&spec),
-                capabilities,
-                items,
-                url,
-                title,
-                snippet: snippet.flatten(),
-                cursor,
+                items: c.items,
+                url: c.url,
+                title: c.title,
+                snippet: c.snippet,
+                cursor: c.cursor,
                 spec,
             }),
-            _ => Err(ManifestError::one("response", "unreadable JSONPaths")),
+            _ => Err(ManifestError(problems)),
         }
     }
 
     /// What the registry is told about this connector.
     pub fn registration(&self) -> Registration {
         Registration {
-            cost: self.spec.cost.clone(),
+            profile: self.spec.profile.clone(),
             suspends_on_errors: true,
-            id: self.spec.id.clone(),
-            display_name: self.spec.display_name.clone(),
-            short_label: self.spec.short_label.clone(),
-            capabilities: self.capabilities.clone(),
-            cost_tier: self.spec.cost_tier,
-            requires_env: self.spec.requires_env.clone(),
-            rate_hints: self.spec.rate_hints,
         }
     }
+}
+
+/// The settings a manifest requires, read alone when its profile does not
+/// read.
+#[derive(Deserialize)]
+struct RequiredSettings {
+    #[serde(default)]
+    requires_env: Vec<String>,
+}
+
+/// The paths and fields a manifest's answer is read with.
+struct Compiled {
+    items: JsonPath,
+    url: Field,
+    title: Field,
+    snippet: Option<Field>,
+    cursor: Option<JsonPath>,
+}
+
+/// Checks how a manifest is called and read, given the settings its profile
+/// requires, adding every mistake to `problems`; the compiled paths when
+/// they all read.
+fn compile(
+    http: &HttpSpec,
+    requires_env: &[String],
+    problems: &mut Vec<Problem>,
+) -> Option<Compiled> {
+    let mut bad = |field: &str, message: String| {
+        problems.push(Problem {
+            field: field.to_owned(),
+            message,
+        });
+    };
+    for (i, var) in http.optional_env.iter().enumerate() {
+        if let Err(e) = model::check_secret_name(var) {
+            bad(&format!("optional_env[{i}]"), e);
+        } else if requires_env.contains(var) {
+            bad(
+                &format!("optional_env[{i}]"),
+                format!("{var} is already in requires_env"),
+            );
+        }
+    }
+    let known_env: Vec<String> = requires_env
+        .iter()
+        .chain(&http.optional_env)
+        .cloned()
+        .collect();
+
+    // The request.
+    let method = http.request.method.to_ascii_uppercase();
+    if method != "GET" && method != "POST" {
+        bad(
+            "request.method",
+            format!("{:?}: expected GET or POST", http.request.method),
+        );
+    }
+    if http.request.body.is_some() && method != "POST" {
+        bad("request.body", "a body needs method = \"POST\"".to_owned());
+    }
+    check_url(&http.request.url, &mut bad);
+    let secrets_ok = |field: &str, text: &str, bad: &mut dyn FnMut(&str, String)| {
+        check_template(field, text, &known_env, true, bad);
+    };
+    for (name, value) in &http.request.query {
+        if name.trim().is_empty() {
+            bad("request.query", "a parameter has an empty name".to_owned());
+        }
+        secrets_ok(&format!("request.query.{name}"), value, &mut bad);
+    }
+    for (name, value) in &http.request.headers {
+        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            bad(
+                &format!("request.headers.{name}"),
+                "not a valid header name".to_owned(),
+            );
+        }
+        if value.contains(['\r', '\n']) {
+            bad(
+                &format!("request.headers.{name}"),
+                "a header value cannot span lines".to_owned(),
+            );
+        }
+        secrets_ok(&format!("request.headers.{name}"), value, &mut bad);
+    }
+    if let Some(body) = &http.request.body {
+        let mut strings = Vec::new();
+        collect_strings(body, &mut strings);
+        for s in strings {
+            check_template("request.body", s, &known_env, false, &mut bad);
+        }
+    }
+
+    // The response.
+    let path = |field: &str, text: &str, bad: &mut dyn FnMut(&str, String)| {
+        if text.chars().count() > MAX_PATH_CHARS {
+            bad(
+                field,
+                format!("a JSONPath of at most {MAX_PATH_CHARS} characters"),
+            );
+            return None;
+        }
+        if text.matches("..").count() > 1 {
+            bad(
+                field,
+                format!(
+                    "{text:?} has more than one descendant step (..): each one more \
+                         multiplies the work over the whole answer"
+                ),
+            );
+            return None;
+        }
+        match JsonPath::parse(text) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                bad(
+                    field,
+                    format!("{text:?} is not a JSONPath (RFC 9535), e.g. \"$.items[*]\": {e}"),
+                );
+                None
+            }
+        }
+    };
+    let items = path("response.items", &http.response.items, &mut bad);
+    let url = Field::compile("response.url", &http.response.url, &path, &mut bad);
+    let title = Field::compile("response.title", &http.response.title, &path, &mut bad);
+    let snippet = http
+        .response
+        .snippet
+        .as_ref()
+        .map(|s| Field::compile("response.snippet", s, &path, &mut bad));
+
+    // Paging.
+    let mut cursor = None;
+    if let Some(p) = &http.pagination {
+        if p.param.trim().is_empty() {
+            bad(
+                "pagination.param",
+                "name the query parameter that pages".to_owned(),
+            );
+        }
+        if p.max_pages == 0 || p.max_pages > MAX_PAGES {
+            bad("pagination.max_pages", format!("give 1 to {MAX_PAGES}"));
+        }
+        match (p.kind, &p.cursor_path) {
+            (PageKind::Cursor, None) => {
+                bad(
+                    "pagination.cursor_path",
+                    "kind = \"cursor\" needs the JSONPath of the next cursor".to_owned(),
+                );
+            }
+            (PageKind::Cursor, Some(c)) => cursor = path("pagination.cursor_path", c, &mut bad),
+            (_, Some(_)) => bad(
+                "pagination.cursor_path",
+                "only kind = \"cursor\" reads a cursor".to_owned(),
+            ),
+            (_, None) => {}
+        }
+    }
+
+    // Errors.
+    for (i, rule) in http.errors.iter().enumerate() {
+        if rule.status.is_none() && rule.body_contains.is_none() {
+            bad(
+                &format!("errors[{i}]"),
+                "give status, body_contains or both".to_owned(),
+            );
+        }
+        if let Some(s) = rule.status {
+            if !(400..=599).contains(&s) {
+                bad(
+                    &format!("errors[{i}].status"),
+                    format!("{s}: expected an error status, 400 to 599"),
+                );
+            }
+        }
+        if rule
+            .body_contains
+            .as_deref()
+            .is_some_and(|t| t.trim().is_empty())
+        {
+            bad(
+                &format!("errors[{i}].body_contains"),
+                "give some text, or leave it out".to_owned(),
+            );
+        }
+    }
+
+    Some(Compiled {
+        items: items?,
+        url: url?,
+        title: title?,
+        snippet: snippet.flatten(),
+        cursor,
+    })
+}
+
+/// Reads `T` from a manifest's text, adding the top-level keys it does not
+/// know to `ignored`; a mistake is named by its field (TOML) or line (JSON).
+fn read<T: serde::de::DeserializeOwned>(
+    text: &str,
+    format: Format,
+    ignored: &mut BTreeSet<String>,
+) -> Result<T, Problem> {
+    let mut note = |path: serde_ignored::Path| {
+        if let serde_ignored::Path::Map {
+            parent: serde_ignored::Path::Root,
+            key,
+        } = path
+        {
+            ignored.insert(key);
+        }
+    };
+    match format {
+        Format::Toml => toml::Deserializer::parse(text)
+            .and_then(|de| serde_ignored::deserialize(de, &mut note))
+            .map_err(|e| Problem {
+                field: e
+                    .span()
+                    .map_or_else(|| "manifest".to_owned(), |s| toml_field(text, s.start)),
+                message: e.message().to_owned(),
+            }),
+        Format::Json => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            serde_ignored::deserialize(&mut de, &mut note)
+                .and_then(|value| de.end().map(|()| value))
+                .map_err(|e| Problem {
+                    field: format!("line {}", e.line()),
+                    message: e.to_string(),
+                })
+        }
+    }
+}
+
+/// The line of a top-level TOML key (before the first table), if written
+/// plainly as `key = ...`.
+fn top_level_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .take_while(|line| !line.trim_start().starts_with('['))
+        .position(|line| {
+            line.split_once('=')
+                .is_some_and(|(k, _)| k.trim().trim_matches('"') == key)
+        })
+        .map(|i| i + 1)
 }
 
 /// Where a TOML error is: the key on that line under its table, and the

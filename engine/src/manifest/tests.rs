@@ -36,12 +36,12 @@ means = "rate_limited"
 fn a_good_manifest_checks_and_registers_what_it_says() {
     let m = Manifest::parse(GOOD, Format::Toml).unwrap();
     let r = m.registration();
-    assert_eq!(r.id, "hn");
-    assert_eq!(r.capabilities.len(), 2);
-    assert_eq!(r.capabilities[1].name(), "community.forum");
-    assert_eq!(r.requires_env, ["HN_KEY"]);
-    assert_eq!(r.rate_hints.per_second, Some(2.0));
-    let cost = r.cost.unwrap();
+    assert_eq!(r.profile.id, "hn");
+    assert_eq!(r.profile.capabilities.len(), 2);
+    assert_eq!(r.profile.capabilities[1].name(), "community.forum");
+    assert_eq!(r.profile.requires_env, ["HN_KEY"]);
+    assert_eq!(r.profile.rate_hints.per_second, Some(2.0));
+    let cost = r.profile.cost.unwrap();
     assert_eq!(cost.of_call("search.news").in_unit(&cost.unit), "0.005 USD");
     assert_eq!(
         cost.of_call("community.forum").in_unit(&cost.unit),
@@ -87,8 +87,8 @@ fn every_kind_of_mistake_is_named_with_its_field() {
         ),
         (
             broken("\"community.forum\"", "\"Not A Capability\""),
-            "capabilities[1]",
-            "",
+            "capabilities (line 5)",
+            "not a capability name",
         ),
         (
             broken("cost_tier = \"free\"", "cost_tier = \"cheap\""),
@@ -98,7 +98,7 @@ fn every_kind_of_mistake_is_named_with_its_field() {
         (
             broken("requires_env = [\"HN_KEY\"]", "requires_env = [\"hn key\"]"),
             "requires_env[0]",
-            "variable name",
+            "not a secret name",
         ),
         (
             broken("per_second = 2.0", "per_second = -1.0"),
@@ -118,7 +118,7 @@ fn every_kind_of_mistake_is_named_with_its_field() {
         (
             broken("\"community.forum\" = 0.01", "\"search.web\" = 0.01"),
             "cost.by_capability.search.web",
-            "one of the manifest's capabilities",
+            "one of the connector's capabilities",
         ),
         (
             broken(
@@ -223,6 +223,14 @@ fn every_kind_of_mistake_is_named_with_its_field() {
             "missing field `title`",
         ),
         ("id = [".to_owned(), "id (line 1)", "unclosed array"),
+        (
+            broken(
+                "cost_tier = \"free\"",
+                "cost_tier = \"free\"\ncolour = \"red\"",
+            ),
+            "colour (line 7)",
+            "not a manifest key",
+        ),
     ];
     assert!(cases.len() >= 15);
     for (text, field, words) in cases {
@@ -286,12 +294,12 @@ fn the_editor_form_writes_a_manifest_that_checks() {
         item_snippet: "$.text".into(),
     };
     let m = Manifest::parse(&form.to_toml(), Format::Toml).unwrap();
-    assert_eq!(m.spec.display_name, "Exa \"neural\" search");
-    assert_eq!(m.spec.cost_tier, model::CostTier::FreeTier);
-    assert_eq!(m.spec.requires_env, ["EXA_API_KEY"]);
-    assert_eq!(m.spec.request.query["q"], "{{query}}");
+    assert_eq!(m.spec.profile.display_name, "Exa \"neural\" search");
+    assert_eq!(m.spec.profile.cost_tier, model::CostTier::FreeTier);
+    assert_eq!(m.spec.profile.requires_env, ["EXA_API_KEY"]);
+    assert_eq!(m.spec.http.request.query["q"], "{{query}}");
     assert_eq!(
-        m.spec.request.headers["Authorization"],
+        m.spec.http.request.headers["Authorization"],
         "Bearer {{secret.EXA_API_KEY}}"
     );
 
@@ -367,4 +375,62 @@ fn a_result_template_must_read_the_result_and_a_request_may_not() {
     );
     let e = errors(&broken("title = \"$.title\"", "title = []"));
     assert!(e.contains("list 1 to 8 ways"), "{e}");
+}
+
+#[test]
+fn a_profile_that_does_not_read_still_names_the_requests_mistakes() {
+    let text = broken("cost_tier = \"free\"", "cost_tier = \"cheap\"").replace(
+        "url = \"https://hn.example.org/api/search\"",
+        "url = \"ftp://hn.example.org/\"",
+    );
+    let err = Manifest::parse(&text, Format::Toml).unwrap_err();
+    let fields: Vec<&str> = err.0.iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(fields, ["cost_tier (line 6)", "request.url"], "{err}");
+    // The settings the text requires still count: the Authorization
+    // header's {{secret.HN_KEY}} is not reported.
+    assert!(!err.to_string().contains("HN_KEY"), "{err}");
+    // A syntax error is reported once, not once per half.
+    let err = Manifest::parse("id = [", Format::Toml).unwrap_err();
+    assert_eq!(err.0.len(), 1, "{err}");
+    let err = Manifest::parse("{\"id\": ", Format::Json).unwrap_err();
+    assert_eq!(err.0.len(), 1, "{err}");
+}
+
+#[test]
+fn a_manifests_version_is_the_one_it_had_before_profiles_were_shared() {
+    // Receipts name a manifest by this digest; reading the profile through
+    // the shared declaration must not make an unchanged manifest look new.
+    assert_eq!(
+        Manifest::parse(GOOD, Format::Toml).unwrap().digest,
+        "1626317050ad"
+    );
+    let builtin = |name: &str| {
+        let (_, text) = crate::connectors::BUILTIN_MANIFESTS
+            .iter()
+            .find(|(file, _)| *file == name)
+            .unwrap();
+        Manifest::parse(text, Format::Toml).unwrap().digest
+    };
+    assert_eq!(builtin("wikipedia.toml"), "87db1d9657a6");
+    assert_eq!(builtin("gdelt.toml"), "c3dd1b71051a");
+}
+
+#[test]
+fn a_key_no_half_knows_is_named_in_either_format() {
+    let spec = Manifest::parse(GOOD, Format::Toml).unwrap().spec;
+    let mut json = serde_json::to_value(&spec).unwrap();
+    let mut top = json.clone();
+    top["colour"] = "red".into();
+    let err = Manifest::parse(&top.to_string(), Format::Json).unwrap_err();
+    assert_eq!(err.0.len(), 1, "{err}");
+    assert_eq!(err.0[0].field, "colour");
+    assert!(err.0[0].message.contains("not a manifest key"), "{err}");
+    // Inside a table, the table says which keys it has.
+    json["request"]["colour"] = "blue".into();
+    let err = Manifest::parse(&json.to_string(), Format::Json).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("unknown field `colour`, expected one of `method`"),
+        "{err}"
+    );
 }

@@ -167,8 +167,13 @@ impl Engine {
             opts.record_fields = record.field_map();
         }
         let all = self.dispatcher.workspace_secrets(who.workspace_id).await?;
-        opts.secrets = all.only(&manifest.spec.requires_env);
-        let intent = manifest.registration().capabilities.first().cloned();
+        opts.secrets = all.only(&manifest.spec.profile.requires_env);
+        let intent = manifest
+            .registration()
+            .profile
+            .capabilities
+            .first()
+            .cloned();
         let connector = self.manifest_connector(manifest);
         let fired = match intent {
             Some(intent) => probe(&connector, &intent, test.query.trim(), &opts).await,
@@ -189,7 +194,7 @@ impl Engine {
     ) -> Result<ConnectorInfo, SaveError> {
         crate::ops::require_admin(who)?;
         let manifest = parse(text, format)?;
-        let id = manifest.spec.id.clone();
+        let id = manifest.spec.profile.id.clone();
         let mine = ConnectorSource::Workspace {
             workspace_id: who.workspace_id,
         };

@@ -103,7 +103,7 @@ impl Engine {
             let handle = self.registry.by_id_in(id, Some(ws)).ok_or_else(|| {
                 OpError::Invalid(format!("connector: no connector {id:?} is registered"))
             })?;
-            if !handle.registration.capabilities.contains(&intent) {
+            if !handle.registration.profile.capabilities.contains(&intent) {
                 return Err(OpError::Invalid(format!(
                     "connector: {id:?} does not serve {intent}"
                 )));

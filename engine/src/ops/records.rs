@@ -124,7 +124,12 @@ impl Engine {
         let connector = connector.map(str::trim).filter(|c| !c.is_empty());
         if let Some(id) = connector {
             let handle = self.registered(who, id)?;
-            if !handle.registration.capabilities.contains(&pack.intent) {
+            if !handle
+                .registration
+                .profile
+                .capabilities
+                .contains(&pack.intent)
+            {
                 return Err(OpError::Invalid(format!(
                     "connector: {id:?} does not serve {} (the intent of pack {pack_id:?})",
                     pack.intent

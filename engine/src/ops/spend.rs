@@ -112,7 +112,7 @@ impl Engine {
             .registry
             .by_id_in(id, Some(who.workspace_id))
             .ok_or_else(|| OpError::NotFound(format!("connector {id:?} does not exist")))?;
-        let Some(cost) = &handle.registration.cost else {
+        let Some(cost) = &handle.registration.profile.cost else {
             return Err(OpError::Invalid(format!(
                 "connector_id: {id} has no price, so nothing counts against a budget; give its manifest a cost"
             )));

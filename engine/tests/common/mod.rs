@@ -66,7 +66,7 @@ pub fn scripted(
         model::CostTier::Free,
         &[model::BuiltinCapability::SearchWeb.into()],
     );
-    reg.rate_hints.per_second = per_second;
+    reg.profile.rate_hints.per_second = per_second;
     engine
         .registry
         .register(reg, connector.clone())

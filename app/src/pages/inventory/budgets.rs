@@ -21,7 +21,7 @@ pub async fn list_budgets() -> Result<(Vec<BudgetStatus>, Vec<ConnectorInfo>), S
         .await
         .map_err(ssr::fail)?
         .into_iter()
-        .filter(|c| c.cost.is_some())
+        .filter(|c| c.profile.cost.is_some())
         .collect();
     Ok((budgets, priced))
 }
@@ -51,8 +51,8 @@ fn scope(budget: &Budget, priced: &[ConnectorInfo]) -> String {
     budget.covers(
         priced
             .iter()
-            .find(|c| c.id == id)
-            .map_or(id, |c| c.display_name.as_str()),
+            .find(|c| c.profile.id == id)
+            .map_or(id, |c| c.profile.display_name.as_str()),
     )
 }
 
@@ -151,7 +151,7 @@ fn BudgetForm(priced: Vec<ConnectorInfo>, notice: Notice, version: RwSignal<u32>
     let units: Vec<String> = {
         let mut units: Vec<String> = priced
             .iter()
-            .filter_map(|c| c.cost.as_ref().map(|cost| cost.unit.clone()))
+            .filter_map(|c| c.profile.cost.as_ref().map(|cost| cost.unit.clone()))
             .collect();
         units.sort();
         units.dedup();
@@ -199,8 +199,8 @@ fn BudgetForm(priced: Vec<ConnectorInfo>, notice: Notice, version: RwSignal<u32>
                 <select on:change=move |ev| scope.set(event_target_value(&ev)) aria-label="What the budget covers">
                     <option value="">"every connector in a unit"</option>
                     {priced.iter().map(|c| {
-                        let price = c.cost.as_ref().map(model::Cost::describe).unwrap_or_default();
-                        view! { <option value=c.id.clone()>{format!("{} ({price})", c.display_name)}</option> }
+                        let price = c.profile.cost.as_ref().map(model::Cost::describe).unwrap_or_default();
+                        view! { <option value=c.profile.id.clone()>{format!("{} ({price})", c.profile.display_name)}</option> }
                     }).collect_view()}
                 </select>
             </label>

@@ -213,7 +213,7 @@ fn Editor(
                     report.set(None);
                     notice.set(Some(Ok(format!(
                         "Saved {} ({}); it serves this workspace now.",
-                        info.display_name, info.id
+                        info.profile.display_name, info.profile.id
                     ))));
                     version.update(|v| *v += 1);
                 }

@@ -85,6 +85,7 @@ pub async fn load_connector_stats() -> Result<Vec<model::ConnectorStats>, Server
 /// Today's use and the last day's figures in a line.
 fn usage(info: &ConnectorInfo, fires_today: i64, stats: Option<&model::ConnectorStats>) -> String {
     let cap = info
+        .profile
         .rate_hints
         .daily_cap
         .map_or_else(String::new, |c| format!(" of {c}"));
@@ -246,7 +247,7 @@ fn report_line(name: &str, report: &TestReport) -> Result<String, String> {
 #[component]
 fn RowActions(info: ConnectorInfo, notice: Notice, version: RwSignal<u32>) -> impl IntoView {
     let off = matches!(info.status, model::ConnectorStatus::Disabled { .. });
-    let (id, name) = (info.id.clone(), info.display_name.clone());
+    let (id, name) = (info.profile.id.clone(), info.profile.display_name.clone());
     let busy = RwSignal::new(false);
     let switch = {
         let (id, name) = (id.clone(), name.clone());
@@ -264,7 +265,7 @@ fn RowActions(info: ConnectorInfo, notice: Notice, version: RwSignal<u32>) -> im
     };
     let recheck = {
         let (id, name) = (id.clone(), name.clone());
-        let tier = info.cost_tier;
+        let tier = info.profile.cost_tier;
         move |_| {
             if tier == model::CostTier::Paid
                 && !window()
@@ -309,7 +310,7 @@ fn ConnectorTable(
     // is open (hundreds of fires a second would be too many events).
     let stats = RwSignal::new(
         list.iter()
-            .filter_map(|row| Some((row.info.id.clone(), row.stats.clone()?)))
+            .filter_map(|row| Some((row.info.profile.id.clone(), row.stats.clone()?)))
             .collect::<std::collections::HashMap<_, _>>(),
     );
     #[cfg(feature = "hydrate")]
@@ -346,7 +347,7 @@ fn ConnectorTable(
                     let use_cell = {
                         let (info, fires_today) = (c.clone(), row.fires_today);
                         move || stats.with(|all| {
-                            let mine = all.get(&info.id);
+                            let mine = all.get(&info.profile.id);
                             view! {
                                 {usage(&info, fires_today, mine)}
                                 {mine.map(|s| view! {
@@ -359,7 +360,7 @@ fn ConnectorTable(
                             .into_any()
                         })
                     };
-                    let hints = match (c.rate_hints.per_second, c.rate_hints.daily_cap) {
+                    let hints = match (c.profile.rate_hints.per_second, c.profile.rate_hints.daily_cap) {
                         (None, None) => String::new(),
                         (ps, cap) => format!(
                             "{}{}",
@@ -370,14 +371,14 @@ fn ConnectorTable(
                     let actions = is_admin
                         .then(|| view! { <RowActions info=c.clone() notice version/> }.into_any());
                     view! {
-                        <tr data-connector=c.id.clone() data-status=c.status.kind()>
-                            <td><strong>{c.display_name.clone()}</strong><div class="muted">{c.id.clone()}" · "{c.short_label.clone()}</div></td>
-                            <td class="caps">{c.capabilities.iter().map(|cap| cap.name().to_owned()).collect::<Vec<_>>().join(", ")}</td>
-                            <td><span class=format!("tier tier-{}", c.cost_tier.name())>{c.cost_tier.name()}</span><div class="muted price">{c.cost.as_ref().map(model::Cost::describe)}</div><div class="muted">{hints}</div></td>
+                        <tr data-connector=c.profile.id.clone() data-status=c.status.kind()>
+                            <td><strong>{c.profile.display_name.clone()}</strong><div class="muted">{c.profile.id.clone()}" · "{c.profile.short_label.clone()}</div></td>
+                            <td class="caps">{c.profile.capabilities.iter().map(|cap| cap.name().to_owned()).collect::<Vec<_>>().join(", ")}</td>
+                            <td><span class=format!("tier tier-{}", c.profile.cost_tier.name())>{c.profile.cost_tier.name()}</span><div class="muted price">{c.profile.cost.as_ref().map(model::Cost::describe)}</div><div class="muted">{hints}</div></td>
                             <td class="source">{source_label(&c.source)}</td>
                             <td class=format!("status status-{}", c.status.kind())>{c.status_reason.clone().unwrap_or_else(|| "available".to_owned())}</td>
                             <td class="use">{use_cell}</td>
-                            <td class="actions">{actions}<History id=c.id.clone()/></td>
+                            <td class="actions">{actions}<History id=c.profile.id.clone()/></td>
                         </tr>
                     }
                     .into_any()

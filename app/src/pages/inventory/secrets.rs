@@ -33,13 +33,13 @@ pub async fn list_secrets() -> Result<(bool, Vec<SecretRow>), ServerFnError> {
         .map_err(ssr::fail)?;
     let mut rows: Vec<SecretRow> = Vec::new();
     for c in &connectors {
-        for name in &c.requires_env {
+        for name in &c.profile.requires_env {
             match rows.iter_mut().find(|r| &r.name == name) {
-                Some(row) => row.needed_by.push(c.display_name.clone()),
+                Some(row) => row.needed_by.push(c.profile.display_name.clone()),
                 None => rows.push(SecretRow {
                     name: name.clone(),
                     set: None,
-                    needed_by: vec![c.display_name.clone()],
+                    needed_by: vec![c.profile.display_name.clone()],
                 }),
             }
         }
