@@ -29,8 +29,9 @@ fn launch(
 #[component]
 pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
-    // The estimate of a fan-out that costs money, while the person decides.
-    let asking = RwSignal::new(None::<model::FanoutEstimate>);
+    // Asked for a fan-out: what it would cost is being read, or shown while
+    // the person decides.
+    let asking = RwSignal::new(false);
     let running = move || {
         board
             .job
@@ -38,20 +39,7 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
     };
     let start = move |_| {
         error.set(None);
-        spawn_local(async move {
-            // Fires that cost money: say how many, what they may cost and
-            // what the budgets have left, and ask first. Without the
-            // estimate, nothing starts.
-            match fanout_estimate(set_id).await {
-                Ok(estimate) if estimate.lines.iter().any(model::EstimateLine::costs) => {
-                    asking.set(Some(estimate));
-                }
-                Ok(_) => launch(set_id, None, board, error),
-                Err(e) => {
-                    error.set(Some(format!("What the fan-out would cost is unknown: {e}")));
-                }
-            }
-        });
+        asking.set(true);
     };
     let cancel = move |_| {
         if let Some(id) = board.job.with_untracked(|j| j.as_ref().map(|j| j.id)) {
@@ -64,8 +52,10 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
     };
     view! {
         <div class="fanout">
-            <button class="primary" on:click=start disabled=move || running() || asking.with(Option::is_some)>"Augment this set →"</button>
-            {move || asking.get().map(|estimate| view! { <Confirmation estimate set_id board asking error/> })}
+            <button class="primary" on:click=start disabled=move || running() || asking.get()>"Augment this set →"</button>
+            <Suspense>
+                {move || asking.get().then(|| Suspend::new(confirm(set_id, board, asking, error)))}
+            </Suspense>
             {move || board.job.get().map(|job| {
                 let eta = eta(&job);
                 let pct = (job.progress.done * 100).checked_div(job.progress.total).unwrap_or(100);
@@ -87,6 +77,34 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
     }
 }
 
+/// Before a fan-out starts: fires that cost money are counted, priced and
+/// set against what the budgets have left, and the person is asked first;
+/// a free fan-out starts at once, and without the estimate nothing starts.
+/// A chunk of its own, fetched when a person first asks for a fan-out.
+#[lazy]
+async fn confirm(
+    set_id: i64,
+    board: Board,
+    asking: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+) -> AnyView {
+    match fanout_estimate(set_id).await {
+        Ok(estimate) if estimate.lines.iter().any(model::EstimateLine::costs) => {
+            view! { <Confirmation estimate set_id board asking error/> }.into_any()
+        }
+        Ok(_) => {
+            asking.set(false);
+            launch(set_id, None, board, error);
+            ().into_any()
+        }
+        Err(e) => {
+            asking.set(false);
+            error.set(Some(format!("What the fan-out would cost is unknown: {e}")));
+            ().into_any()
+        }
+    }
+}
+
 /// The question before a fan-out that costs money: what it may fire and
 /// spend per connector, what the budgets have left, and an optional limit
 /// of paid fires per record.
@@ -95,7 +113,7 @@ fn Confirmation(
     estimate: model::FanoutEstimate,
     set_id: i64,
     board: Board,
-    asking: RwSignal<Option<model::FanoutEstimate>>,
+    asking: RwSignal<bool>,
     error: RwSignal<Option<String>>,
 ) -> impl IntoView {
     let limit = NodeRef::<leptos::html::Input>::new();
@@ -114,7 +132,7 @@ fn Confirmation(
                 }
             },
         };
-        asking.set(None);
+        asking.set(false);
         launch(set_id, paid_per_record, board, error);
     };
     view! {
@@ -142,7 +160,7 @@ fn Confirmation(
             </label>
             <div class="confirm-actions">
                 <button type="submit" class="primary">"Start the fan-out"</button>
-                <button type="button" on:click=move |_| asking.set(None)>"Not now"</button>
+                <button type="button" on:click=move |_| asking.set(false)>"Not now"</button>
             </div>
         </form>
     }

@@ -53,15 +53,6 @@ fn cost_icon(tier: model::CostTier) -> &'static str {
 pub fn ConnectorMenuView(board: Board) -> impl IntoView {
     // Read again when a connector changes, so an open menu shows one just
     // added (or removed) without a reload.
-    let menu = Resource::new(
-        move || (board.menu.get(), board.connectors.get()),
-        |(open, _)| async move {
-            match open {
-                Some((record, pack)) => load_menu(record, pack).await.map(Some),
-                None => Ok(None),
-            }
-        },
-    );
     // Anchored under its chip (page coordinates), kept inside the window.
     let at = RwSignal::new(None::<(f64, f64)>);
     Effect::new(move |_| at.set(board.menu.get().and_then(|(r, p)| chip_corner(r, &p))));
@@ -99,16 +90,29 @@ pub fn ConnectorMenuView(board: Board) -> impl IntoView {
                 on:keydown=on_keydown
             >
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                    {move || Suspend::new(async move {
-                        match menu.await {
-                            Ok(Some(m)) => view! { <MenuItems menu=m board/> }.into_any(),
-                            Ok(None) => ().into_any(),
-                            Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                        }
-                    })}
+                    {move || {
+                        let open = board.menu.get();
+                        board.connectors.track();
+                        Suspend::new(async move {
+                            match open {
+                                Some((record, pack)) => menu_lines(record, pack, board).await,
+                                None => ().into_any(),
+                            }
+                        })
+                    }}
                 </Transition>
             </div>
         </Show>
+    }
+}
+
+/// The menu's lines for one chip, read from the server and drawn: a chunk
+/// of its own, which the browser fetches when a person first opens a menu.
+#[lazy]
+async fn menu_lines(record_id: i64, pack_id: String, board: Board) -> AnyView {
+    match load_menu(record_id, pack_id).await {
+        Ok(menu) => view! { <MenuItems menu board/> }.into_any(),
+        Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
     }
 }
 
