@@ -51,8 +51,6 @@ fn cost_icon(tier: model::CostTier) -> &'static str {
 
 #[component]
 pub fn ConnectorMenuView(board: Board) -> impl IntoView {
-    // Read again when a connector changes, so an open menu shows one just
-    // added (or removed) without a reload.
     // Anchored under its chip (page coordinates), kept inside the window.
     let at = RwSignal::new(None::<(f64, f64)>);
     Effect::new(move |_| at.set(board.menu.get().and_then(|(r, p)| chip_corner(r, &p))));
@@ -92,6 +90,8 @@ pub fn ConnectorMenuView(board: Board) -> impl IntoView {
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || {
                         let open = board.menu.get();
+                        // Read again when a connector changes, so an open
+                        // menu shows one just added (or removed) at once.
                         board.connectors.track();
                         Suspend::new(async move {
                             match open {
