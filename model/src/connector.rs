@@ -138,6 +138,9 @@ pub struct ConnectorProfile {
     #[serde(default)]
     pub rate_hints: RateHints,
     /// What a call costs, when declared; `None`: calls are not billed.
+    /// Written out as `null` when absent, as manifests always wrote it: a
+    /// manifest's version (its digest, in every receipt) is taken over this
+    /// form, and skipping it would make every unchanged manifest look new.
     #[serde(default)]
     pub cost: Option<crate::Cost>,
 }
