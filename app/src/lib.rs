@@ -14,6 +14,7 @@ mod error_view;
 mod live;
 pub mod pages;
 pub mod triage;
+mod wire;
 
 use pages::{lazy, provide_viewer, AccountCorner, NotFoundPage};
 

@@ -52,10 +52,10 @@ pub async fn save_pack_label(pack_id: String, label: String) -> Result<(), Serve
 
 /// The viewer, loaded once per page and shared through context.
 #[derive(Clone, Copy)]
-pub struct ViewerResource(pub Resource<Result<Option<Viewer>, ServerFnError>>);
+pub struct ViewerResource(pub Resource<Result<Option<Viewer>, ServerFnError>, crate::wire::Json>);
 
 pub fn provide_viewer() -> ViewerResource {
-    let resource = ViewerResource(Resource::new(|| (), |_| whoami()));
+    let resource = ViewerResource(crate::wire::resource(|| (), |_| whoami()));
     provide_context(resource);
     resource
 }
@@ -151,7 +151,7 @@ pub fn AccountCorner() -> impl IntoView {
 #[component]
 pub fn SettingsPage() -> impl IntoView {
     let version = RwSignal::new(0u32);
-    let packs = Resource::new(move || version.get(), |_| load_pack_labels());
+    let packs = crate::wire::resource(move || version.get(), |_| load_pack_labels());
     let message = RwSignal::new(None::<Result<String, String>>);
     let save = move |pack_id: String, label: String| {
         spawn_local(async move {

@@ -75,7 +75,7 @@ pub async fn remove_member(user_id: i64) -> Result<(), ServerFnError> {
 pub fn MembersPage() -> impl IntoView {
     let ViewerResource(viewer) = expect_context::<ViewerResource>();
     let version = RwSignal::new(0u32);
-    let members = Resource::new(move || version.get(), |_| list_members());
+    let members = crate::wire::resource(move || version.get(), |_| list_members());
     let message = RwSignal::new(None::<Result<String, String>>);
     let done = move |result: Result<String, ServerFnError>| match result {
         Ok(text) => {

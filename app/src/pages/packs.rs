@@ -550,7 +550,7 @@ pub fn PacksPage() -> impl IntoView {
             version.update(|v| *v += 1);
         }
     });
-    let catalog = Resource::new(move || version.get(), |_| load_catalog());
+    let catalog = crate::wire::resource(move || version.get(), |_| load_catalog());
     view! {
         <Title text="Packs"/>
         <h1>"Packs and bundles"</h1>

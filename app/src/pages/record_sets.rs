@@ -55,7 +55,7 @@ pub async fn delete_record_set(id: i64) -> Result<(), ServerFnError> {
 pub fn RecordSetsPage() -> impl IntoView {
     let ViewerResource(viewer) = expect_context::<ViewerResource>();
     let version = RwSignal::new(0u32);
-    let sets = Resource::new(move || version.get(), |_| list_record_sets());
+    let sets = crate::wire::resource(move || version.get(), |_| list_record_sets());
     view! {
         <Title text="Record sets"/>
         <h1>"Record sets"</h1>
@@ -126,7 +126,7 @@ fn RecordSetList(
 
 #[component]
 fn ImportForm(version: RwSignal<u32>) -> impl IntoView {
-    let bundles = Resource::new(|| (), |_| list_bundles());
+    let bundles = crate::wire::resource(|| (), |_| list_bundles());
     let name = RwSignal::new(String::new());
     let bundle = RwSignal::new("social-profiles".to_owned());
     let csv = RwSignal::new(String::new());

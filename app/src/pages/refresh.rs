@@ -70,7 +70,7 @@ pub fn RefreshPanel(set_id: i64, is_admin: bool) -> impl IntoView {
 fn RefreshList(set_id: i64, is_admin: bool) -> impl IntoView {
     let version = RwSignal::new(0u32);
     let message = RwSignal::new(None::<Result<String, String>>);
-    let data = Resource::new(move || version.get(), move |_| load_refreshes(set_id));
+    let data = crate::wire::resource(move || version.get(), move |_| load_refreshes(set_id));
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             <ErrorBoundary fallback=error_list>

@@ -162,7 +162,7 @@ pub fn SpendPage() -> impl IntoView {
             );
         }
     });
-    let report = Resource::new(move || (month(), version.get()), |(m, _)| load_spend(m));
+    let report = crate::wire::resource(move || (month(), version.get()), |(m, _)| load_spend(m));
     view! {
         <Title text="Spend"/>
         <h1>"Spend"</h1>

@@ -52,7 +52,7 @@ fn SetView(set_id: i64) -> impl IntoView {
     let offset = RwSignal::new(0i64);
     let reload = RwSignal::new(0u32);
     let board = Board::new(set_id);
-    let page = Resource::new(
+    let page = crate::wire::resource(
         move || (filter.get(), search.get(), offset.get(), reload.get()),
         move |(filter, search, offset, _)| load_triage(set_id, filter, search, offset),
     );

@@ -108,7 +108,7 @@ fn BudgetLine(
 
 #[component]
 pub fn Budgets(is_admin: bool, notice: Notice, version: RwSignal<u32>) -> impl IntoView {
-    let data = Resource::new(move || version.get(), |_| list_budgets());
+    let data = crate::wire::resource(move || version.get(), |_| list_budgets());
     view! {
         <section class="budgets" aria-labelledby="budgets-title">
             <h2 id="budgets-title">"Budgets"</h2>

@@ -258,7 +258,7 @@ fn Editor(
 /// The saved manifests of the workspace, and the editor for admins.
 #[component]
 pub fn Manifests(is_admin: bool, notice: Notice, version: RwSignal<u32>) -> impl IntoView {
-    let saved = Resource::new(move || version.get(), |_| list_manifests());
+    let saved = crate::wire::resource(move || version.get(), |_| list_manifests());
     let text = RwSignal::new(String::new());
     let format = RwSignal::new(ManifestFormat::Toml);
     view! {

@@ -149,7 +149,7 @@ pub struct ManifestFile {
 
 #[component]
 fn ManifestFiles(version: RwSignal<u32>) -> impl IntoView {
-    let files = Resource::new(move || version.get(), |_| list_manifest_files());
+    let files = crate::wire::resource(move || version.get(), |_| list_manifest_files());
     view! {
         <Transition fallback=|| ()>
             <ErrorBoundary fallback=error_list>
@@ -199,7 +199,7 @@ fn History(id: String) -> impl IntoView {
 
 #[component]
 fn HistoryList(id: String) -> impl IntoView {
-    let changes = Resource::new(move || id.clone(), connector_history);
+    let changes = crate::wire::resource(move || id.clone(), connector_history);
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             <ErrorBoundary fallback=error_list>
@@ -407,7 +407,7 @@ pub fn InventoryPage() -> impl IntoView {
             version.update(|v| *v += 1);
         }
     });
-    let connectors = Resource::new(move || version.get(), |_| list_connectors());
+    let connectors = crate::wire::resource(move || version.get(), |_| list_connectors());
     view! {
         <Title text="Inventory"/>
         <h1>"Inventory"</h1>

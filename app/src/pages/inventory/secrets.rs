@@ -162,7 +162,7 @@ fn SecretLine(
 
 #[component]
 pub fn Secrets(is_admin: bool, notice: Notice, version: RwSignal<u32>) -> impl IntoView {
-    let rows = Resource::new(move || version.get(), |_| list_secrets());
+    let rows = crate::wire::resource(move || version.get(), |_| list_secrets());
     let new_name = NodeRef::<leptos::html::Input>::new();
     let new_value = NodeRef::<leptos::html::Input>::new();
     let on_add = move |ev: leptos::ev::SubmitEvent| {
