@@ -29,6 +29,10 @@ pub fn listen(labels: Vec<(String, String)>, packs: Vec<String>, help: RwSignal<
     use std::time::Duration;
     use wasm_bindgen::JsCast;
 
+    // Labels match in any case. The browser folds case and tells letters
+    // and digits (its Unicode tables), so the module carries none of its own.
+    let folded: Vec<String> = labels.iter().map(|(l, _)| fold_case(l)).collect();
+    let letter_or_digit = js_sys::RegExp::new(r"^[\p{L}\p{N}]$", "u");
     let typed = StoredValue::new((String::new(), 0.0f64));
     let handle = window_event_listener(leptos::ev::keydown, move |ev| {
         if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
@@ -49,7 +53,7 @@ pub fn listen(labels: Vec<(String, String)>, packs: Vec<String>, help: RwSignal<
                 ev.prevent_default();
                 move_card(key == "j");
             }
-            k if k.chars().count() == 1 && k.chars().all(|c| c.is_alphanumeric()) => {
+            k if k.chars().count() == 1 && letter_or_digit.test(k) => {
                 let now = js_sys::Date::now();
                 let buffer = typed.with_value(|(t, at)| {
                     if now - at > 800.0 {
@@ -59,12 +63,11 @@ pub fn listen(labels: Vec<(String, String)>, packs: Vec<String>, help: RwSignal<
                     }
                 });
                 typed.set_value((buffer.clone(), now));
-                let exact = labels
+                let buffer = fold_case(&buffer);
+                let exact = folded.iter().position(|l| *l == buffer);
+                let longer = folded
                     .iter()
-                    .position(|(l, _)| l.eq_ignore_ascii_case(&buffer));
-                let longer = labels.iter().any(|(l, _)| {
-                    l.len() > buffer.len() && l.to_lowercase().starts_with(&buffer.to_lowercase())
-                });
+                    .any(|l| l.len() > buffer.len() && l.starts_with(&buffer));
                 match (exact, longer) {
                     (Some(i), false) => {
                         typed.set_value((String::new(), 0.0));
@@ -92,6 +95,12 @@ pub fn listen(labels: Vec<(String, String)>, packs: Vec<String>, help: RwSignal<
         }
     });
     on_cleanup(move || handle.remove());
+}
+
+/// `text` in lower case, as the browser folds it.
+#[cfg(feature = "hydrate")]
+fn fold_case(text: &str) -> String {
+    js_sys::JsString::from(text).to_lower_case().into()
 }
 
 #[cfg(feature = "hydrate")]
