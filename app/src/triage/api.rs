@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
-use model::{Chip, ConnectorMenu, FireReport, Item, Job, RecordFilter, TriagePage, TriageVerb};
+use model::{Chip, ChipState, ConnectorMenu, Item, Job, RecordFilter, TriagePage, TriageVerb};
 use serde::{Deserialize, Serialize};
 
 /// How the triage view pages records.
@@ -28,16 +28,45 @@ pub async fn load_triage(
         .map_err(ssr::fail)
 }
 
+/// What the view shows of a fire: the chip after it, the items it added or
+/// found again, and why nothing fired when nothing could. The whole report
+/// (every attempt with its receipt, the connectors passed over) is REST's
+/// `POST /api/records/{id}/fire`; the view needs none of it, and reading it
+/// would put its readers in the module every triage view loads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChipFired {
+    pub chip: ChipState,
+    pub items: Vec<Item>,
+    /// Set when no connector was tried: the report's last note.
+    pub not_fired: Option<String>,
+}
+
+#[cfg(feature = "ssr")]
+impl From<model::FireReport> for ChipFired {
+    fn from(mut report: model::FireReport) -> Self {
+        Self {
+            not_fired: if report.attempts.is_empty() {
+                report.notes.pop()
+            } else {
+                None
+            },
+            chip: report.chip,
+            items: report.items,
+        }
+    }
+}
+
 #[server]
 pub async fn fire_chip(
     record_id: i64,
     pack_id: String,
     connector: Option<String>,
-) -> Result<FireReport, ServerFnError> {
+) -> Result<ChipFired, ServerFnError> {
     let (engine, who) = ssr::door()?;
     engine
         .fire_pack(&who, record_id, &pack_id, connector.as_deref())
         .await
+        .map(ChipFired::from)
         .map_err(ssr::fail)
 }
 

@@ -170,14 +170,14 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
             let pack_id = pack_id.clone();
             spawn_local(async move {
                 match fire_chip(record_id, pack_id, None).await {
-                    Ok(report) => {
+                    Ok(fired) => {
                         fire.set(None);
-                        state.set(report.chip);
-                        for item in report.items {
+                        state.set(fired.chip);
+                        for item in fired.items {
                             board.put_item(item);
                         }
-                        if report.attempts.is_empty() {
-                            error.try_set(report.notes.last().cloned());
+                        if fired.not_fired.is_some() {
+                            error.try_set(fired.not_fired);
                         }
                     }
                     Err(e) => {

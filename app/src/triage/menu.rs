@@ -162,8 +162,8 @@ fn MenuItems(menu: ConnectorMenu, board: Board) -> impl IntoView {
                     let (id, pack_id) = (id.clone(), pack_id.clone());
                     board.menu.set(None);
                     spawn_local(async move {
-                        if let Ok(report) = fire_chip(record_id, pack_id, Some(id)).await {
-                            for item in report.items {
+                        if let Ok(fired) = fire_chip(record_id, pack_id, Some(id)).await {
+                            for item in fired.items {
                                 board.put_item(item);
                             }
                         }
