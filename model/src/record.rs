@@ -12,9 +12,11 @@ pub struct Field {
     pub value: String,
 }
 
-/// A chip on a card: the pack it fires and what it shows.
+/// A chip on a card: the pack it fires and what it shows. Its state's keys
+/// are written among its own, and read with them (see [`ChipState`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(try_from = "ChipFields")]
 pub struct Chip {
     pub pack_id: String,
     #[serde(flatten)]
@@ -26,6 +28,39 @@ pub struct Chip {
     /// budget), if one is: the click goes on to `next`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<String>,
+}
+
+/// A chip's keys as they are written, for reading one.
+#[derive(Deserialize)]
+struct ChipFields {
+    pack_id: String,
+    state: crate::fire::StateName,
+    count: Option<u32>,
+    reason: Option<String>,
+    until: Option<i64>,
+    vars: Option<Vec<String>>,
+    next: Option<String>,
+    held: Option<String>,
+}
+
+impl TryFrom<ChipFields> for Chip {
+    type Error = String;
+
+    fn try_from(fields: ChipFields) -> Result<Self, String> {
+        let state = ChipState::try_from(crate::fire::StateFields {
+            state: fields.state,
+            count: fields.count,
+            reason: fields.reason,
+            until: fields.until,
+            vars: fields.vars,
+        })?;
+        Ok(Chip {
+            pack_id: fields.pack_id,
+            state,
+            next: fields.next,
+            held: fields.held,
+        })
+    }
 }
 
 /// One record with its chips.
@@ -119,4 +154,72 @@ pub struct ExportedRecord {
     pub name: String,
     pub fields: Vec<crate::Field>,
     pub accepted: Vec<crate::Item>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn every_state() -> Vec<ChipState> {
+        vec![
+            ChipState::Idle,
+            ChipState::Firing,
+            ChipState::Found { count: 4 },
+            ChipState::NotFound,
+            ChipState::Error {
+                reason: "HTTP 500".into(),
+            },
+            ChipState::RateLimited { until: 1_700_000 },
+            ChipState::NeedsEnv {
+                vars: vec!["SERPAPI_KEY".into()],
+            },
+        ]
+    }
+
+    #[test]
+    fn every_chip_state_reads_back_alone_and_in_a_chip() {
+        for state in every_state() {
+            let text = serde_json::to_string(&state).unwrap();
+            assert_eq!(
+                serde_json::from_str::<ChipState>(&text).unwrap(),
+                state,
+                "{text}"
+            );
+            let chip = Chip {
+                pack_id: "web".into(),
+                state: state.clone(),
+                next: Some("SearXNG".into()),
+                held: None,
+            };
+            let text = serde_json::to_string(&chip).unwrap();
+            assert_eq!(serde_json::from_str::<Chip>(&text).unwrap(), chip, "{text}");
+        }
+    }
+
+    #[test]
+    fn the_state_word_may_come_after_its_data_and_unknown_keys_are_left() {
+        let chip: Chip = serde_json::from_value(json!({
+            "count": 3, "pack_id": "news", "later": true, "state": "found"
+        }))
+        .unwrap();
+        assert_eq!(chip.state, ChipState::Found { count: 3 });
+        assert_eq!(chip.pack_id, "news");
+    }
+
+    #[test]
+    fn a_state_without_its_data_is_an_error_that_names_it() {
+        let e = serde_json::from_value::<Chip>(json!({"pack_id": "web", "state": "error"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(r#"a chip state "error" needs "reason""#), "{e}");
+        let e = serde_json::from_value::<ChipState>(json!({"state": "found"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(r#""found" needs "count""#), "{e}");
+        let e = serde_json::from_value::<ChipState>(json!({"state": "glowing"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("glowing"), "{e}");
+    }
 }
