@@ -118,6 +118,34 @@ test("two people of one workspace see each other, their chips and their triage l
   await expect(ada.locator(".viewers")).toHaveAttribute("data-viewers", "ada@demo.test");
 });
 
+test("events heard before the stream's reader has loaded are kept and applied in order", async ({ browser, baseURL }) => {
+  const ada = await (await browser.newContext({ baseURL, storageState: authFile("ada") })).newPage();
+  const bob = await (await browser.newContext({ baseURL, storageState: authFile("bob") })).newPage();
+  // Ada's browser gets the chunk that reads events only when the test says.
+  let release = () => {};
+  const released = new Promise<void>((resolve) => (release = resolve));
+  await ada.route(/\/split_live_events\.wasm$/, async (route) => {
+    await released;
+    await route.continue();
+  });
+  await openDemoSet(ada);
+  await openDemoSet(bob);
+  await expect(ada.locator("body")).toHaveAttribute("data-live", "true");
+
+  const theirs = chip(bob, "Fjord Freight (demo)", "linkedin");
+  await theirs.click();
+  await expect(theirs).not.toHaveAttribute("data-state", "firing");
+  const settled = await theirs.getAttribute("data-state");
+  // Started, firing, attempt ended, settled: all heard, none read yet.
+  await expect(ada.locator(".activity")).not.toContainText("bob@demo.test");
+  release();
+  // Read in the order they came: the chip ends as Bob's did, not firing.
+  await expect(ada.locator(".activity")).toContainText("bob@demo.test");
+  await expect(chip(ada, "Fjord Freight (demo)", "linkedin")).toHaveAttribute("data-state", settled!);
+  await ada.context().close();
+  await bob.context().close();
+});
+
 test("someone from another workspace sees nothing of it", async ({ browser, baseURL }) => {
   const ada = await (await browser.newContext({ baseURL, storageState: authFile("ada") })).newPage();
   await openDemoSet(ada);
