@@ -9,6 +9,7 @@ use leptos_router::{path, Lazy};
 
 pub mod access;
 pub mod capability;
+mod chunk;
 mod clock;
 mod error_view;
 mod live;

@@ -118,6 +118,28 @@ test("two people of one workspace see each other, their chips and their triage l
   await expect(ada.locator(".viewers")).toHaveAttribute("data-viewers", "ada@demo.test");
 });
 
+test("a menu whose code cannot be fetched says so, and opens at the next try", async ({ page, pageErrors }) => {
+  await page.route(/\/split_menu_lines\.wasm$/, (route) => route.abort("internetdisconnected"));
+  await openDemoSet(page);
+  const facebook = chip(page, "Cobalt Analytics (demo)", "facebook");
+  await facebook.click({ button: "right" });
+  const menu = page.getByRole("menu", { name: "Connectors" });
+  await expect(menu.getByRole("alert")).toHaveText(/could not be loaded/);
+  await page.keyboard.press("Escape");
+  await expect(menu).toBeHidden();
+  // The page lives on (a panic would have stopped it): the network is back.
+  await page.unroute(/\/split_menu_lines\.wasm$/);
+  await facebook.click({ button: "right" });
+  await expect(menu.getByRole("menuitem", { name: "Fire through Demo data (offline)" })).toBeVisible();
+  await page.keyboard.press("Escape");
+  await expect(facebook).toBeFocused();
+  // The failed fetch is logged, by the browser and by the loader; nothing
+  // else is (a panic would be).
+  const failedFetch = (e: string) => e.includes("split_menu_lines.wasm") || e.startsWith("TypeError: Failed to fetch");
+  expect(pageErrors.filter(failedFetch).length).toBeGreaterThan(0);
+  pageErrors.splice(0, pageErrors.length, ...pageErrors.filter((e) => !failedFetch(e)));
+});
+
 test("events heard before the stream's reader has loaded are kept and applied in order", async ({ browser, baseURL }) => {
   const ada = await (await browser.newContext({ baseURL, storageState: authFile("ada") })).newPage();
   const bob = await (await browser.newContext({ baseURL, storageState: authFile("bob") })).newPage();

@@ -54,7 +54,7 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
         <div class="fanout">
             <button class="primary" on:click=start disabled=move || running() || asking.get()>"Augment this set →"</button>
             <Suspense>
-                {move || asking.get().then(|| Suspend::new(confirm(set_id, board, asking, error)))}
+                {move || asking.get().then(|| Suspend::new(ask(set_id, board, asking, error)))}
             </Suspense>
             {move || board.job.get().map(|job| {
                 let eta = eta(&job);
@@ -77,30 +77,48 @@ pub fn FanoutBar(set_id: i64, board: Board) -> impl IntoView {
     }
 }
 
-/// Before a fan-out starts: fires that cost money are counted, priced and
-/// set against what the budgets have left, and the person is asked first;
-/// a free fan-out starts at once, and without the estimate nothing starts.
-/// A chunk of its own, fetched when a person first asks for a fan-out.
-#[lazy]
-async fn confirm(
+/// The question before a fan-out, or the reason it cannot be asked.
+async fn ask(
     set_id: i64,
     board: Board,
     asking: RwSignal<bool>,
     error: RwSignal<Option<String>>,
 ) -> AnyView {
-    match fanout_estimate(set_id).await {
-        Ok(estimate) if estimate.lines.iter().any(model::EstimateLine::costs) => {
-            view! { <Confirmation estimate set_id board asking error/> }.into_any()
-        }
-        Ok(_) => {
+    confirm(set_id, board, asking, error)
+        .await
+        .unwrap_or_else(|_| {
             asking.set(false);
-            launch(set_id, None, board, error);
+            error.set(Some(crate::chunk::NOT_LOADED.to_owned()));
             ().into_any()
-        }
-        Err(e) => {
-            asking.set(false);
-            error.set(Some(format!("What the fan-out would cost is unknown: {e}")));
-            ().into_any()
+        })
+}
+
+crate::chunk::lazy_view! {
+    /// Before a fan-out starts: fires that cost money are counted, priced
+    /// and set against what the budgets have left, and the person is asked
+    /// first; a free fan-out starts at once, and without the estimate
+    /// nothing starts. A chunk of its own, fetched when a person first asks
+    /// for a fan-out.
+    confirm: async fn confirm(
+        set_id: i64,
+        board: Board,
+        asking: RwSignal<bool>,
+        error: RwSignal<Option<String>>,
+    ) {
+        match fanout_estimate(set_id).await {
+            Ok(estimate) if estimate.lines.iter().any(model::EstimateLine::costs) => {
+                view! { <Confirmation estimate set_id board asking error/> }.into_any()
+            }
+            Ok(_) => {
+                asking.set(false);
+                launch(set_id, None, board, error);
+                ().into_any()
+            }
+            Err(e) => {
+                asking.set(false);
+                error.set(Some(format!("What the fan-out would cost is unknown: {e}")));
+                ().into_any()
+            }
         }
     }
 }

@@ -85,6 +85,7 @@ pub fn ConnectorMenuView(board: Board) -> impl IntoView {
                 style=style
                 role="menu"
                 aria-label="Connectors"
+                tabindex="-1"
                 on:keydown=on_keydown
             >
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
@@ -94,10 +95,12 @@ pub fn ConnectorMenuView(board: Board) -> impl IntoView {
                         // menu shows one just added (or removed) at once.
                         board.connectors.track();
                         Suspend::new(async move {
-                            match open {
-                                Some((record, pack)) => menu_lines(record, pack, board).await,
-                                None => ().into_any(),
-                            }
+                            let Some((record, pack)) = open else {
+                                return ().into_any();
+                            };
+                            menu_lines(record, pack, board).await.unwrap_or_else(|_| {
+                                view! { <MenuMessage text=crate::chunk::NOT_LOADED.to_owned()/> }.into_any()
+                            })
                         })
                     }}
                 </Transition>
@@ -106,14 +109,23 @@ pub fn ConnectorMenuView(board: Board) -> impl IntoView {
     }
 }
 
-/// The menu's lines for one chip, read from the server and drawn: a chunk
-/// of its own, which the browser fetches when a person first opens a menu.
-#[lazy]
-async fn menu_lines(record_id: i64, pack_id: String, board: Board) -> AnyView {
-    match load_menu(record_id, pack_id).await {
-        Ok(menu) => view! { <MenuItems menu board/> }.into_any(),
-        Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+crate::chunk::lazy_view! {
+    /// The menu's lines for one chip, read from the server and drawn: a
+    /// chunk of its own, which the browser fetches when a person first
+    /// opens a menu.
+    menu_lines: async fn menu_lines(record_id: i64, pack_id: String, board: Board) {
+        match load_menu(record_id, pack_id).await {
+            Ok(menu) => view! { <MenuItems menu board/> }.into_any(),
+            Err(e) => view! { <MenuMessage text=e.to_string()/> }.into_any(),
+        }
     }
+}
+
+/// Why the menu has no entries, in their place; the menu takes the focus.
+#[component]
+fn MenuMessage(text: String) -> impl IntoView {
+    Effect::new(move |_| request_animation_frame(focus_first));
+    view! { <p class="error" role="alert">{text}</p> }
 }
 
 #[component]
@@ -278,8 +290,18 @@ fn menu_items() -> Vec<web_sys::HtmlElement> {
 
 #[cfg(feature = "hydrate")]
 fn focus_first() {
-    if let Some(first) = menu_items().first() {
-        let _ = first.focus();
+    use wasm_bindgen::JsCast;
+    // With no entry (the menu says why), the menu itself takes the focus,
+    // so Escape still closes it.
+    let target = menu_items().into_iter().next().or_else(|| {
+        document()
+            .query_selector(".connector-menu")
+            .ok()
+            .flatten()
+            .and_then(|m| m.dyn_into::<web_sys::HtmlElement>().ok())
+    });
+    if let Some(target) = target {
+        let _ = target.focus();
     }
 }
 
