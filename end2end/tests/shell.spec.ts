@@ -3,8 +3,8 @@ import { test, expect, hydrated, openDemoSet } from "./fixtures";
 test("the shell is rendered by the server", async ({ request }) => {
   const res = await request.get("/record-sets");
   expect(res.status()).toBe(200);
-  // Hydration's markers (`<!>`, `<!--…-->`) sit between the elements.
-  const html = (await res.text()).replace(/<!(--.*?--)?>/gs, "");
+  // Hydration's empty markers (`<!>`) sit between elements and text.
+  const html = (await res.text()).replaceAll("<!>", "");
   expect(html).toContain("<h1>Record sets</h1>");
   expect(html).toContain('href="/inventory"');
   // The build's content-hashed names, which browsers keep for good.

@@ -242,6 +242,30 @@ test("augmenting the set runs every chip as a job to 100 %", async ({ page }) =>
   await expect(page.locator('[data-state="idle"]')).toHaveCount(0);
 });
 
+test("a fan-out whose question cannot be fetched says so, and starts at the next try", async ({ page, pageErrors }) => {
+  await page.goto("/record-sets");
+  await hydrated(page);
+  await page.getByLabel("Name").fill("One-record set");
+  await page.getByLabel("CSV").fill("name\nGamma Yards\n");
+  await page.getByRole("button", { name: "Import" }).click();
+  await page.getByRole("link", { name: "Open the set →" }).click();
+  await expect(page.locator("body")).toHaveAttribute("data-live", "true");
+  await page.route(/\/split_confirm\.wasm$/, (route) => route.abort("internetdisconnected"));
+  const augment = page.getByRole("button", { name: "Augment this set →" });
+  await augment.click();
+  await expect(page.locator(".fanout").getByRole("alert")).toHaveText(/could not be loaded/);
+  await expect(page.locator("[data-job]")).toHaveCount(0);
+  // The network is back: the same button asks again, and the job runs.
+  await page.unroute(/\/split_confirm\.wasm$/);
+  await augment.click();
+  const job = page.locator("[data-job]");
+  await expect(job).toHaveAttribute("data-job-status", "completed", { timeout: 20_000 });
+  await expect(job).toContainText("100 % · 3 of 3 fires");
+  const failedFetch = (e: string) => e.includes("split_confirm.wasm") || e.startsWith("TypeError: Failed to fetch");
+  expect(pageErrors.filter(failedFetch).length).toBeGreaterThan(0);
+  pageErrors.splice(0, pageErrors.length, ...pageErrors.filter((e) => !failedFetch(e)));
+});
+
 test("the keyboard moves between records and fires a pack by its label", async ({ page }) => {
   await openDemoSet(page);
   await page.keyboard.press("?");
