@@ -58,15 +58,17 @@ impl Drop for Waiting<'_> {
 
 impl Throttle {
     /// A throttle allowing `per_second` calls a second, evenly spaced
-    /// (`None` for a hint that is not a positive number).
+    /// (`None` for a hint that is not a positive number, or whose spacing
+    /// no timer can hold: checked profiles stay far inside either end, and
+    /// a stored row that does not must never panic the server).
     pub fn new(per_second: f64) -> Option<Self> {
         if !(per_second.is_finite() && per_second > 0.0) {
             return None;
         }
         let credit =
             NonZeroU32::new((per_second * CREDIT.as_secs_f64()) as u32).unwrap_or(NonZeroU32::MIN);
-        let quota =
-            Quota::with_period(Duration::from_secs_f64(1.0 / per_second))?.allow_burst(credit);
+        let spacing = Duration::try_from_secs_f64(1.0 / per_second).ok()?;
+        let quota = Quota::with_period(spacing)?.allow_burst(credit);
         Some(Self {
             credit: credit.get() > 1,
             limiter: RateLimiter::direct(quota),
@@ -142,6 +144,10 @@ mod tests {
         assert!(Throttle::new(0.0).is_none());
         assert!(Throttle::new(-1.0).is_none());
         assert!(Throttle::new(f64::NAN).is_none());
+        // A spacing of 10^30 seconds, or of nothing at all: no panic.
+        assert!(Throttle::new(1e-30).is_none());
+        assert!(Throttle::new(f64::MIN_POSITIVE).is_none());
+        assert!(Throttle::new(1e300).is_none());
         let t = Throttle::new(2.0).unwrap();
         assert!(t.try_now());
         assert!(!t.try_now(), "spaced half a second apart, no burst");

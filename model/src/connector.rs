@@ -145,6 +145,14 @@ pub struct ConnectorProfile {
     pub cost: Option<crate::Cost>,
 }
 
+/// The slowest rate hint: one call in about 17 minutes. Slower than this is
+/// a switch, not a rate; and a spacing of years would overflow the timers.
+pub const MIN_PER_SECOND: f64 = 0.001;
+/// The fastest rate hint.
+pub const MAX_PER_SECOND: f64 = 10_000.0;
+/// The largest daily cap.
+pub const MAX_DAILY_CAP: u32 = 1_000_000_000;
+
 /// The longest display name.
 pub const MAX_DISPLAY_NAME_CHARS: usize = 80;
 /// The longest short label.
@@ -204,19 +212,41 @@ impl ConnectorProfile {
             }
         }
         if let Some(ps) = self.rate_hints.per_second {
-            if !(ps.is_finite() && ps > 0.0) {
-                bad("rate_hints.per_second", "give a positive number".to_owned());
+            if !(MIN_PER_SECOND..=MAX_PER_SECOND).contains(&ps) {
+                bad(
+                    "rate_hints.per_second",
+                    format!(
+                        "{ps} is out of range: give {MIN_PER_SECOND} to {MAX_PER_SECOND} calls a second, or leave it out"
+                    ),
+                );
             }
         }
-        if self.rate_hints.daily_cap == Some(0) {
-            bad(
-                "rate_hints.daily_cap",
-                "give at least 1, or leave it out".to_owned(),
-            );
+        if let Some(cap) = self.rate_hints.daily_cap {
+            if !(1..=MAX_DAILY_CAP).contains(&cap) {
+                bad(
+                    "rate_hints.daily_cap",
+                    format!("{cap} is out of range: give 1 to {MAX_DAILY_CAP}, or leave it out"),
+                );
+            }
         }
         if let Some(cost) = &self.cost {
             if let Err(e) = cost.check() {
                 bad("cost.unit", e);
+            }
+            let most = crate::Amount::units(crate::spend::MAX_CALL_UNITS);
+            if cost.per_call > most {
+                bad(
+                    "cost.per_call",
+                    format!("a call may cost at most {most} of its unit"),
+                );
+            }
+            for (capability, price) in &cost.by_capability {
+                if *price > most {
+                    bad(
+                        &format!("cost.by_capability.{capability}"),
+                        format!("a call may cost at most {most} of its unit"),
+                    );
+                }
             }
             for capability in cost.by_capability.keys() {
                 if !self.capabilities.iter().any(|own| own.name() == capability) {
@@ -415,4 +445,76 @@ pub struct InventoryRow {
     /// Absent when it has not fired in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<ConnectorStats>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> ConnectorProfile {
+        ConnectorProfile {
+            id: "probe".to_owned(),
+            display_name: "Probe".to_owned(),
+            short_label: "P".to_owned(),
+            capabilities: vec![Capability::Builtin(crate::BuiltinCapability::SearchWeb)],
+            cost_tier: CostTier::Free,
+            requires_env: Vec::new(),
+            rate_hints: RateHints::default(),
+            cost: None,
+        }
+    }
+
+    fn fields(p: &ConnectorProfile) -> Vec<String> {
+        p.problems().into_iter().map(|p| p.field).collect()
+    }
+
+    #[test]
+    fn rate_hints_out_of_range_are_refused_by_name() {
+        for bad in [
+            1e-30,
+            0.0009,
+            0.0,
+            -1.0,
+            10_000.5,
+            1e300,
+            f64::NAN,
+            f64::INFINITY,
+        ] {
+            let mut p = profile();
+            p.rate_hints.per_second = Some(bad);
+            assert_eq!(fields(&p), ["rate_hints.per_second"], "{bad}");
+        }
+        for good in [MIN_PER_SECOND, 0.5, 5.0, MAX_PER_SECOND] {
+            let mut p = profile();
+            p.rate_hints.per_second = Some(good);
+            assert!(fields(&p).is_empty(), "{good}");
+        }
+        for (cap, ok) in [
+            (0, false),
+            (1, true),
+            (MAX_DAILY_CAP, true),
+            (MAX_DAILY_CAP + 1, false),
+        ] {
+            let mut p = profile();
+            p.rate_hints.daily_cap = Some(cap);
+            assert_eq!(fields(&p).is_empty(), ok, "{cap}");
+        }
+    }
+
+    #[test]
+    fn a_price_past_the_most_a_call_may_cost_is_refused_by_name() {
+        let mut p = profile();
+        let mut cost =
+            crate::Cost::per_call(crate::Amount::units(crate::spend::MAX_CALL_UNITS), "USD");
+        p.cost = Some(cost.clone());
+        assert!(fields(&p).is_empty());
+        cost.per_call = crate::Amount::units(crate::spend::MAX_CALL_UNITS + 1);
+        cost.by_capability
+            .insert("search.web".to_owned(), crate::Amount::units(2_000_000));
+        p.cost = Some(cost);
+        assert_eq!(
+            fields(&p),
+            ["cost.per_call", "cost.by_capability.search.web"]
+        );
+    }
 }

@@ -14,6 +14,10 @@ pub struct Amount(i64);
 /// The largest amount a price or budget may name (a trillion units).
 const MAX_UNITS: f64 = 1e12;
 
+/// The most one call may cost, in whole units of its price's unit: a price
+/// past it is a typo, and times a fan-out it would drown every sum.
+pub const MAX_CALL_UNITS: i64 = 1_000_000;
+
 impl Amount {
     pub const ZERO: Amount = Amount(0);
 

@@ -103,7 +103,12 @@ fn every_kind_of_mistake_is_named_with_its_field() {
         (
             broken("per_second = 2.0", "per_second = -1.0"),
             "rate_hints.per_second",
-            "positive",
+            "give 0.001 to 10000 calls a second",
+        ),
+        (
+            broken("per_second = 2.0", "per_second = 1e-30"),
+            "rate_hints.per_second",
+            "out of range",
         ),
         (
             broken("unit = \"USD\"", "unit = \"<b>\""),
