@@ -96,6 +96,13 @@ impl FromIterator<ConnectorResult> for Found {
 
 /// Why an attempt produced no results. Finding nothing is not an error: a
 /// connector returns an empty [`Found`] for that.
+///
+/// Each kind says whose trouble it is ([`FireError::is_the_requests_own`]):
+/// a rate limit, a refused key, a timeout or a provider's failure belong to
+/// whoever owns the key (the workspace whose key it is, or every workspace
+/// using the server's key), and change the connector's status for them; an
+/// unreadable answer or a refused query belong to the one request that
+/// met them, and change nothing for anyone else.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum FireError {
     /// The provider said 429 (or its own quota error).
@@ -112,9 +119,65 @@ pub enum FireError {
     /// 5xx, a refused connection, a reset: worth trying elsewhere.
     #[error("provider error: {reason}")]
     Upstream { reason: String },
-    /// The answer could not be understood.
+    /// The answer could not be understood (what one query made of it, as
+    /// far as anyone can tell: the request's own).
     #[error("unreadable answer: {reason}")]
     Malformed { reason: String },
+    /// This request's own trouble, not the connector's nor its key's: the
+    /// provider refused this query (a 4xx about its input), or the site
+    /// the request reads (the crawler's target) answered badly.
+    #[error("{reason}")]
+    Request { reason: String },
+}
+
+/// The longest a provider's `Retry-After` is believed: past it, a provider
+/// (or a crawled site) asking for years would take a shared connector away
+/// for good.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+impl FireError {
+    /// Whether this failure is the one request's own (see the type's note):
+    /// it changes no connector status, streak or suspension.
+    pub fn is_the_requests_own(&self) -> bool {
+        matches!(
+            self,
+            FireError::Malformed { .. } | FireError::Request { .. }
+        )
+    }
+
+    /// The same failure as the request's own: what a site the request
+    /// reads answered (the crawler's target) is never the connector's.
+    pub fn into_the_requests_own(self) -> FireError {
+        match self {
+            FireError::Request { .. } => self,
+            other => FireError::Request {
+                reason: other.to_string(),
+            },
+        }
+    }
+
+    /// What happened, in our words, for a status every workspace using
+    /// the key may see: never the provider's text, which may echo another
+    /// member's query. `http_status` is the provider's last answer's, when
+    /// one came.
+    pub fn in_our_words(&self, http_status: Option<u16>) -> String {
+        let what = match self {
+            FireError::RateLimited { .. } => "the provider asked to slow down".to_owned(),
+            FireError::AuthFailed { .. } => "the provider refused the key".to_owned(),
+            FireError::Timeout { after } => {
+                format!("the provider gave no answer within {} s", after.as_secs())
+            }
+            FireError::Upstream { .. } => "the provider failed or could not be reached".to_owned(),
+            FireError::Malformed { .. } => "the provider's answer could not be read".to_owned(),
+            FireError::Request { .. } => "the provider refused a query".to_owned(),
+        };
+        match http_status {
+            Some(code) if !matches!(self, FireError::Timeout { .. }) => {
+                format!("{what} (HTTP {code})")
+            }
+            _ => what,
+        }
+    }
 }
 
 /// One way to serve one or more capabilities.

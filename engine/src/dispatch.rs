@@ -199,22 +199,22 @@ enum Called {
 
 impl Called {
     /// Whether the provider bills this call, by what its pricing says of
-    /// empty answers. A call the provider refused or failed, or whose
-    /// answer is not one (an error page), is not billed; one whose answer
-    /// never came (timed out, cancelled) may have been, and counts, so a
-    /// budget is never passed.
-    fn billed(&self, bills_empty: bool) -> bool {
+    /// empty answers. A call whose answer never came (timed out,
+    /// cancelled) may have been billed, and counts, so a budget is never
+    /// passed. A failed call counts when the provider answered any of its
+    /// requests with success: the provider billed what it served, whatever
+    /// we made of it (too large, unreadable); a call it refused or failed
+    /// throughout is not billed.
+    fn billed(&self, bills_empty: bool, receipt: &Receipt) -> bool {
         match self {
             Called::Results(found) => {
                 bills_empty || crate::store::usable_results(&found.results) > 0
             }
-            Called::Failed(
-                FireError::RateLimited { .. }
-                | FireError::AuthFailed { .. }
-                | FireError::Upstream { .. }
-                | FireError::Malformed { .. },
-            ) => false,
             Called::Failed(FireError::Timeout { .. }) | Called::Cancelled => true,
+            Called::Failed(_) => receipt
+                .requests
+                .iter()
+                .any(|r| r.status.is_some_and(|s| (200..300).contains(&s))),
         }
     }
 
@@ -967,6 +967,7 @@ impl Dispatcher {
         handle: &ConnectorHandle,
         keyed_by: Option<i64>,
         called: Called,
+        receipt: &Receipt,
         budget: &mut u32,
     ) -> Result<(AttemptEnd, Vec<ConnectorResult>, bool), StoreError> {
         let id = &handle.registration.profile.id;
@@ -1013,9 +1014,13 @@ impl Dispatcher {
             }
             Called::Failed(e) => {
                 let reason = e.to_string();
+                // What every workspace on the server's key may be shown.
+                let ours = e.in_our_words(receipt.requests.last().and_then(|r| r.status));
                 match e {
                     FireError::RateLimited { retry_after, .. } => {
-                        let wait = retry_after.unwrap_or(self.config.default_retry_after);
+                        let wait = retry_after
+                            .unwrap_or(self.config.default_retry_after)
+                            .min(crate::connector::MAX_RETRY_AFTER);
                         let until =
                             now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
                         match keyed_by {
@@ -1027,7 +1032,7 @@ impl Dispatcher {
                                 };
                                 retrying(|| self.set_for_workspace(handle, ws, &status)).await?;
                             }
-                            None => self.registry.mark_rate_limited(id, wait, &reason).await,
+                            None => self.registry.mark_rate_limited(id, wait, &ours).await,
                         }
                         let mut end = failed(FireOutcome::RateLimited, reason);
                         end.retry_after = Some(until);
@@ -1047,21 +1052,23 @@ impl Dispatcher {
                                 };
                                 retrying(|| self.set_for_workspace(handle, ws, &status)).await?;
                             }
-                            None => self.registry.mark_auth_failed(id, &reason).await,
+                            None => self.registry.mark_auth_failed(id, &ours).await,
                         }
                         self.raise_attention(id, keyed_by).await;
                         (failed(FireOutcome::Error, reason), Vec::new(), false)
                     }
                     FireError::Timeout { .. } | FireError::Upstream { .. } => {
-                        self.failed(handle, keyed_by, &reason).await?;
+                        let streak = if keyed_by.is_some() { &reason } else { &ours };
+                        self.failed(handle, keyed_by, streak).await?;
                         let retry = *budget > 0;
                         if retry {
                             *budget -= 1;
                         }
                         (failed(FireOutcome::Error, reason), Vec::new(), retry)
                     }
-                    FireError::Malformed { .. } => {
-                        self.failed(handle, keyed_by, &reason).await?;
+                    // The request's own: its attempt says why, and no
+                    // status, streak or suspension changes for anyone.
+                    FireError::Malformed { .. } | FireError::Request { .. } => {
                         (failed(FireOutcome::Error, reason), Vec::new(), false)
                     }
                 }

@@ -537,6 +537,7 @@ fn kind(outcome: &Result<Found, FireError>) -> String {
         Err(FireError::Upstream { .. }) => "error (provider)".into(),
         Err(FireError::Timeout { .. }) => "error (timeout)".into(),
         Err(FireError::Malformed { .. }) => "error (unreadable answer)".into(),
+        Err(FireError::Request { .. }) => "error (this query refused)".into(),
     }
 }
 

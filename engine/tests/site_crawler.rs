@@ -31,6 +31,16 @@ async fn site_seeing(peers: Peers) -> String {
         )
         .route("/moved", get(|| async { Redirect::permanent("/") }))
         .route("/inside", get(|| async { Redirect::temporary("http://10.0.0.1/admin") }))
+        .route(
+            "/limited",
+            get(|| async {
+                (
+                    axum::http::StatusCode::TOO_MANY_REQUESTS,
+                    [("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT")],
+                    "slow down",
+                )
+            }),
+        )
         .route("/slow", get(|| async {
             tokio::time::sleep(Duration::from_secs(3)).await;
             Html("late")
@@ -137,7 +147,11 @@ async fn refuses_what_is_not_allowed_and_redirects_inward() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(err, FireError::Timeout { .. }), "{err}");
+    // A site's silence is the request's own, never the crawler's.
+    assert!(
+        matches!(&err, FireError::Request { reason } if reason.contains("no answer within")),
+        "{err}"
+    );
     let err = crawler("127.0.0.1")
         .fire(
             &B::CrawlSite.into(),
@@ -147,4 +161,21 @@ async fn refuses_what_is_not_allowed_and_redirects_inward() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("no website"), "{err}");
+}
+
+#[tokio::test]
+async fn what_a_site_answers_is_the_requests_own_never_the_crawlers() {
+    let base = site().await;
+    // A site asking the crawler to wait until the year 9999: that fire
+    // fails, and nothing in the error could rate-limit the crawler.
+    let err = crawler("127.0.0.1")
+        .fire(
+            &B::CrawlSite.into(),
+            &format!("{base}/limited"),
+            &FireOpts::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.is_the_requests_own(), "{err:?}");
+    assert!(err.to_string().contains("HTTP 429"), "{err}");
 }

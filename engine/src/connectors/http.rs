@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::guard::{refusal_in, refused, AllowList, Outbound};
 use super::receipts::Sending;
-use crate::connector::FireError;
+use crate::connector::{FireError, MAX_RETRY_AFTER};
 
 /// The User-Agent every request carries.
 pub const USER_AGENT: &str = concat!(
@@ -280,17 +280,18 @@ fn looks_like_html(body: &[u8]) -> bool {
     start.starts_with("<!doctype html") || start.starts_with("<html") || start.starts_with("<head")
 }
 
-/// A `Retry-After` header in seconds or as an HTTP date.
+/// A `Retry-After` header in seconds or as an HTTP date, believed up to
+/// [`MAX_RETRY_AFTER`] in either form.
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds.min(86_400)));
-    }
-    let when = httpdate::parse_http_date(value).ok()?;
-    Some(
-        when.duration_since(std::time::SystemTime::now())
+    let wait = match value.parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => httpdate::parse_http_date(value)
+            .ok()?
+            .duration_since(std::time::SystemTime::now())
             .unwrap_or_default(),
-    )
+    };
+    Some(wait.min(MAX_RETRY_AFTER))
 }
 
 /// What a non-success status means, by the usual HTTP contract.
@@ -312,8 +313,15 @@ pub fn classify_status(
             reason,
         },
         401 | 403 => FireError::AuthFailed { reason },
-        500..=599 => FireError::Upstream { reason },
-        _ => FireError::Malformed { reason },
+        // About this query's input: the request's own.
+        400 | 404 | 409 | 410 | 413 | 414 | 422 => FireError::Request {
+            reason: format!(
+                "{provider} refused this query (HTTP {}: {said})",
+                status.as_u16()
+            ),
+        },
+        // Anything else (402, 405, 5xx...) is the provider's or the key's.
+        _ => FireError::Upstream { reason },
     })
 }
 
@@ -443,8 +451,20 @@ mod tests {
         ));
         assert!(matches!(c(503, &none, "<html><body>down</body></html>"),
             Some(FireError::Upstream { reason }) if reason.ends_with("an HTML page")));
-        assert!(matches!(c(400, &none, r#"{"message":"bad q"}"#),
-            Some(FireError::Malformed { reason }) if reason.contains("bad q")));
+        // A query the provider refused is the request's own.
+        for code in [400, 404, 422] {
+            let e = c(code, &none, r#"{"message":"bad q"}"#).unwrap();
+            assert!(e.is_the_requests_own(), "{code}: {e:?}");
+            assert_eq!(
+                e.to_string(),
+                format!("P refused this query (HTTP {code}: bad q)")
+            );
+        }
+        // A status about the provider or the account is not.
+        for code in [402, 405, 500] {
+            let e = c(code, &none, "").unwrap();
+            assert!(matches!(e, FireError::Upstream { .. }), "{code}: {e:?}");
+        }
     }
 
     #[test]
@@ -483,6 +503,18 @@ mod tests {
             "{got:?}"
         );
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
+        // Years away, in either form, is an hour.
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "999999999")])),
+            Some(MAX_RETRY_AFTER)
+        );
+        assert_eq!(
+            retry_after(&headers(&[(
+                "retry-after",
+                "Fri, 31 Dec 9999 23:59:59 GMT"
+            )])),
+            Some(MAX_RETRY_AFTER)
+        );
     }
 
     #[test]

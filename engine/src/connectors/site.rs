@@ -249,11 +249,17 @@ impl Connector for SiteCrawler {
         opts: &FireOpts,
     ) -> Result<Found, FireError> {
         let Some(start) = website(query, opts) else {
-            return Err(FireError::Malformed {
+            return Err(FireError::Request {
                 reason: "site crawler: the record has no website (a 'website' column, or a query that is an address)".to_owned(),
             });
         };
-        let (url, html) = self.fetch(start).await?;
+        // Whatever the record's site answers (a 429 asking for years, a
+        // refusal, a timeout) is about that site, never the crawler's: the
+        // crawler's status is everyone's, and a site is whoever runs it.
+        let (url, html) = self
+            .fetch(start)
+            .await
+            .map_err(FireError::into_the_requests_own)?;
         let facts = page_facts(&url, &html);
         match social::platform(intent) {
             Some(platform) => Ok(facts
@@ -351,7 +357,7 @@ mod tests {
                 .await
                 .unwrap_err();
             assert!(
-                matches!(&err, FireError::Malformed { reason } if reason.contains("refused")),
+                matches!(&err, FireError::Request { reason } if reason.contains("refused")),
                 "{target}: {err:?}"
             );
         }

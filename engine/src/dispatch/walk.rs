@@ -156,9 +156,10 @@ impl Dispatcher {
                         .cost
                         .as_ref()
                         .is_none_or(|c| c.bills_empty),
+                    &receipt,
                 );
                 let (mut end, results, retry) = self
-                    .classify(&handle, keyed_by, called, &mut budget)
+                    .classify(&handle, keyed_by, called, &receipt, &mut budget)
                     .await?;
                 end.receipt = Some(receipt);
                 if billed {
