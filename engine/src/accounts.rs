@@ -14,7 +14,7 @@ use model::{Role, Viewer};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-use crate::store::{Owned, Principal, StoreError};
+use crate::store::{Owned, Principal, Removal, StoreError};
 use crate::Engine;
 
 /// The fewest characters a password may have.
@@ -199,6 +199,12 @@ fn decoy_hash() -> &'static str {
     DECOY.get_or_init(|| hash_password(&generate_password()).unwrap_or_default())
 }
 
+fn last_admin(email: &str, workspace: &str) -> AccountError {
+    AccountError::Invalid(format!(
+        "{email} is the last admin of {workspace:?}: make someone else admin first"
+    ))
+}
+
 impl Engine {
     /// Adds a user to a workspace with a role, creating either when missing
     /// (the operator's `user add`). A user given no password who has none
@@ -243,8 +249,7 @@ impl Engine {
                 )
             }
         };
-        self.store
-            .set_membership(user_id, workspace_id, role)
+        self.set_membership(user_id, workspace_id, &workspace, &email, role)
             .await?;
         let set_password_link = match needs_link {
             true => Some(self.password_link(user_id).await?),
@@ -453,11 +458,14 @@ impl Engine {
                 .any(|w| w.id != who.workspace_id);
             if elsewhere || user.password_hash != NO_PASSWORD {
                 let workspace_id = who.workspace_id;
-                self.keep_an_admin_if_demoted(workspace_id, &who.workspace_name, &normalized, role)
-                    .await?;
-                self.store
-                    .set_membership(user.id, workspace_id, role)
-                    .await?;
+                self.set_membership(
+                    user.id,
+                    workspace_id,
+                    &who.workspace_name,
+                    &normalized,
+                    role,
+                )
+                .await?;
                 return Ok(AddedUser {
                     user_id: user.id,
                     workspace_id,
@@ -480,14 +488,14 @@ impl Engine {
     ) -> Result<(), AccountError> {
         crate::ops::require_admin(who)?;
         let member = self.member(who, user_id).await?;
-        if member.role == Role::Admin && role != Role::Admin {
-            self.keep_an_admin(who.workspace_id, &who.workspace_name, &member)
-                .await?;
-        }
-        self.store
-            .set_membership(user_id, who.workspace_id, role)
-            .await?;
-        Ok(())
+        self.set_membership(
+            user_id,
+            who.workspace_id,
+            &who.workspace_name,
+            &member.email,
+            role,
+        )
+        .await
     }
 
     /// Takes a member out of the caller's workspace (admins): their sessions
@@ -523,13 +531,38 @@ impl Engine {
         workspace: &str,
         member: &model::Member,
     ) -> Result<(), AccountError> {
-        if member.role == Role::Admin {
-            self.keep_an_admin(workspace_id, workspace, member).await?;
-        }
-        self.store
+        match self
+            .store
             .remove_membership(member.user_id, workspace_id)
-            .await?;
-        Ok(())
+            .await?
+        {
+            Removal::Removed => Ok(()),
+            Removal::LastAdmin => Err(last_admin(&member.email, workspace)),
+            Removal::NotAMember => {
+                Err(StoreError::NotFound(format!("member {}", member.user_id)).into())
+            }
+        }
+    }
+
+    /// Gives `user_id` `role` in the workspace, refused when it would
+    /// demote the last admin (checked in the same write).
+    async fn set_membership(
+        &self,
+        user_id: i64,
+        workspace_id: i64,
+        workspace: &str,
+        email: &str,
+        role: Role,
+    ) -> Result<(), AccountError> {
+        if self
+            .store
+            .set_membership(user_id, workspace_id, role)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(last_admin(email, workspace))
+        }
     }
 
     async fn member(&self, who: &Principal, user_id: i64) -> Result<model::Member, AccountError> {
@@ -542,7 +575,8 @@ impl Engine {
     }
 
     /// Adding someone again with a lesser role is a change of role: the last
-    /// admin stays an admin.
+    /// admin stays an admin. Checked first, so that nothing else changes
+    /// (a password) when it is refused; the write checks again.
     async fn keep_an_admin_if_demoted(
         &self,
         workspace_id: i64,
@@ -553,36 +587,11 @@ impl Engine {
         if role == Role::Admin {
             return Ok(());
         }
-        let current = self
-            .store
-            .members_of(workspace_id)
-            .await?
-            .into_iter()
-            .find(|m| m.email == email);
-        if let Some(member) = current.filter(|m| m.role == Role::Admin) {
-            self.keep_an_admin(workspace_id, workspace, &member).await?;
-        }
-        Ok(())
-    }
-
-    async fn keep_an_admin(
-        &self,
-        workspace_id: i64,
-        workspace: &str,
-        leaving: &model::Member,
-    ) -> Result<(), AccountError> {
-        let admins = self
-            .store
-            .members_of(workspace_id)
-            .await?
-            .into_iter()
-            .filter(|m| m.role == Role::Admin)
-            .count();
-        if admins <= 1 {
-            return Err(AccountError::Invalid(format!(
-                "{} is the last admin of {workspace:?}: make someone else admin first",
-                leaving.email
-            )));
+        let members = self.store.members_of(workspace_id).await?;
+        let admins = || members.iter().filter(|m| m.role == Role::Admin);
+        let demoted = admins().any(|m| m.email == email);
+        if demoted && admins().count() <= 1 {
+            return Err(last_admin(email, workspace));
         }
         Ok(())
     }
@@ -1035,6 +1044,60 @@ mod tests {
                     "{id} ({})",
                     db.kind()
                 );
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn two_admins_demoting_or_removing_each_other_at_once_leave_one() {
+        for db in crate::store::testing::all().await {
+            let engine = crate::store::testing::engine(&db).await;
+            for round in 0..10 {
+                let workspace = format!("race{round}");
+                let mut who = Vec::new();
+                for email in ["ada@example.org", "bo@example.org"] {
+                    let added = engine
+                        .add_user(email, &workspace, Role::Admin, None)
+                        .await
+                        .unwrap();
+                    who.push(
+                        engine
+                            .store
+                            .principal(added.user_id, added.workspace_id)
+                            .await
+                            .unwrap()
+                            .unwrap(),
+                    );
+                }
+                let (ada, bo) = (&who[0], &who[1]);
+                // Even rounds demote, odd ones remove: each admin the other.
+                let (a, b) = if round % 2 == 0 {
+                    tokio::join!(
+                        engine.set_member_role(ada, bo.user_id, Role::Member),
+                        engine.set_member_role(bo, ada.user_id, Role::Member),
+                    )
+                } else {
+                    tokio::join!(
+                        engine.remove_member(ada, bo.user_id),
+                        engine.remove_member(bo, ada.user_id),
+                    )
+                };
+                let admins = engine
+                    .store
+                    .members_of(ada.workspace_id)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .filter(|m| m.role == Role::Admin)
+                    .count();
+                assert_eq!(admins, 1, "{} round {round}: {a:?} {b:?}", db.kind());
+                let refused = [&a, &b]
+                    .iter()
+                    .filter(
+                        |r| matches!(r, Err(AccountError::Invalid(m)) if m.contains("last admin")),
+                    )
+                    .count();
+                assert_eq!(refused, 1, "{} round {round}: {a:?} {b:?}", db.kind());
             }
         }
     }

@@ -5,6 +5,7 @@
 //! neither is not believed. A bearer token is never sent by a browser on its
 //! own, so token requests need neither. `SameSite=Lax` alone let a
 //! same-site page (another app on a sibling subdomain) post as the person.
+//! Nor may another site show our pages in a frame, to trick a click.
 
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, Method};
@@ -21,6 +22,27 @@ pub async fn same_origin_only(req: Request, next: Next) -> Response {
         return ApiError::Forbidden(format!("cross-site request refused: {why}")).into_response();
     }
     next.run(req).await
+}
+
+/// Every answer tells browsers never to show it inside another site's
+/// frame (`frame-ancestors 'none'`, and `X-Frame-Options` for older ones),
+/// and never to guess a type other than the one it is sent as.
+pub async fn never_framed(req: Request, next: Next) -> Response {
+    let mut response = next.run(req).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::X_FRAME_OPTIONS,
+        header::HeaderValue::from_static("DENY"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        header::HeaderValue::from_static("frame-ancestors 'none'"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 /// Whether a request may go on; the error says why not.

@@ -63,6 +63,13 @@ fn caller(ctx: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
         .ok_or_else(|| ErrorData::invalid_request("sign in or send a bearer token", None))
 }
 
+/// How the caller proved who it is, for checking again later.
+fn credential(ctx: &RequestContext<RoleServer>) -> Option<crate::auth::Credential> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::auth::Credential>().cloned())
+}
+
 fn schema(value: Value) -> Arc<JsonObject> {
     match value {
         Value::Object(map) => Arc::new(map),
@@ -351,8 +358,13 @@ impl ServerHandler for Door {
     /// Tells a listening agent when its workspace's tools change: on every
     /// connector registered, changed or removed (in any process: the event
     /// bus carries them), the names are compared with the last ones told.
+    /// Like an event stream, it checks every few seconds that its token
+    /// still holds, and ends when it does not.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let who = caller(context.request_context())?;
+        let credential = credential(context.request_context());
+        let mut recheck = tokio::time::interval(crate::api::STREAM_RECHECK);
+        recheck.tick().await;
         let mut events = self.engine.events.subscribe();
         let names = |door: &Door| -> Vec<String> {
             door.tools(&who)
@@ -364,6 +376,17 @@ impl ServerHandler for Door {
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
+                _ = recheck.tick() => {
+                    let holds = match &credential {
+                        Some(c) => c.still_holds(&self.engine, &who).await,
+                        None => false,
+                    };
+                    if !holds {
+                        tracing::info!(user = who.user_id, workspace = who.workspace_id, "An agent's listening lost its access; ending it.");
+                        return Ok(());
+                    }
+                    continue;
+                }
                 event = events.recv() => match event {
                     Err(RecvError::Closed) => return Ok(()),
                     Ok(event) if !matches!(

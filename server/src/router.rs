@@ -81,6 +81,7 @@ pub fn app(state: AppState) -> Router {
         ))
         .layer(auth::session_layer(&state, state.secure_cookies))
         .layer(axum::middleware::from_fn(crate::csrf::same_origin_only))
+        .layer(axum::middleware::from_fn(crate::csrf::never_framed))
         .layer(axum::middleware::from_fn(crate::body_limit::limit_body))
         .layer(DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn(crate::delivery::cache_rules))

@@ -230,6 +230,10 @@ fn password_message(outcome: &str) -> Option<(bool, &'static str)> {
         "wrong" => (false, "That is not your current password. Nothing changed."),
         "short" => (false, "Use at least 10 characters. Nothing changed."),
         "mismatch" => (false, "The two new passwords differ. Nothing changed."),
+        "limited" => (
+            false,
+            "Too many wrong passwords from here: wait a few minutes, then try again. Nothing changed.",
+        ),
         _ => return None,
     })
 }
@@ -331,13 +335,13 @@ mod tests {
     #[test]
     fn password_forms_name_what_went_wrong_and_nothing_else() {
         assert_eq!(password_message("changed").map(|(ok, _)| ok), Some(true));
-        for bad in ["wrong", "short", "mismatch"] {
+        for bad in ["wrong", "short", "mismatch", "limited"] {
             assert_eq!(
                 password_message(bad).map(|(ok, _)| ok),
                 Some(false),
                 "{bad}"
             );
-            assert!(set_password_message(bad).is_some() || bad == "wrong");
+            assert!(set_password_message(bad).is_some() || ["wrong", "limited"].contains(&bad));
         }
         assert!(set_password_message("link")
             .unwrap()

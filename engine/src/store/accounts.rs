@@ -10,6 +10,15 @@ use sqlx::Row;
 use super::{Store, StoreError};
 use crate::time::now_ms;
 
+/// What taking someone out of a workspace did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Removal {
+    Removed,
+    NotAMember,
+    /// They are its last admin, and stay.
+    LastAdmin,
+}
+
 /// A stored user with the hash to check a password against.
 #[derive(Clone, Debug)]
 pub struct UserRow {
@@ -209,25 +218,89 @@ impl Store {
         Ok(())
     }
 
-    /// Makes `user_id` a member of `workspace_id` with `role`, or changes the
-    /// role of an existing membership.
+    /// Makes `user_id` a member of `workspace_id` with `role`, unless it
+    /// demotes the workspace's last admin: `false` then, and nothing
+    /// changes. The check and the change are one statement, after a lock
+    /// on the workspace (PostgreSQL; SQLite has one writer): two admins
+    /// demoting each other at once leave one.
     pub async fn set_membership(
         &self,
         user_id: i64,
         workspace_id: i64,
         role: Role,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        self.lock_workspace(&mut tx, workspace_id).await?;
+        let done = sqlx::query(
             "INSERT INTO memberships (user_id, workspace_id, role, created_at) \
              VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (user_id, workspace_id) DO UPDATE SET role = excluded.role",
+             ON CONFLICT (user_id, workspace_id) DO UPDATE SET role = excluded.role \
+             WHERE excluded.role = 'admin' OR memberships.role <> 'admin' OR EXISTS ( \
+               SELECT 1 FROM memberships o WHERE o.workspace_id = $2 \
+               AND o.role = 'admin' AND o.user_id <> $1)",
         )
         .bind(user_id)
         .bind(workspace_id)
         .bind(role.name())
         .bind(now_ms())
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Takes `user_id` out of `workspace_id`, unless they are its last
+    /// admin; like [`Store::set_membership`], at once.
+    pub async fn remove_membership(
+        &self,
+        user_id: i64,
+        workspace_id: i64,
+    ) -> Result<Removal, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        self.lock_workspace(&mut tx, workspace_id).await?;
+        let done = sqlx::query(
+            "DELETE FROM memberships WHERE user_id = $1 AND workspace_id = $2 \
+             AND (role <> 'admin' OR EXISTS ( \
+               SELECT 1 FROM memberships o WHERE o.workspace_id = $2 \
+               AND o.role = 'admin' AND o.user_id <> $1))",
+        )
+        .bind(user_id)
+        .bind(workspace_id)
+        .execute(&mut *tx)
+        .await?;
+        let removal = if done.rows_affected() > 0 {
+            Removal::Removed
+        } else {
+            let still: Option<i64> = sqlx::query_scalar(
+                "SELECT user_id FROM memberships WHERE user_id = $1 AND workspace_id = $2",
+            )
+            .bind(user_id)
+            .bind(workspace_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            match still {
+                Some(_) => Removal::LastAdmin,
+                None => Removal::NotAMember,
+            }
+        };
+        tx.commit().await?;
+        Ok(removal)
+    }
+
+    /// Holds the workspace's row until the transaction ends, so changes of
+    /// its admins are made one after the other (PostgreSQL; SQLite's one
+    /// writer does that already).
+    async fn lock_workspace(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        workspace_id: i64,
+    ) -> Result<(), StoreError> {
+        if self.backend() == super::Backend::Postgres {
+            sqlx::query("SELECT id FROM workspaces WHERE id = $1 FOR UPDATE")
+                .bind(workspace_id)
+                .execute(&mut **tx)
+                .await?;
+        }
         Ok(())
     }
 
@@ -250,20 +323,6 @@ impl Store {
                 })
             })
             .collect()
-    }
-
-    /// Takes a user out of a workspace; `false` when they were not in it.
-    pub async fn remove_membership(
-        &self,
-        user_id: i64,
-        workspace_id: i64,
-    ) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM memberships WHERE user_id = $1 AND workspace_id = $2")
-            .bind(user_id)
-            .bind(workspace_id)
-            .execute(self.pool())
-            .await?;
-        Ok(done.rows_affected() > 0)
     }
 
     /// The workspaces `user_id` belongs to, by name.
@@ -516,25 +575,29 @@ impl Store {
         Ok(done.rows_affected() > 0)
     }
 
+    /// Saves a live session's changes; `false` when it is no longer there
+    /// (signed out, ended by a new password or a removal, or expired while
+    /// the request ran): a request that loaded it before never brings it
+    /// back.
     pub async fn save_session(
         &self,
         id_hash: &str,
         user_id: Option<i64>,
         data: &str,
         expires_at: i64,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO sessions (id_hash, user_id, data, expires_at) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (id_hash) DO UPDATE SET user_id = excluded.user_id, \
-             data = excluded.data, expires_at = excluded.expires_at",
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE sessions SET user_id = $2, data = $3, expires_at = $4 \
+             WHERE id_hash = $1 AND expires_at > $5",
         )
         .bind(id_hash)
         .bind(user_id)
         .bind(data)
         .bind(expires_at)
+        .bind(now_ms())
         .execute(self.pool())
         .await?;
-        Ok(())
+        Ok(done.rows_affected() > 0)
     }
 
     /// Ends every session of a user but the one whose id hashes to `keep`;

@@ -18,7 +18,7 @@ mod calls;
 mod catalog;
 mod events;
 mod manifests;
-pub use accounts::{Owned, Principal, TokenInfo, UserRow};
+pub use accounts::{Owned, Principal, Removal, TokenInfo, UserRow};
 pub use audit::StatusChange;
 pub use calls::{CallStatus, NewCall, StoredCall};
 pub use catalog::CatalogKind;

@@ -134,7 +134,7 @@ pub async fn stream(
         every.tick().await;
         loop {
             every.tick().await;
-            if !credential.still_holds(&state, &who).await {
+            if !credential.still_holds(&state.engine, &who).await {
                 tracing::info!(
                     user = who.user_id,
                     workspace = who.workspace_id,

@@ -132,7 +132,12 @@ fn unauthorized() -> Response {
 #[derive(Clone)]
 pub enum Credential {
     Token(String),
-    Session { user_id: i64, workspace_id: i64 },
+    Session {
+        /// The hash of the session's id, as the store keys it.
+        id_hash: String,
+        user_id: i64,
+        workspace_id: i64,
+    },
 }
 
 impl std::fmt::Debug for Credential {
@@ -142,6 +147,7 @@ impl std::fmt::Debug for Credential {
             Credential::Session {
                 user_id,
                 workspace_id,
+                ..
             } => write!(f, "Session(user {user_id}, workspace {workspace_id})"),
         }
     }
@@ -149,15 +155,22 @@ impl std::fmt::Debug for Credential {
 
 impl Credential {
     /// Whether it still proves the same person in the same workspace: the
-    /// token is not revoked, the membership not removed. A database that
+    /// token is not revoked, the session not signed out, ended by a new
+    /// password or expired, the membership not removed. A database that
     /// cannot answer now is not a refusal.
-    pub async fn still_holds(&self, state: &AppState, who: &Principal) -> bool {
+    pub async fn still_holds(&self, engine: &engine::Engine, who: &Principal) -> bool {
+        let store = &engine.store;
         let now = match self {
-            Credential::Token(token) => state.engine.principal_by_token(token).await,
+            Credential::Token(token) => engine.principal_by_token(token).await,
             Credential::Session {
+                id_hash,
                 user_id,
                 workspace_id,
-            } => state.engine.store.principal(*user_id, *workspace_id).await,
+            } => match store.load_session(id_hash).await {
+                Ok(Some(_)) => store.principal(*user_id, *workspace_id).await,
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            },
         };
         match now {
             Ok(Some(p)) => p.user_id == who.user_id && p.workspace_id == who.workspace_id,
@@ -212,10 +225,15 @@ async fn principal_of(
         .principal(user_id, workspace_id)
         .await
         .map_err(|e| internal(&e))?;
+    // A session with data was loaded from the store, so it has an id.
+    let Some(id) = session.id() else {
+        return Ok(None);
+    };
     Ok(principal.map(|p| {
         (
             p,
             Credential::Session {
+                id_hash: engine::accounts::secret_hash(&id.to_string()),
                 user_id,
                 workspace_id,
             },

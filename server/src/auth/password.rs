@@ -3,8 +3,10 @@
 //! the current one. Either ends the person's other sessions. Errors go back
 //! to the form as a code in the query, never as free text.
 
-use axum::extract::State;
-use axum::http::StatusCode;
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use engine::accounts::{check_new_password, secret_hash, AccountError};
@@ -79,9 +81,14 @@ pub struct ChangePasswordForm {
 }
 
 /// `POST /auth/password`: a signed-in person changes their own password;
-/// their other sessions end, this one goes on under a new id.
+/// their other sessions end, this one goes on under a new id. Wrong
+/// current passwords are slowed like sign-in's (the same limits, counted
+/// together): a stolen session cannot guess its way to the password, nor
+/// fill the hashing queue everyone's sign-in waits in.
 pub async fn change_password(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     session: Session,
     Extension(who): Extension<Principal>,
     Form(form): Form<ChangePasswordForm>,
@@ -93,14 +100,24 @@ pub async fn change_password(
     if check_new_password(&form.password).is_err() {
         return back("short").into_response();
     }
+    let limits = &state.sign_in_limits;
+    let address = limits.trusted_proxies.client_address(peer.ip(), &headers);
+    // Signed in as the account: the owner's own browser, by proof.
+    if let Err(wait) = limits.admit(&who.email, address, || async { true }).await {
+        tracing::warn!(%address, user = who.user_id, "Password change attempts over the limit.");
+        return back(&format!("limited&wait={}", wait.as_secs().max(1))).into_response();
+    }
     let keep = session.id().map(|id| secret_hash(&id.to_string()));
     match state
         .engine
         .change_password(who.user_id, &form.current, form.password, keep.as_deref())
         .await
     {
-        Ok(()) => {}
-        Err(AccountError::Invalid(_)) => return back("wrong").into_response(),
+        Ok(()) => limits.succeeded(&who.email, address),
+        Err(AccountError::Invalid(_)) => {
+            limits.failed(&who.email, address);
+            return back("wrong").into_response();
+        }
         Err(e) => return internal(&e),
     }
     tracing::info!(user = who.user_id, "Password changed.");

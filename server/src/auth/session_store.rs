@@ -59,12 +59,20 @@ impl SessionStore for DbSessionStore {
         Ok(())
     }
 
+    /// Saves a session this request loaded. One deleted meanwhile (signed
+    /// out elsewhere, ended by a new password) stays deleted: the browser's
+    /// next request finds no session.
     async fn save(&self, record: &Record) -> Result<()> {
         let data = serde_json::to_string(&record.data).map_err(|e| Error::Encode(e.to_string()))?;
-        self.store
+        let saved = self
+            .store
             .save_session(&key(&record.id), user_of(record), &data, expires_ms(record))
             .await
-            .map_err(backend)
+            .map_err(backend)?;
+        if !saved {
+            tracing::debug!("A session ended while a request held it; it is not brought back.");
+        }
+        Ok(())
     }
 
     async fn load(&self, id: &Id) -> Result<Option<Record>> {

@@ -1,0 +1,506 @@
+//! What one member, one workspace or one input can do to everyone else
+//! (#29), through the real server: each test is a hole that was open, tried
+//! as a hostile member would, and the neighbour it must not reach.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::extract::Query;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use common::{on_every_backend, TestServer, TEST_EMAIL};
+use engine::manifest::{Format, Manifest, ManifestConnector};
+use model::Role;
+use serde_json::{json, Value};
+
+/// A news manifest on an unreachable address with `extra` lines after its
+/// cost tier (rate hints, a cost).
+fn manifest(id: &str, extra: &str) -> String {
+    format!(
+        r#"id = "{id}"
+display_name = "Probe {id}"
+short_label = "{id}"
+capabilities = ["search.news"]
+cost_tier = "free"
+{extra}
+[request]
+url = "http://127.0.0.1:9/search"
+query = {{ q = "{{{{query}}}}" }}
+
+[response]
+items = "$.results[*]"
+url = "$.url"
+title = "$.title"
+"#
+    )
+}
+
+async fn post_manifest(server: &TestServer, text: &str) -> (u16, Value) {
+    let res = server
+        .client
+        .post(server.at("/api/manifests"))
+        .header("content-type", "application/toml")
+        .body(text.to_owned())
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+fn problem_fields(body: &Value) -> Vec<String> {
+    body["problems"]
+        .as_array()
+        .map(|p| {
+            p.iter()
+                .map(|p| p["field"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn manifest_numbers_out_of_range_are_refused_and_a_stored_one_never_stops_the_server() {
+    let server = TestServer::start_for_fakes(engine::store::testing::sqlite(), |_| {}).await;
+
+    // Through the door: refused with 422 naming each field, the connection intact.
+    for (extra, field) in [
+        (
+            "rate_hints = { per_second = 1e-30 }",
+            "rate_hints.per_second",
+        ),
+        ("rate_hints = { per_second = 1e9 }", "rate_hints.per_second"),
+        (
+            "rate_hints = { daily_cap = 4000000000 }",
+            "rate_hints.daily_cap",
+        ),
+        (
+            "cost = { per_call = 5000000, unit = \"USD\" }",
+            "cost.per_call",
+        ),
+    ] {
+        let (status, body) = post_manifest(&server, &manifest("slow", extra)).await;
+        assert_eq!(status, 422, "{extra}: {body}");
+        assert_eq!(problem_fields(&body), [field], "{extra}: {body}");
+    }
+    let (status, body) = post_manifest(&server, &manifest("good", "")).await;
+    assert_eq!(status, 201, "{body}");
+
+    // A row that never went through the check (written by an older
+    // version, or by hand) is skipped at start and said on the list; the
+    // server starts and everything else serves.
+    let stored = manifest("slow", "rate_hints = { per_second = 1e-30 }");
+    server
+        .state
+        .engine
+        .store
+        .save_manifest(
+            server.workspace_id,
+            "slow",
+            Format::Toml,
+            &stored,
+            TEST_EMAIL,
+        )
+        .await
+        .unwrap();
+    let db = server.stop_keeping_database().await;
+    let server = TestServer::start_for_fakes(db, |_| {}).await;
+    let connectors: Value = server
+        .client
+        .get(server.at("/api/connectors"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = connectors
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"good"), "{ids:?}");
+    assert!(!ids.contains(&"slow"), "{ids:?}");
+    let saved: Value = server
+        .client
+        .get(server.at("/api/manifests"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let slow = saved
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["connector_id"] == "slow")
+        .expect("the skipped manifest is listed");
+    let error = slow["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("not serving") && error.contains("rate_hints.per_second"),
+        "{slow}"
+    );
+}
+
+/// Requests the shared provider saw, by the first word of their query.
+#[derive(Default)]
+struct Seen {
+    bad: AtomicUsize,
+    limit: AtomicUsize,
+    big: AtomicUsize,
+    good: AtomicUsize,
+}
+
+/// A news search on `/news?q=` whose answer depends on the query's first
+/// word: `bad` is refused with 400, `limit` is told to wait until 9999,
+/// `big` gets a success too large to read; each echoes the query in its
+/// error, as providers do. Anything else finds one page.
+async fn shared_provider(seen: Arc<Seen>) -> String {
+    let app = axum::Router::new().route(
+        "/news",
+        axum::routing::get(
+            move |Query(q): Query<std::collections::HashMap<String, String>>| {
+                let seen = seen.clone();
+                async move {
+                    let q = q.get("q").cloned().unwrap_or_default();
+                    let word = q.split_whitespace().next().unwrap_or_default().to_owned();
+                    let echo = json!({"error": format!("Invalid query: {q}")}).to_string();
+                    match word.as_str() {
+                        "bad" => {
+                            seen.bad.fetch_add(1, Ordering::SeqCst);
+                            (StatusCode::BAD_REQUEST, echo).into_response()
+                        }
+                        "limit" => {
+                            seen.limit.fetch_add(1, Ordering::SeqCst);
+                            (
+                                StatusCode::TOO_MANY_REQUESTS,
+                                [("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT")],
+                                echo,
+                            )
+                                .into_response()
+                        }
+                        "big" => {
+                            seen.big.fetch_add(1, Ordering::SeqCst);
+                            (StatusCode::OK, "[".repeat(3 * 1024 * 1024)).into_response()
+                        }
+                        _ => {
+                            seen.good.fetch_add(1, Ordering::SeqCst);
+                            axum::Json(json!({"results": [
+                            {"url": format!("https://news.example.org/{}", q.len()), "title": "One"}
+                        ]}))
+                        .into_response()
+                        }
+                    }
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+/// A server whose connector `shared` (the operator's, every workspace's)
+/// asks the shared provider at `base`, at 1 USD a call.
+async fn server_with_shared(db: engine::store::testing::TestDatabase, base: &str) -> TestServer {
+    let text = common::news_manifest("shared", "Shared news", &format!("{base}/news"), None)
+        .replace(
+            "cost_tier = \"free\"",
+            "cost_tier = \"paid\"\ncost = { per_call = 1, unit = \"USD\", bills_empty = true }",
+        );
+    let manifest = Manifest::parse(&text, Format::Toml).unwrap();
+    let server = TestServer::start_for_fakes(db, |_| {}).await;
+    let connector = ManifestConnector::new(
+        Arc::new(manifest.clone()),
+        server.state.engine.outbound.clone(),
+        Arc::new(|_| None),
+    );
+    server
+        .state
+        .engine
+        .registry
+        .register(manifest.registration(), Arc::new(connector))
+        .unwrap();
+    server
+}
+
+/// Imports `names` as a set of `client`'s workspace; fires pack `news` on
+/// each record in turn through `client`; returns each fire's first attempt
+/// (or, when a cap or budget stopped the whole chain, its 429 answer).
+async fn fire_each(server: &TestServer, client: &reqwest::Client, names: &[&str]) -> Vec<Value> {
+    let csv = format!("name\n{}\n", names.join("\n"));
+    let (status, set) = server.import_as(client, "Set", "test", &csv).await;
+    assert_eq!(status, 201, "{set}");
+    let mut attempts = Vec::new();
+    for record in server
+        .record_ids_as(client, set["id"].as_i64().unwrap())
+        .await
+    {
+        let res = client
+            .post(server.at(&format!("/api/records/{record}/fire")))
+            .json(&json!({"pack": "news"}))
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        let body: Value = res.json().await.unwrap();
+        match status {
+            200 => attempts.push(body["results"][0]["attempts"][0].clone()),
+            429 => attempts.push(body),
+            _ => panic!("{status}: {body}"),
+        }
+    }
+    attempts
+}
+
+async fn shared_status(server: &TestServer, client: &reqwest::Client) -> Value {
+    let (_, list) = server.get_json_as(client, "/api/connectors").await;
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "shared")
+        .cloned()
+        .expect("the shared connector is listed")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_members_bad_queries_never_suspend_a_shared_connector_for_anyone() {
+    on_every_backend(|db| async {
+        let seen = Arc::new(Seen::default());
+        let base = shared_provider(seen.clone()).await;
+        let server = server_with_shared(db, &base).await;
+        let neighbour = server
+            .user("nina@other.example", "other", Role::Admin)
+            .await;
+
+        // Far past the three errors in a row that suspend a connector.
+        let attempts = fire_each(
+            &server,
+            &server.client,
+            &["bad one", "bad two", "bad three", "bad four", "bad five"],
+        )
+        .await;
+        for attempt in &attempts {
+            assert_eq!(attempt["outcome"], "error", "{attempt}");
+            let error = attempt["error"].as_str().unwrap();
+            assert!(error.contains("refused this query (HTTP 400"), "{error}");
+        }
+        // Not retried: the same query would be refused again.
+        assert_eq!(seen.bad.load(Ordering::SeqCst), 5);
+        for client in [&server.client, &neighbour] {
+            let status = shared_status(&server, client).await;
+            assert_eq!(status["status"], "available", "{status}");
+        }
+        let attempts = fire_each(&server, &neighbour, &["Good news"]).await;
+        assert_eq!(attempts[0]["outcome"], "found", "{attempts:?}");
+        server.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shared_rate_limit_holds_an_hour_at_most_and_tells_others_nothing_of_the_query() {
+    let seen = Arc::new(Seen::default());
+    let base = shared_provider(seen.clone()).await;
+    let server = server_with_shared(engine::store::testing::sqlite(), &base).await;
+    let neighbour = server
+        .user("nina@other.example", "other", Role::Admin)
+        .await;
+
+    let before = engine::time::now_ms();
+    let attempts = fire_each(&server, &server.client, &["limit Secret Merger Target"]).await;
+    assert_eq!(attempts[0]["outcome"], "rate_limited", "{attempts:?}");
+    // The server's key is limited: every workspace waits, but an hour at
+    // most, and what they are told is in our words.
+    let status = shared_status(&server, &neighbour).await;
+    assert_eq!(status["status"], "rate-limited", "{status}");
+    let until = status["until"].as_i64().unwrap();
+    assert!(until <= before + 3_600_000 + 60_000, "{status}");
+    let said = status.to_string();
+    assert!(!said.contains("Secret Merger"), "{said}");
+    assert!(said.contains("HTTP 429"), "{said}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_too_large_to_read_stays_billed_and_no_budget_is_passed() {
+    let seen = Arc::new(Seen::default());
+    let base = shared_provider(seen.clone()).await;
+    let server = server_with_shared(engine::store::testing::sqlite(), &base).await;
+    let (status, body) = server
+        .put_json(
+            "/api/budgets",
+            json!({"connector_id": "shared", "unit": "USD", "monthly_limit": 2}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    // Each answer is a success the provider billed, whatever we made of it.
+    let attempts = fire_each(
+        &server,
+        &server.client,
+        &["big one", "big two", "big three"],
+    )
+    .await;
+    assert_eq!(attempts[0]["outcome"], "error", "{attempts:?}");
+    assert_eq!(attempts[1]["outcome"], "error", "{attempts:?}");
+    assert_eq!(
+        seen.big.load(Ordering::SeqCst),
+        2,
+        "the third call would pass the 2 USD budget: {attempts:?}"
+    );
+    assert_eq!(attempts[2]["error"], "rate_limited", "{attempts:?}");
+    assert!(
+        attempts[2]["detail"].as_str().unwrap().contains("budget"),
+        "{attempts:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn wrong_current_passwords_are_slowed_like_sign_in_and_the_owner_still_changes_theirs() {
+    let server = TestServer::start_configured(
+        engine::store::testing::sqlite(),
+        |config| {
+            config.trusted_proxies = server::auth::TrustedProxies::parse("127.0.0.1").unwrap();
+        },
+        |_| {},
+    )
+    .await;
+    /// Asks to change the password of `browser`'s person from `address`;
+    /// returns where the answer sends the page.
+    async fn change(
+        server: &TestServer,
+        browser: &reqwest::Client,
+        address: &str,
+        current: &str,
+        new: &str,
+    ) -> String {
+        let res = browser
+            .post(server.at("/auth/password"))
+            .header("x-forwarded-for", address)
+            .form(&[("current", current), ("password", new), ("again", new)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 303);
+        res.headers()["location"].to_str().unwrap().to_owned()
+    }
+    // A stolen session guesses the current password.
+    let stolen = server.browser(TEST_EMAIL, common::TEST_PASSWORD).await;
+    let mut outcomes = Vec::new();
+    for _ in 0..30 {
+        let new = "a new long password";
+        outcomes.push(change(&server, &stolen, "198.51.100.7", "a wrong guess", new).await);
+    }
+    let checked = outcomes.iter().filter(|o| o.ends_with("=wrong")).count();
+    let limited = outcomes
+        .iter()
+        .filter(|o| o.starts_with("/settings?password=limited&wait="))
+        .count();
+    // A few are checked (as at sign-in), then each further one must wait
+    // twice as long as the last: at this pace, every one is refused.
+    assert!(checked <= 4, "{outcomes:?}");
+    assert_eq!(checked + limited, 30, "{outcomes:?}");
+
+    // Another person changing their own, from elsewhere, is not held back.
+    let olga = "olga's long password";
+    server
+        .state
+        .engine
+        .add_user(
+            "olga@example.org",
+            "test",
+            Role::Member,
+            Some(olga.to_owned()),
+        )
+        .await
+        .unwrap();
+    let browser = server.browser("olga@example.org", olga).await;
+    let newer = "olga's newer password";
+    assert_eq!(
+        change(&server, &browser, "203.0.113.9", olga, newer).await,
+        "/settings?password=changed"
+    );
+}
+
+#[tokio::test]
+async fn no_page_or_answer_may_be_framed_by_another_site() {
+    let server = TestServer::start().await;
+    for (client, path) in [
+        (&server.anonymous, "/sign-in"),
+        (&server.client, "/"),
+        (&server.client, "/api/me"),
+    ] {
+        let res = client.get(server.at(path)).send().await.unwrap();
+        let headers = res.headers();
+        assert_eq!(headers["x-frame-options"], "DENY", "{path}");
+        assert_eq!(
+            headers["content-security-policy"], "frame-ancestors 'none'",
+            "{path}"
+        );
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_session_ended_elsewhere_is_never_brought_back_by_a_request_that_held_it() {
+    on_every_backend(|db| async {
+        let server = TestServer::start_on(db).await;
+        let store = &server.state.engine.store;
+        let user = server
+            .state
+            .engine
+            .store
+            .user_by_email(TEST_EMAIL)
+            .await
+            .unwrap()
+            .unwrap();
+        let far = engine::time::now_ms() + 3_600_000;
+        assert!(store
+            .insert_session("held", Some(user.id), "{}", far)
+            .await
+            .unwrap());
+        // A new password ends it while a request still holds it...
+        store.delete_sessions_of(user.id, None).await.unwrap();
+        // ...and that request's save at its end changes nothing.
+        assert!(!store
+            .save_session("held", Some(user.id), "{\"x\":1}", far)
+            .await
+            .unwrap());
+        assert_eq!(store.load_session("held").await.unwrap(), None);
+        server.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_browsers_event_stream_ends_when_its_session_is_signed_out() {
+    use futures::StreamExt;
+    let server = TestServer::start().await;
+    let browser = server.browser(TEST_EMAIL, common::TEST_PASSWORD).await;
+    let stream = browser.get(server.at("/api/events")).send().await.unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    let res = browser
+        .post(server.at("/auth/sign-out"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    // The stream's next look at its access ends it (every 5 s).
+    let mut body = stream.bytes_stream();
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        while let Some(chunk) = body.next().await {
+            if chunk.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream outlived its session");
+}
