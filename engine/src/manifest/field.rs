@@ -171,10 +171,20 @@ pub(crate) fn first_string(path: &JsonPath, value: &Value) -> Option<String> {
 
 /// `text` percent-encoded as one path segment (letters, digits and
 /// `_-.~()',:@` stay).
-fn path_segment(text: &str) -> String {
+pub(crate) fn path_segment(text: &str) -> String {
+    percent_encoded(text, b"_-.~()',:@")
+}
+
+/// `text` percent-encoded as a query component (only letters, digits and
+/// `-._~` stay).
+pub(crate) fn component(text: &str) -> String {
+    percent_encoded(text, b"-._~")
+}
+
+fn percent_encoded(text: &str, keep: &[u8]) -> String {
     text.bytes()
         .map(|b| {
-            if b.is_ascii_alphanumeric() || b"_-.~()',:@".contains(&b) {
+            if b.is_ascii_alphanumeric() || keep.contains(&b) {
                 (b as char).to_string()
             } else {
                 format!("%{b:02X}")

@@ -12,7 +12,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::Value;
 use url::Url;
 
-use super::{render, Manifest, Meaning, PageKind, RenderError};
+use super::{render, render_url, Manifest, Meaning, PageKind, RenderError};
 use crate::connector::{Connector, ConnectorResult, FireError, FireOpts, Found};
 use crate::connectors::guard::Outbound;
 use crate::connectors::http::{
@@ -128,17 +128,17 @@ impl ManifestConnector {
                         .or_else(|| optional.iter().any(|o| o == var).then(String::new))
                 },
             )
-            .map_err(|e| match e {
-                // Like a coded adapter without its key.
-                RenderError::MissingSecret(_) => FireError::AuthFailed {
-                    reason: format!("{who}: {e}"),
-                },
-                RenderError::Template(_) => FireError::Malformed {
-                    reason: format!("{who}: {e}"),
-                },
-            })
+            .map_err(|e| unfilled(&who, e))
         };
-        let mut url = Url::parse(&fill(&spec.url)?).map_err(|e| FireError::Malformed {
+        let address = render_url(
+            &spec.url,
+            query,
+            opts.max_results,
+            &opts.record_fields,
+            &opts.record_name,
+        )
+        .map_err(|e| unfilled(&who, e))?;
+        let mut url = Url::parse(&address).map_err(|e| FireError::Malformed {
             reason: format!("{who}: the address is not valid once filled in: {e}"),
         })?;
         {
@@ -219,6 +219,23 @@ impl ManifestConnector {
             return Ok(Value::Null);
         }
         parse_json(who, &headers, &body, secrets)
+    }
+}
+
+/// Why a template could not be filled, as a fire's failure.
+fn unfilled(who: &str, e: RenderError) -> FireError {
+    match e {
+        // Like a coded adapter without its key.
+        RenderError::MissingSecret(_) => FireError::AuthFailed {
+            reason: format!("{who}: {e}"),
+        },
+        RenderError::Template(_) => FireError::Malformed {
+            reason: format!("{who}: {e}"),
+        },
+        // This record's or query's value, not the connector's.
+        RenderError::Unplaceable(_) => FireError::Request {
+            reason: format!("{who}: {e}"),
+        },
     }
 }
 

@@ -638,10 +638,44 @@ pub(crate) enum RenderError {
     MissingSecret(String),
     #[error("{0}")]
     Template(String),
+    /// A value that cannot stand where the template puts it (a path
+    /// segment of only dots would climb out of the manifest's path).
+    #[error("{0}")]
+    Unplaceable(String),
 }
 
-/// Fills a template's placeholders.
+/// Fills a template's placeholders with their values as they are (for a
+/// header, a query parameter's value, which the URL encodes, or a body).
 pub(crate) fn render(
+    text: &str,
+    query: &str,
+    max_results: usize,
+    record: &BTreeMap<String, String>,
+    record_name: &str,
+    secret: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, RenderError> {
+    render_in(false, text, query, max_results, record, record_name, secret)
+}
+
+/// Fills a request address's placeholders, each value percent-encoded for
+/// its place: one path segment before the template's `?`, a query
+/// component after it. A record named `../../admin?x=1#` stays inside the
+/// path the manifest names, and never reaches another endpoint of the
+/// provider with the manifest's key.
+pub(crate) fn render_url(
+    text: &str,
+    query: &str,
+    max_results: usize,
+    record: &BTreeMap<String, String>,
+    record_name: &str,
+) -> Result<String, RenderError> {
+    render_in(true, text, query, max_results, record, record_name, &|_| {
+        None
+    })
+}
+
+fn render_in(
+    url: bool,
     text: &str,
     query: &str,
     max_results: usize,
@@ -651,21 +685,39 @@ pub(crate) fn render(
 ) -> Result<String, RenderError> {
     let pieces = template::pieces(text).map_err(|e| RenderError::Template(e.to_string()))?;
     let mut out = String::with_capacity(text.len());
+    let mut in_query = false;
     for piece in pieces {
-        match piece {
-            Piece::Text(text) => out.push_str(text),
-            Piece::Placeholder(Placeholder::Query) => out.push_str(query),
-            Piece::Placeholder(Placeholder::MaxResults) => out.push_str(&max_results.to_string()),
-            Piece::Placeholder(Placeholder::Record("name")) => out.push_str(record_name),
-            Piece::Placeholder(Placeholder::Record(field)) => {
-                out.push_str(record.get(field).map_or("", String::as_str));
+        let value = match piece {
+            Piece::Text(text) => {
+                in_query |= text.contains(['?', '#']);
+                out.push_str(text);
+                continue;
             }
-            Piece::Placeholder(Placeholder::Secret(var)) => out
-                .push_str(&secret(var).ok_or_else(|| RenderError::MissingSecret(var.to_owned()))?),
+            Piece::Placeholder(Placeholder::Query) => query.to_owned(),
+            Piece::Placeholder(Placeholder::MaxResults) => max_results.to_string(),
+            Piece::Placeholder(Placeholder::Record("name")) => record_name.to_owned(),
+            Piece::Placeholder(Placeholder::Record(field)) => {
+                record.get(field).cloned().unwrap_or_default()
+            }
+            Piece::Placeholder(Placeholder::Secret(var)) => {
+                secret(var).ok_or_else(|| RenderError::MissingSecret(var.to_owned()))?
+            }
             Piece::Placeholder(Placeholder::Item(name) | Placeholder::Unknown(name)) => {
                 return Err(RenderError::Template(format!(
                     "unknown placeholder {{{{{name}}}}}"
                 )))
+            }
+        };
+        match (url, in_query) {
+            (false, _) => out.push_str(&value),
+            (true, true) => out.push_str(&field::component(&value)),
+            (true, false) => {
+                if !value.is_empty() && value.bytes().all(|b| b == b'.') {
+                    return Err(RenderError::Unplaceable(format!(
+                        "{value:?} cannot stand in the address's path"
+                    )));
+                }
+                out.push_str(&field::path_segment(&value));
             }
         }
     }

@@ -439,3 +439,47 @@ fn a_key_no_half_knows_is_named_in_either_format() {
         "{err}"
     );
 }
+
+#[test]
+fn values_in_a_request_address_are_encoded_for_their_place() {
+    let record = BTreeMap::new();
+    let url = |template: &str, query: &str| render_url(template, query, 5, &record, "Acme");
+    // In the path, one segment: no slash, question mark or hash gets out.
+    assert_eq!(
+        url(
+            "https://api.example/users/{{query}}/posts",
+            "../../admin?x=1#"
+        )
+        .unwrap(),
+        "https://api.example/users/..%2F..%2Fadmin%3Fx%3D1%23/posts"
+    );
+    assert_eq!(
+        url("https://api.example/p/{{query}}", "Ada Lovelace").unwrap(),
+        "https://api.example/p/Ada%20Lovelace"
+    );
+    // A segment of dots alone would climb: refused.
+    for dots in [".", ".."] {
+        assert!(matches!(
+            url("https://api.example/users/{{query}}", dots),
+            Err(RenderError::Unplaceable(_))
+        ));
+    }
+    // After the `?`, a component: no `&` or `=` adds a parameter.
+    assert_eq!(
+        url(
+            "https://api.example/s?q={{query}}&n={{max_results}}",
+            "a&key=stolen #x"
+        )
+        .unwrap(),
+        "https://api.example/s?q=a%26key%3Dstolen%20%23x&n=5"
+    );
+    for filled in [
+        url("https://api.example/users/{{query}}", "../../admin?x=1#").unwrap(),
+        url("https://api.example/users/{{record.name}}", "").unwrap(),
+    ] {
+        let parsed = url::Url::parse(&filled).unwrap();
+        assert!(parsed.path().starts_with("/users/"), "{filled}");
+        assert_eq!(parsed.query(), None, "{filled}");
+        assert_eq!(parsed.fragment(), None, "{filled}");
+    }
+}
