@@ -111,7 +111,11 @@ impl Connector for Searxng {
             ("format", "json"),
             ("categories", category),
         ]);
-        let answer: Answer = self.0.http.json("SearXNG", request, &[]).await?;
+        // The address is a setting like a key: its host and path stay out
+        // of receipts and messages, which members and logs see.
+        let hidden = hidden_parts(&base);
+        let hidden: Vec<&str> = hidden.iter().map(String::as_str).collect();
+        let answer: Answer = self.0.http.json("SearXNG", request, &hidden).await?;
         let results = answer
             .results
             .into_iter()
@@ -127,6 +131,25 @@ impl Connector for Searxng {
             .take(opts.max_results.max(1))
             .collect())
     }
+}
+
+/// What of an instance's address is scrubbed wherever a request is told:
+/// the address, its host (with the port) and its path, when it has one.
+fn hidden_parts(base: &str) -> Vec<String> {
+    let mut parts = vec![base.trim_end_matches('/').to_owned()];
+    if let Ok(url) = url::Url::parse(base) {
+        if let Some(host) = url.host_str() {
+            parts.push(match url.port() {
+                Some(port) => format!("{host}:{port}"),
+                None => host.to_owned(),
+            });
+        }
+        let path = url.path().trim_end_matches('/');
+        if !path.is_empty() {
+            parts.push(path.to_owned());
+        }
+    }
+    parts
 }
 
 #[cfg(test)]
@@ -183,5 +206,36 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(found.results.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_instance_s_address_stays_out_of_receipts() {
+        let url = instance().await;
+        let base = format!("{url}/"); // its path is `/`; the host is the secret part
+        let searxng = Searxng(Endpoint {
+            http: Http::new().unwrap(),
+            base: Some(base),
+            key: None,
+        });
+        let (found, receipts) = crate::connectors::receipts::recording(searxng.fire(
+            &B::SearchWeb.into(),
+            "acme",
+            &FireOpts::default(),
+        ))
+        .await;
+        assert_eq!(found.unwrap().results.len(), 1);
+        let told = format!("{receipts:?}");
+        let host = url.trim_start_matches("http://");
+        assert!(!told.contains(host), "{told}");
+        assert!(!told.contains("127.0.0.1"), "{told}");
+        assert_eq!(receipts[0].path, "/search");
+        assert_eq!(
+            hidden_parts("https://searx.example.org:8443/private/"),
+            [
+                "https://searx.example.org:8443/private",
+                "searx.example.org:8443",
+                "/private"
+            ]
+        );
     }
 }
