@@ -128,7 +128,7 @@ impl ManifestConnector {
                         .or_else(|| optional.iter().any(|o| o == var).then(String::new))
                 },
             )
-            .map_err(|e| unfilled(&who, e))
+            .map_err(|e| unfilled(who, e))
         };
         let address = render_url(
             &spec.url,
@@ -137,7 +137,7 @@ impl ManifestConnector {
             &opts.record_fields,
             &opts.record_name,
         )
-        .map_err(|e| unfilled(&who, e))?;
+        .map_err(|e| unfilled(who, e))?;
         let mut url = Url::parse(&address).map_err(|e| FireError::Malformed {
             reason: format!("{who}: the address is not valid once filled in: {e}"),
         })?;
