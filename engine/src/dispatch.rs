@@ -909,9 +909,16 @@ impl Dispatcher {
     /// Waits until the connector's rate hint allows one more call: this
     /// process's throttle (a person's call ahead of background ones), then,
     /// on PostgreSQL, a slot of the whole deployment's rate for the key the
-    /// call uses (see [`crate::store::Store::reserve_call`]).
-    async fn pace(&self, handle: &ConnectorHandle, permit: &mut Permit, keyed_by: Option<i64>) {
-        permit.throttle(handle).await;
+    /// call uses (see [`crate::store::Store::reserve_call`]). People's
+    /// calls of `workspace_id` take turns with other workspaces'.
+    async fn pace(
+        &self,
+        handle: &ConnectorHandle,
+        permit: &mut Permit,
+        workspace_id: Option<i64>,
+        keyed_by: Option<i64>,
+    ) {
+        permit.throttle(handle, workspace_id).await;
         let Some(rate) = handle
             .registration
             .profile

@@ -313,11 +313,11 @@ impl Permit {
     }
 
     /// Waits until the connector's rate hint allows one more call (a
-    /// person's ahead of background ones). The wait does not count in the
-    /// fire's service time.
-    pub async fn throttle(&mut self, handle: &ConnectorHandle) {
+    /// person's ahead of background ones, people's by turns of
+    /// `workspace`). The wait does not count in the fire's service time.
+    pub async fn throttle(&mut self, handle: &ConnectorHandle, workspace: Option<i64>) {
         let started = Instant::now();
-        handle.throttle(self.priority).await;
+        handle.throttle(self.priority, workspace).await;
         self.throttled += started.elapsed();
     }
 
@@ -449,7 +449,7 @@ mod tests {
             .acquire(&h, Priority::Background, &never)
             .await
             .unwrap();
-        p.throttle(&h).await;
+        p.throttle(&h, None).await;
         p.finish(Signal::Answered);
         let (_, before) = flow.window("c").unwrap();
         let p = flow

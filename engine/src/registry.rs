@@ -94,11 +94,12 @@ impl std::fmt::Debug for ConnectorHandle {
 
 impl ConnectorHandle {
     /// Waits until the connector's per-second hint allows one more fire;
-    /// every caller in the process shares the same budget, and a person's
-    /// fire goes ahead of background ones.
-    pub async fn throttle(&self, priority: Priority) {
+    /// every caller in the process shares the same budget, a person's fire
+    /// goes ahead of background ones, and people's fires take turns by
+    /// `workspace`.
+    pub async fn throttle(&self, priority: Priority, workspace: Option<i64>) {
         if let Some(throttle) = &self.throttle {
-            throttle.wait(priority).await;
+            throttle.wait(priority, workspace).await;
         }
     }
 

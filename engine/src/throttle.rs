@@ -5,10 +5,16 @@
 //! millisecond late does not lose its slot for good, so a fan-out reaches
 //! the hint, and no second ever holds more than the hint plus that credit. Background calls pass one at a time and step
 //! aside while a person waits, so a click waits for at most one fan-out
-//! call, however long the fan-out's queue.
+//! call, however long the fan-out's queue. People's calls take turns by
+//! workspace: a workspace with a backlog (hundreds of async calls) passes
+//! one call, then every other workspace waiting passes one, so another
+//! workspace's click waits for about one slot per workspace, not for the
+//! backlog.
 
+use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
@@ -43,6 +49,76 @@ pub struct Throttle {
     /// People waiting now; background calls wait while there are any.
     people: AtomicUsize,
     people_gone: Notify,
+    /// Whose person's call goes next.
+    turns: Mutex<Turns>,
+    turn_passed: Notify,
+}
+
+/// Whose turn it is among people's waiting calls: workspaces in turn, each
+/// workspace's calls in arrival order. `None` is a caller of no workspace.
+#[derive(Debug, Default)]
+struct Turns {
+    /// Workspaces with calls waiting, the next to pass first.
+    order: VecDeque<Option<i64>>,
+    /// Each workspace's waiting calls, by ticket, oldest first.
+    waiting: HashMap<Option<i64>, VecDeque<u64>>,
+    next_ticket: u64,
+}
+
+impl Turns {
+    fn join(&mut self, workspace: Option<i64>) -> u64 {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        let queue = self.waiting.entry(workspace).or_default();
+        if queue.is_empty() {
+            self.order.push_back(workspace);
+        }
+        queue.push_back(ticket);
+        ticket
+    }
+
+    fn is_next(&self, ticket: u64) -> bool {
+        self.order
+            .front()
+            .and_then(|w| self.waiting.get(w))
+            .and_then(VecDeque::front)
+            == Some(&ticket)
+    }
+
+    /// Takes `ticket` out, whether it passed or gave up; a workspace that
+    /// passed one goes to the back of the line.
+    fn leave(&mut self, workspace: Option<i64>, ticket: u64) {
+        let Some(queue) = self.waiting.get_mut(&workspace) else {
+            return;
+        };
+        let was_next = queue.front() == Some(&ticket) && self.order.front() == Some(&workspace);
+        queue.retain(|t| *t != ticket);
+        let empty = queue.is_empty();
+        if empty {
+            self.waiting.remove(&workspace);
+            self.order.retain(|w| *w != workspace);
+        } else if was_next {
+            self.order.rotate_left(1);
+        }
+    }
+}
+
+/// A person's call in line, taken out however its wait ends.
+struct InLine<'a> {
+    throttle: &'a Throttle,
+    workspace: Option<i64>,
+    ticket: u64,
+}
+
+impl Drop for InLine<'_> {
+    fn drop(&mut self) {
+        self.throttle
+            .turns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .leave(self.workspace, self.ticket);
+        self.throttle.turn_passed.notify_waiters();
+    }
 }
 
 /// A person waiting, counted until the wait ends however it ends.
@@ -76,16 +152,34 @@ impl Throttle {
             turn: tokio::sync::Mutex::new(()),
             people: AtomicUsize::new(0),
             people_gone: Notify::new(),
+            turns: Mutex::new(Turns::default()),
+            turn_passed: Notify::new(),
         })
     }
 
-    /// Waits until one more call is allowed.
-    pub async fn wait(&self, priority: Priority) {
+    /// Waits until one more call is allowed; a person's call of
+    /// `workspace` waits for its workspace's turn (see the module's note).
+    pub async fn wait(&self, priority: Priority, workspace: Option<i64>) {
         match priority {
             Priority::Person => {
                 self.people.fetch_add(1, Ordering::SeqCst);
                 let _waiting = Waiting(self);
+                let in_line = InLine {
+                    throttle: self,
+                    workspace,
+                    ticket: self.turns().join(workspace),
+                };
+                loop {
+                    let passed = self.turn_passed.notified();
+                    tokio::pin!(passed);
+                    passed.as_mut().enable();
+                    if self.turns().is_next(in_line.ticket) {
+                        break;
+                    }
+                    passed.await;
+                }
                 self.limiter.until_ready().await;
+                drop(in_line);
             }
             Priority::Background => {
                 let _turn = self.turn.lock().await;
@@ -105,6 +199,10 @@ impl Throttle {
                 }
             }
         }
+    }
+
+    fn turns(&self) -> std::sync::MutexGuard<'_, Turns> {
+        self.turns.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn early(&self) -> Duration {
@@ -174,14 +272,14 @@ mod tests {
         for n in 0..5 {
             let (t, order) = (throttle.clone(), order.clone());
             waiting.push(tokio::spawn(async move {
-                t.wait(Priority::Background).await;
+                t.wait(Priority::Background, None).await;
                 order.lock().unwrap().push(format!("job {n}"));
             }));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
         let (t, o) = (throttle.clone(), order.clone());
         let person = tokio::spawn(async move {
-            t.wait(Priority::Person).await;
+            t.wait(Priority::Person, None).await;
             o.lock().unwrap().push("person".to_owned());
         });
         person.await.unwrap();
@@ -202,12 +300,55 @@ mod tests {
         let throttle = Arc::new(Throttle::new(5.0).unwrap());
         assert!(throttle.try_now());
         let t = throttle.clone();
-        let gave_up = tokio::spawn(async move { t.wait(Priority::Person).await });
+        let gave_up = tokio::spawn(async move { t.wait(Priority::Person, None).await });
         tokio::time::sleep(Duration::from_millis(10)).await;
         gave_up.abort();
         let _ = gave_up.await;
-        tokio::time::timeout(Duration::from_secs(2), throttle.wait(Priority::Background))
-            .await
-            .expect("the background call passes once the person is gone");
+        tokio::time::timeout(
+            Duration::from_secs(2),
+            throttle.wait(Priority::Background, None),
+        )
+        .await
+        .expect("the background call passes once the person is gone");
+    }
+
+    #[tokio::test]
+    async fn a_workspace_with_a_backlog_takes_turns_with_everyone_else() {
+        let throttle = Arc::new(Throttle::new(50.0).unwrap());
+        assert!(throttle.try_now());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut waiting = Vec::new();
+        let call = |workspace: i64, n: usize| {
+            let (t, order) = (throttle.clone(), order.clone());
+            tokio::spawn(async move {
+                t.wait(Priority::Person, Some(workspace)).await;
+                order.lock().unwrap().push((workspace, n));
+            })
+        };
+        // Workspace 1 floods; then workspaces 2 and 3 ask once each.
+        for n in 0..30 {
+            waiting.push(call(1, n));
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        waiting.push(call(2, 0));
+        waiting.push(call(3, 0));
+        for w in waiting {
+            w.await.unwrap();
+        }
+        let order = order.lock().unwrap().clone();
+        let at = |ws: i64| order.iter().position(|(w, _)| *w == ws).unwrap();
+        let passed_before = order.iter().take_while(|(w, _)| *w == 1).count();
+        // What passed before they asked (about 30 ms at 50 a second), then
+        // at most one more of the flood each.
+        assert!(at(2) <= passed_before + 2, "{order:?}");
+        assert!(at(3) <= passed_before + 3, "{order:?}");
+        assert!(passed_before < 10, "{order:?}");
+        // The flood itself keeps its own order.
+        let flood: Vec<usize> = order
+            .iter()
+            .filter(|(w, _)| *w == 1)
+            .map(|(_, n)| *n)
+            .collect();
+        assert_eq!(flood, (0..30).collect::<Vec<_>>());
     }
 }

@@ -251,7 +251,9 @@ impl Engine {
                 let intent = handle.registration.profile.capabilities.first().cloned();
                 match intent {
                     Some(intent) => {
-                        handle.throttle(crate::throttle::Priority::Person).await;
+                        handle
+                            .throttle(crate::throttle::Priority::Person, Some(who.workspace_id))
+                            .await;
                         probe(handle.connector.as_ref(), &intent, RECHECK_QUERY, &opts).await
                     }
                     None => Err(FireError::Malformed {

@@ -153,6 +153,8 @@ struct Seen {
     limit: AtomicUsize,
     big: AtomicUsize,
     good: AtomicUsize,
+    /// Every query, in the order it arrived.
+    order: std::sync::Mutex<Vec<String>>,
 }
 
 /// A news search on `/news?q=` whose answer depends on the query's first
@@ -167,6 +169,7 @@ async fn shared_provider(seen: Arc<Seen>) -> String {
                 let seen = seen.clone();
                 async move {
                     let q = q.get("q").cloned().unwrap_or_default();
+                    seen.order.lock().unwrap().push(q.clone());
                     let word = q.split_whitespace().next().unwrap_or_default().to_owned();
                     let echo = json!({"error": format!("Invalid query: {q}")}).to_string();
                     match word.as_str() {
@@ -208,10 +211,19 @@ async fn shared_provider(seen: Arc<Seen>) -> String {
 /// A server whose connector `shared` (the operator's, every workspace's)
 /// asks the shared provider at `base`, at 1 USD a call.
 async fn server_with_shared(db: engine::store::testing::TestDatabase, base: &str) -> TestServer {
+    server_with_shared_as(db, base, "").await
+}
+
+/// The same, with `extra` lines in the connector's manifest (a rate hint).
+async fn server_with_shared_as(
+    db: engine::store::testing::TestDatabase,
+    base: &str,
+    extra: &str,
+) -> TestServer {
     let text = common::news_manifest("shared", "Shared news", &format!("{base}/news"), None)
         .replace(
             "cost_tier = \"free\"",
-            "cost_tier = \"paid\"\ncost = { per_call = 1, unit = \"USD\", bills_empty = true }",
+            &format!("cost_tier = \"paid\"\ncost = {{ per_call = 1, unit = \"USD\", bills_empty = true }}\n{extra}"),
         );
     let manifest = Manifest::parse(&text, Format::Toml).unwrap();
     let server = TestServer::start_for_fakes(db, |_| {}).await;
@@ -503,4 +515,49 @@ async fn a_browsers_event_stream_ends_when_its_session_is_signed_out() {
     })
     .await;
     assert!(ended.is_ok(), "the stream outlived its session");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_flooding_a_shared_connector_with_calls_takes_turns_with_a_neighbours_click() {
+    let seen = Arc::new(Seen::default());
+    let base = shared_provider(seen.clone()).await;
+    let server = server_with_shared_as(
+        engine::store::testing::sqlite(),
+        &base,
+        "rate_hints = { per_second = 10 }",
+    )
+    .await;
+    let neighbour = server
+        .user("nina@other.example", "other", Role::Admin)
+        .await;
+    // Workspace A asks for 60 calls at once: six seconds of the hint.
+    for n in 0..60 {
+        let (status, body) = server
+            .post_json(
+                "/api/capabilities/search.news/call",
+                json!({"query": format!("flood {n}"), "async": true}),
+            )
+            .await;
+        assert_eq!(status, 202, "{body}");
+    }
+    // Workspace B clicks once, and waits about one slot for its turn.
+    let asked_after = seen.order.lock().unwrap().len();
+    let res = neighbour
+        .post(server.at("/api/capabilities/search.news/call"))
+        .json(&json!({"query": "neighbour"}))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["status"], "completed", "{body}");
+    let order = seen.order.lock().unwrap().clone();
+    let at = order.iter().position(|q| q == "neighbour").unwrap();
+    // Those that had passed when B asked, the one passing then, and one
+    // more at most (arriving a moment apart).
+    assert!(
+        at <= asked_after + 2,
+        "B asked after {asked_after} of the flood and came {at}th: {order:?}"
+    );
+    assert!(order.len() < 60, "B waited for the whole flood: {order:?}");
+    server.stop().await;
 }

@@ -130,7 +130,7 @@ impl Dispatcher {
                 // an open attempt is a call on its way: a process killed
                 // while this waits leaves nothing that looks fired.
                 let paced = tokio::select! {
-                    () = self.pace(&handle, &mut permit, keyed_by) => true,
+                    () = self.pace(&handle, &mut permit, workspace_id, keyed_by) => true,
                     () = cancel.cancelled() => false,
                 };
                 if !paced {
