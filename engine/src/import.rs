@@ -61,6 +61,7 @@ pub enum ImportError {
 /// The good records and the report of the bad lines.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ParsedCsv {
+    /// The good records (none from [`parse_csv_in_batches`], which hands them over).
     pub records: Vec<NewRecord>,
     /// The first bad lines, at most [`ImportLimits::max_rejections_listed`].
     pub rejected: Vec<Rejection>,
@@ -80,11 +81,36 @@ impl ParsedCsv {
     }
 }
 
-/// Parses a CSV file. The header names are trimmed and must be unique
-/// (case-insensitively); one of them must be `name`. It is CPU work over up
-/// to [`MAX_IMPORT_BYTES`]: callers on an async runtime run it on a blocking
-/// thread.
+/// Parses a CSV file whole. The header names are trimmed and must be
+/// unique (case-insensitively); one of them must be `name`. It is CPU work
+/// over up to [`MAX_IMPORT_BYTES`]: callers on an async runtime run it on a
+/// blocking thread.
 pub fn parse_csv(bytes: &[u8], limits: ImportLimits) -> Result<ParsedCsv, ImportError> {
+    let mut records = Vec::new();
+    let mut parsed = parse_csv_in_batches(bytes, limits, |batch| {
+        records.extend(batch);
+        true
+    })?;
+    parsed.records = records;
+    Ok(parsed)
+}
+
+/// Records handed over at a time by [`parse_csv_in_batches`].
+pub const BATCH: usize = 200;
+
+/// Parses a CSV file as [`parse_csv`] does, handing its good records to
+/// `each` [`BATCH`] at a time instead of keeping them, so what an import
+/// holds is bounded by a batch, not by the file: a file of 10,000 rows of
+/// 200 empty cells would otherwise become two million field names in
+/// memory. `each` answers whether to go on. The report it returns holds no
+/// records, only the bad lines; the whole file's limits (records, stored
+/// bytes) still hold, and a file past them is an error after batches were
+/// handed over: the caller throws those away.
+pub fn parse_csv_in_batches(
+    bytes: &[u8],
+    limits: ImportLimits,
+    mut each: impl FnMut(Vec<NewRecord>) -> bool,
+) -> Result<ParsedCsv, ImportError> {
     if bytes.len() > limits.max_bytes {
         return Err(ImportError::TooLarge {
             size: bytes.len(),
@@ -112,6 +138,8 @@ pub fn parse_csv(bytes: &[u8], limits: ImportLimits) -> Result<ParsedCsv, Import
         })?;
 
     let mut parsed = ParsedCsv::default();
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut count = 0usize;
     let mut stored = 0usize;
     let mut row = csv::ByteRecord::new();
     let mut lines = LineCounter::new(bytes);
@@ -138,7 +166,7 @@ pub fn parse_csv(bytes: &[u8], limits: ImportLimits) -> Result<ParsedCsv, Import
         }
         match record_from(&row, &columns, name_at, limits) {
             Ok(record) => {
-                if parsed.records.len() == limits.max_records {
+                if count == limits.max_records {
                     return Err(ImportError::TooManyRecords {
                         limit: limits.max_records,
                     });
@@ -155,10 +183,17 @@ pub fn parse_csv(bytes: &[u8], limits: ImportLimits) -> Result<ParsedCsv, Import
                         limit: limits.max_stored_bytes,
                     });
                 }
-                parsed.records.push(record);
+                count += 1;
+                batch.push(record);
+                if batch.len() == BATCH && !each(std::mem::take(&mut batch)) {
+                    return Ok(parsed);
+                }
             }
             Err(reason) => parsed.reject(limits, line, || reason),
         }
+    }
+    if !batch.is_empty() {
+        each(batch);
     }
     Ok(parsed)
 }

@@ -86,6 +86,8 @@ pub struct Engine {
     /// Capability calls' settings, and those walking in this process.
     calls: ops::CallConfig,
     calls_in_flight: ops::CallsInFlight,
+    /// Imports running in this process, by workspace.
+    imports: ops::Slots,
     /// Stops the heartbeat (see [`Engine::recover`]).
     upkeep: tokio_util::sync::CancellationToken,
 }
@@ -139,6 +141,7 @@ impl Engine {
             leases: config.leases,
             calls: config.calls,
             calls_in_flight: ops::CallsInFlight::default(),
+            imports: ops::Slots::default(),
             upkeep: tokio_util::sync::CancellationToken::new(),
             drop_folder: Arc::default(),
             outbound,

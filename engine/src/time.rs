@@ -21,6 +21,13 @@ pub fn utc_day_start(ms: i64) -> i64 {
     ms.div_euclid(DAY) * DAY
 }
 
+/// How long until the next UTC day begins (when daily caps free again).
+pub fn until_next_utc_day() -> std::time::Duration {
+    let now = now_ms();
+    let next = utc_day_start(now) + 86_400_000;
+    std::time::Duration::from_millis(u64::try_from(next - now).unwrap_or(0))
+}
+
 /// The UTC month holding `ms`, as `YYYY-MM` (budgets count by it).
 pub fn utc_month(ms: i64) -> String {
     utc_timestamp(ms)[..7].to_owned()

@@ -371,6 +371,23 @@ async fn an_answer_too_large_to_read_stays_billed_and_no_budget_is_passed() {
         attempts[2]["detail"].as_str().unwrap().contains("budget"),
         "{attempts:?}"
     );
+    // The 429 says when to ask again: when a cap may free, the next UTC day.
+    let (_, set) = server.import("More", "test", "name\nbig four\n").await;
+    let record = server.record_ids(set["id"].as_i64().unwrap()).await[0];
+    let res = server
+        .client
+        .post(server.at(&format!("/api/records/{record}/fire")))
+        .json(&json!({"pack": "news"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 429);
+    let wait: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=86_400).contains(&wait), "{wait}");
     server.stop().await;
 }
 

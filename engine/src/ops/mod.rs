@@ -8,10 +8,12 @@ mod jobs;
 mod records;
 mod refresh;
 mod sets;
+mod slots;
 mod spend;
 mod workspace;
 
 pub use calls::{CallConfig, CallsInFlight, DEFAULT_MAX_RESULTS, MAX_QUERY_CHARS, MAX_RESULTS};
+pub use slots::{Slot, Slots};
 
 use model::Item;
 
@@ -43,9 +45,13 @@ pub enum OpError {
     /// Over a size or count limit.
     #[error("{0}")]
     TooLarge(String),
-    /// A cap or limit stops it for now.
-    #[error("{0}")]
-    Limited(String),
+    /// A cap or limit stops it for now; `detail` names the limit, and it
+    /// is worth asking again after `retry_after`.
+    #[error("{detail}")]
+    Limited {
+        detail: String,
+        retry_after: std::time::Duration,
+    },
     /// Something failed inside.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -61,7 +67,7 @@ impl OpError {
             OpError::NotFound(_) => "not_found",
             OpError::Conflict { .. } => "conflict",
             OpError::TooLarge(_) => "too_large",
-            OpError::Limited(_) => "rate_limited",
+            OpError::Limited { .. } => "rate_limited",
             OpError::Internal(_) => "internal",
         }
     }
@@ -74,7 +80,7 @@ impl OpError {
             OpError::NotFound(_) => 404,
             OpError::Conflict { .. } => 409,
             OpError::TooLarge(_) => 413,
-            OpError::Limited(_) => 429,
+            OpError::Limited { .. } => 429,
             OpError::Internal(_) => 500,
         }
     }

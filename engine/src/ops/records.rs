@@ -43,10 +43,14 @@ impl Engine {
             .map(|s| format!("{}: {}", s.connector_id, s.reason))
             .collect();
         if report.attempts.is_empty() && !capped.is_empty() {
-            return Err(OpError::Limited(format!(
-                "{}; nothing else in the chain could fire",
-                capped.join("; ")
-            )));
+            return Err(OpError::Limited {
+                detail: format!(
+                    "{}; nothing else in the chain could fire",
+                    capped.join("; ")
+                ),
+                // The soonest a cap frees: the next UTC day.
+                retry_after: crate::time::until_next_utc_day(),
+            });
         }
         Ok(report)
     }

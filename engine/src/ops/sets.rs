@@ -6,12 +6,16 @@ use model::{
     ExportedRecord, ImportReport, Item, RecordFilter, RecordSetSummary, RecordsPage, TriagePage,
 };
 
-use crate::import::{parse_csv, ImportError, ImportLimits};
+use crate::import::{parse_csv_in_batches, ImportError, ImportLimits};
 use crate::store::{Owned, Principal, StoreError};
 use crate::views::MAX_PAGE;
 use crate::Engine;
 
 use super::OpError;
+
+/// Imports one workspace may have running at once in a process: each holds
+/// a file of up to 20 MiB and a blocking thread.
+pub const MAX_IMPORTS_AT_ONCE: usize = 2;
 
 impl Engine {
     /// The record sets of the caller's workspace, newest first.
@@ -192,8 +196,39 @@ impl Engine {
                 known.join(", ")
             )));
         }
-        // Parsing 20 MB is CPU work: it must not hold up the runtime's threads.
-        let parsed = tokio::task::spawn_blocking(move || parse_csv(&csv, limits))
+        let _slot = self
+            .imports
+            .take(who.workspace_id, MAX_IMPORTS_AT_ONCE)
+            .ok_or_else(|| {
+                OpError::Limited {
+                    detail: format!(
+                        "imports: this workspace has {MAX_IMPORTS_AT_ONCE} imports running; try again when one ends"
+                    ),
+                    retry_after: std::time::Duration::from_secs(5),
+                }
+            })?;
+        let mut writing = self
+            .store
+            .begin_record_set(who.workspace_id, name, bundle_id, false)
+            .await?;
+        // Parsing 20 MB is CPU work: it runs on a blocking thread, and hands
+        // its records over a batch at a time to be written while it goes on,
+        // so the import holds a few batches, never the whole file's records.
+        let (tx, mut rx) = tokio::sync::mpsc::channel(2);
+        let parser = tokio::task::spawn_blocking(move || {
+            parse_csv_in_batches(&csv, limits, |batch| tx.blocking_send(batch).is_ok())
+        });
+        let mut imported = 0u64;
+        let mut written = Ok(());
+        while let Some(batch) = rx.recv().await {
+            imported += batch.len() as u64;
+            written = writing.add(&batch).await;
+            if written.is_err() {
+                break;
+            }
+        }
+        drop(rx);
+        let parsed = parser
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "The CSV parser stopped.");
@@ -205,7 +240,8 @@ impl Engine {
                 | ImportError::TooMuchStored { .. } => OpError::TooLarge(e.to_string()),
                 other => OpError::Invalid(format!("CSV: {other}")),
             })?;
-        if parsed.records.is_empty() {
+        written?;
+        if imported == 0 {
             return Err(OpError::Invalid(match parsed.rejected.first() {
                 Some(r) => format!(
                     "CSV: no line could be imported ({} rejected; line {}: {})",
@@ -214,19 +250,16 @@ impl Engine {
                 None => "CSV: the file has a header but no records".to_owned(),
             }));
         }
-        let id = self
-            .store
-            .create_record_set(who.workspace_id, name, bundle_id, false, &parsed.records)
-            .await?;
+        let id = writing.commit().await?;
         tracing::info!(
             record_set = id,
-            imported = parsed.records.len(),
+            imported,
             rejected = parsed.rejected_count,
             "Record set imported."
         );
         Ok(ImportReport {
             id,
-            imported: parsed.records.len() as u64,
+            imported,
             rejected: parsed.rejected,
             rejected_count: parsed.rejected_count,
         })

@@ -29,7 +29,7 @@ pub use items::{usable_results, TriageError};
 pub use jobs::{NewJob, Task};
 pub use leases::{Leased, ReapedFire, INTERRUPTED};
 pub use manifests::StoredManifest;
-pub use record_sets::{NewRecord, StoredRecord};
+pub use record_sets::{NewRecord, NewRecordSet, StoredRecord};
 pub use refresh::StoredSchedule;
 pub use settings::{WorkspaceSettings, FRESH_FOR};
 pub use spend::{ChargeRow, Reservation, Taken, CALLS};

@@ -15,6 +15,56 @@ pub struct NewRecord {
     pub fields: Vec<Field>,
 }
 
+/// A record set being stored, its records added batch by batch in one
+/// transaction.
+pub struct NewRecordSet {
+    tx: sqlx::Transaction<'static, sqlx::Any>,
+    id: i64,
+    added: usize,
+}
+
+impl NewRecordSet {
+    /// Adds records after those added before, in order.
+    pub async fn add(&mut self, records: &[NewRecord]) -> Result<(), StoreError> {
+        // Many rows per statement: one round trip per chunk, not per record.
+        const CHUNK: usize = 200;
+        for chunk in records.chunks(CHUNK) {
+            let mut sql =
+                String::from("INSERT INTO records (record_set_id, position, name, fields) VALUES ");
+            for i in 0..chunk.len() {
+                let p = i * 4;
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&format!("(${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4));
+            }
+            let mut query = sqlx::query(&sql);
+            for r in chunk {
+                let fields: serde_json::Map<String, serde_json::Value> = r
+                    .fields
+                    .iter()
+                    .map(|f| (f.name.clone(), serde_json::Value::String(f.value.clone())))
+                    .collect();
+                let position = i64::try_from(self.added).unwrap_or(i64::MAX);
+                self.added += 1;
+                query = query
+                    .bind(self.id)
+                    .bind(position)
+                    .bind(r.name.clone())
+                    .bind(serde_json::Value::Object(fields).to_string());
+            }
+            query.execute(&mut *self.tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Makes the set and its records seen; returns its id.
+    pub async fn commit(self) -> Result<i64, StoreError> {
+        self.tx.commit().await?;
+        Ok(self.id)
+    }
+}
+
 /// A stored record, without its chips.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredRecord {
@@ -108,6 +158,23 @@ impl Store {
         is_demo: bool,
         records: &[NewRecord],
     ) -> Result<i64, StoreError> {
+        let mut writing = self
+            .begin_record_set(workspace_id, name, bundle_id, is_demo)
+            .await?;
+        writing.add(records).await?;
+        writing.commit().await
+    }
+
+    /// Starts storing a record set whose records come in batches
+    /// ([`NewRecordSet::add`]); nobody sees it until
+    /// [`NewRecordSet::commit`], and dropped before, it never was.
+    pub async fn begin_record_set(
+        &self,
+        workspace_id: i64,
+        name: &str,
+        bundle_id: &str,
+        is_demo: bool,
+    ) -> Result<NewRecordSet, StoreError> {
         let mut tx = self.pool().begin().await?;
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO record_sets (workspace_id, name, bundle_id, is_demo, created_at) \
@@ -120,38 +187,8 @@ impl Store {
         .bind(now_ms())
         .fetch_one(&mut *tx)
         .await?;
-        // Many rows per statement: one round trip per chunk, not per record.
-        const CHUNK: usize = 200;
-        for (chunk_no, chunk) in records.chunks(CHUNK).enumerate() {
-            let mut sql =
-                String::from("INSERT INTO records (record_set_id, position, name, fields) VALUES ");
-            for i in 0..chunk.len() {
-                let p = i * 4;
-                if i > 0 {
-                    sql.push_str(", ");
-                }
-                sql.push_str(&format!("(${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4));
-            }
-            let mut query = sqlx::query(&sql);
-            for (i, r) in chunk.iter().enumerate() {
-                let fields: serde_json::Map<String, serde_json::Value> = r
-                    .fields
-                    .iter()
-                    .map(|f| (f.name.clone(), serde_json::Value::String(f.value.clone())))
-                    .collect();
-                let position = i64::try_from(chunk_no * CHUNK + i).unwrap_or(i64::MAX);
-                query = query
-                    .bind(id)
-                    .bind(position)
-                    .bind(r.name.clone())
-                    .bind(serde_json::Value::Object(fields).to_string());
-            }
-            query.execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
-        Ok(id)
+        Ok(NewRecordSet { tx, id, added: 0 })
     }
-
     /// Deletes a record set with everything that hangs off it.
     pub async fn delete_record_set(&self, id: i64) -> Result<(), StoreError> {
         let done = sqlx::query("DELETE FROM record_sets WHERE id = $1")

@@ -43,9 +43,13 @@ pub enum ApiError {
         detail: String,
         problems: Vec<model::Problem>,
     },
-    /// A cap or limit stops the request for now.
-    #[error("{0}")]
-    TooManyRequests(String),
+    /// A cap or limit stops the request for now; ask again after
+    /// `retry_after` (sent as `Retry-After`).
+    #[error("{detail}")]
+    TooManyRequests {
+        detail: String,
+        retry_after: std::time::Duration,
+    },
     /// Something failed inside; the detail is logged, never sent.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -83,7 +87,7 @@ impl IntoResponse for ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
             }
             ApiError::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
-            ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Internal(source) => {
                 tracing::error!(error = %source, "Request failed inside the server.");
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
@@ -93,12 +97,16 @@ impl IntoResponse for ApiError {
             ApiError::Internal(_) => "the server could not complete the request".to_owned(),
             other => other.to_string(),
         };
+        let retry_after = match &self {
+            ApiError::TooManyRequests { retry_after, .. } => Some(retry_after.as_secs().max(1)),
+            _ => None,
+        };
         let (current, problems) = match self {
             ApiError::Conflict { current, .. } => (current, Vec::new()),
             ApiError::Invalid { problems, .. } => (None, problems),
             _ => (None, Vec::new()),
         };
-        (
+        let mut response = (
             status,
             Json(ErrorBody {
                 error,
@@ -107,7 +115,13 @@ impl IntoResponse for ApiError {
                 problems,
             }),
         )
-            .into_response()
+            .into_response();
+        if let Some(seconds) = retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }
 
@@ -119,7 +133,13 @@ impl From<OpError> for ApiError {
             OpError::NotFound(m) => ApiError::NotFound(m),
             OpError::Conflict { detail, current } => ApiError::Conflict { detail, current },
             OpError::TooLarge(m) => ApiError::TooLarge(m),
-            OpError::Limited(m) => ApiError::TooManyRequests(m),
+            OpError::Limited {
+                detail,
+                retry_after,
+            } => ApiError::TooManyRequests {
+                detail,
+                retry_after,
+            },
             OpError::Internal(source) => ApiError::Internal(source),
         }
     }
