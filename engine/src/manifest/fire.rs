@@ -29,6 +29,16 @@ const MAX_NODES: usize = 200_000;
 const MAPPING_TIME: Duration = Duration::from_secs(2);
 /// The most items one answer may give (each is kept as raw evidence).
 const MAX_ITEMS: usize = 1_000;
+/// The most mappings running at once in the process, each on a blocking
+/// thread: a mapping cut off at [`MAPPING_TIME`] keeps its thread until it
+/// ends, and still counts here, so costly manifests wait for each other
+/// and never take the threads password hashing and imports run on.
+const MAPPINGS_AT_ONCE: usize = 4;
+
+fn mapping_slots() -> &'static Arc<tokio::sync::Semaphore> {
+    static SLOTS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
+    SLOTS.get_or_init(|| Arc::new(tokio::sync::Semaphore::new(MAPPINGS_AT_ONCE)))
+}
 
 /// A manifest as a connector.
 pub struct ManifestConnector {
@@ -90,7 +100,21 @@ impl ManifestConnector {
             });
         }
         let manifest = self.manifest.clone();
-        let mapping = tokio::task::spawn_blocking(move || map_page(&manifest, &answer));
+        let mapping = async {
+            let slot = mapping_slots()
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|e| e.to_string())?;
+            tokio::task::spawn_blocking(move || {
+                // Held by the work itself: given back when it ends, not
+                // when the fire stops waiting for it.
+                let _slot = slot;
+                map_page(&manifest, &answer)
+            })
+            .await
+            .map_err(|e| e.to_string())
+        };
         match tokio::time::timeout(MAPPING_TIME, mapping).await {
             Ok(Ok(mapped)) => Ok(mapped),
             Ok(Err(e)) => Err(FireError::Malformed {

@@ -383,6 +383,17 @@ fn compile(
             );
             return None;
         }
+        if ["match(", "search("].iter().any(|f| text.contains(f)) {
+            bad(
+                field,
+                format!(
+                    "{text:?} uses match() or search(): regular expressions are not offered, \
+                     since each would be compiled again for every value it tests; filter with \
+                     ==, < or length() instead"
+                ),
+            );
+            return None;
+        }
         match JsonPath::parse(text) {
             Ok(p) => Some(p),
             Err(e) => {

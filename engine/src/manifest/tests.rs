@@ -106,6 +106,11 @@ fn every_kind_of_mistake_is_named_with_its_field() {
             "give 0.001 to 10000 calls a second",
         ),
         (
+            broken("\"$.hits[*]\"", "\"$.hits[?match(@.title, '(a+)+$')]\""),
+            "response.items",
+            "regular expressions are not offered",
+        ),
+        (
             broken("per_second = 2.0", "per_second = 1e-30"),
             "rate_hints.per_second",
             "out of range",
