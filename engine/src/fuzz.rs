@@ -176,6 +176,83 @@ fn fuzz_manifest_checker() {
     );
 }
 
+/// A number as a manifest author (or an attacker) might write one: often
+/// a sound one, so that whole manifests check too.
+fn manifest_number() -> impl Strategy<Value = String> {
+    prop_oneof![
+        12 => (1u32..5_000).prop_map(|i| i.to_string()),
+        1 => any::<f64>().prop_map(|f| format!("{f:e}")),
+        1 => any::<i64>().prop_map(|i| i.to_string()),
+        1 => (0u32..20_000).prop_map(|i| format!("{}.{}", i / 1000, i % 1000)),
+        1 => Just("1e-30".to_owned()),
+        1 => Just("1e308".to_owned()),
+        1 => Just("nan".to_owned()),
+        1 => Just("inf".to_owned()),
+        1 => Just("-0.0".to_owned()),
+        1 => Just("4294967296".to_owned()),
+    ]
+}
+
+#[test]
+fn fuzz_manifest_numbers() {
+    let hints = "rate_hints = { per_second = 2.0, daily_cap = 5000 }";
+    let base = SHIPPED.replacen(
+        hints,
+        "rate_hints = { per_second = PS, daily_cap = CAP }\ncost = { per_call = PRICE, unit = \"USD\" }",
+        1,
+    );
+    assert!(
+        base.contains("PS"),
+        "the seed's rate hints are where they were"
+    );
+    assert!(
+        Manifest::parse(
+            &base
+                .replace("PS", "2")
+                .replace("CAP", "10")
+                .replace("PRICE", "1"),
+            Format::Toml
+        )
+        .is_ok(),
+        "the seed with sound numbers checks"
+    );
+    let checked = std::sync::atomic::AtomicUsize::new(0);
+    fuzz(
+        "manifest numbers (rate hints, caps, prices), registered",
+        2_000,
+        file!(),
+        (manifest_number(), manifest_number(), manifest_number()),
+        |(ps, cap, price)| {
+            let text = base
+                .replace("PS", &ps)
+                .replace("CAP", &cap)
+                .replace("PRICE", &price);
+            match Manifest::parse(&text, Format::Toml) {
+                Ok(manifest) => {
+                    checked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    // What checks must register, throttle and all, without a panic.
+                    let hints = manifest.spec.profile.rate_hints;
+                    if let Some(ps) = hints.per_second {
+                        prop_assert!((model::MIN_PER_SECOND..=model::MAX_PER_SECOND).contains(&ps));
+                        prop_assert!(crate::throttle::Throttle::new(ps).is_some(), "{ps}");
+                    }
+                    prop_assert!(hints.daily_cap.is_none_or(|c| c <= model::MAX_DAILY_CAP));
+                }
+                Err(e) => {
+                    for p in &e.0 {
+                        prop_assert!(!p.field.is_empty() && !p.message.is_empty(), "{p:?}");
+                    }
+                }
+            }
+            Ok(())
+        },
+    );
+    assert!(
+        checked.into_inner() > 0,
+        "no generated manifest checked: the target tests nothing"
+    );
+}
+
 #[test]
 fn fuzz_manifest_templates() {
     let template = prop_oneof![

@@ -95,11 +95,17 @@ pub fn parse_csv(bytes: &[u8], limits: ImportLimits) -> Result<ParsedCsv, Import
     Ok(parsed)
 }
 
-/// Records handed over at a time by [`parse_csv_in_batches`].
+/// The most records handed over at a time by [`parse_csv_in_batches`].
 pub const BATCH: usize = 200;
+/// About the most memory one batch holds: a batch is handed over sooner
+/// when its records' names, values and field structs reach this.
+pub const BATCH_BYTES: usize = 1024 * 1024;
+/// What a field costs in memory beside its name and value's bytes.
+const FIELD_OVERHEAD: usize = 2 * std::mem::size_of::<String>() + 16;
 
 /// Parses a CSV file as [`parse_csv`] does, handing its good records to
-/// `each` [`BATCH`] at a time instead of keeping them, so what an import
+/// `each` [`BATCH`] at a time (fewer when they pass [`BATCH_BYTES`])
+/// instead of keeping them, so what an import
 /// holds is bounded by a batch, not by the file: a file of 10,000 rows of
 /// 200 empty cells would otherwise become two million field names in
 /// memory. `each` answers whether to go on. The report it returns holds no
@@ -139,6 +145,7 @@ pub fn parse_csv_in_batches(
 
     let mut parsed = ParsedCsv::default();
     let mut batch = Vec::with_capacity(BATCH);
+    let mut batch_bytes = 0usize;
     let mut count = 0usize;
     let mut stored = 0usize;
     let mut row = csv::ByteRecord::new();
@@ -171,12 +178,14 @@ pub fn parse_csv_in_batches(
                         limit: limits.max_records,
                     });
                 }
-                stored += record.name.len()
+                let size = record.name.len()
                     + record
                         .fields
                         .iter()
                         .map(|f| f.name.len() + f.value.len())
                         .sum::<usize>();
+                stored += size;
+                batch_bytes += size + record.fields.len() * FIELD_OVERHEAD;
                 if stored > limits.max_stored_bytes {
                     return Err(ImportError::TooMuchStored {
                         line,
@@ -185,8 +194,11 @@ pub fn parse_csv_in_batches(
                 }
                 count += 1;
                 batch.push(record);
-                if batch.len() == BATCH && !each(std::mem::take(&mut batch)) {
-                    return Ok(parsed);
+                if batch.len() == BATCH || batch_bytes >= BATCH_BYTES {
+                    batch_bytes = 0;
+                    if !each(std::mem::take(&mut batch)) {
+                        return Ok(parsed);
+                    }
                 }
             }
             Err(reason) => parsed.reject(limits, line, || reason),

@@ -26,6 +26,7 @@ pub use capability::{BuiltinCapability, Capability, CapabilityView, InvalidCapab
 pub use connector::{
     ConnectorInfo, ConnectorMenu, ConnectorProfile, ConnectorSource, ConnectorStats,
     ConnectorStatus, CostTier, HourCount, InventoryRow, MenuEntry, RateHints, StatusChange,
+    MAX_DAILY_CAP, MAX_PER_SECOND, MIN_PER_SECOND,
 };
 pub use event::{Event, EventKind};
 pub use fire::{ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy};
