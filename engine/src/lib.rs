@@ -86,6 +86,8 @@ pub struct Engine {
     /// Capability calls' settings, and those walking in this process.
     calls: ops::CallConfig,
     calls_in_flight: ops::CallsInFlight,
+    /// Calls walking in this process, by workspace.
+    calls_by_workspace: ops::Slots,
     /// Imports running in this process, by workspace.
     imports: ops::Slots,
     /// Stops the heartbeat (see [`Engine::recover`]).
@@ -142,6 +144,7 @@ impl Engine {
             calls: config.calls,
             calls_in_flight: ops::CallsInFlight::default(),
             imports: ops::Slots::default(),
+            calls_by_workspace: ops::Slots::default(),
             upkeep: tokio_util::sync::CancellationToken::new(),
             drop_folder: Arc::default(),
             outbound,

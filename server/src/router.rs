@@ -25,6 +25,8 @@ pub struct AppState {
     pub sign_in_limits: SignInLimits,
     /// Mark the session cookie Secure (the site is served over https).
     pub secure_cookies: bool,
+    /// Open event streams, by person.
+    pub streams: engine::ops::Slots,
 }
 
 impl FromRef<AppState> for LeptosOptions {

@@ -54,6 +54,7 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
         sign_in_limits: crate::auth::SignInLimits::default()
             .with_trusted_proxies(config.trusted_proxies.clone()),
         secure_cookies: config.secure_cookies,
+        streams: engine::ops::Slots::default(),
     })
 }
 

@@ -578,3 +578,90 @@ async fn a_workspace_flooding_a_shared_connector_with_calls_takes_turns_with_a_n
     assert!(order.len() < 60, "B waited for the whole flood: {order:?}");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_past_its_calls_in_flight_is_told_to_wait_and_a_neighbour_is_not() {
+    let seen = Arc::new(Seen::default());
+    let base = shared_provider(seen.clone()).await;
+    // One call a second: everything asked stays walking.
+    let server = server_with_shared_as(
+        engine::store::testing::sqlite(),
+        &base,
+        "rate_hints = { per_second = 1 }",
+    )
+    .await;
+    let neighbour = server
+        .user("nina@other.example", "other", Role::Admin)
+        .await;
+    let most = engine::ops::MAX_CALLS_IN_FLIGHT;
+    let ask = |client: &reqwest::Client, n: usize| {
+        client
+            .post(server.at("/api/capabilities/search.news/call"))
+            .json(&json!({"query": format!("flood {n}"), "async": true}))
+            .send()
+    };
+    for n in 0..most {
+        let res = ask(&server.client, n).await.unwrap();
+        assert_eq!(res.status().as_u16(), 202, "call {n}");
+    }
+    // A call or two may have ended meanwhile (one passes a second).
+    let mut n = most;
+    let res = loop {
+        let res = ask(&server.client, n).await.unwrap();
+        if res.status().as_u16() != 202 || n > most + 5 {
+            break res;
+        }
+        n += 1;
+    };
+    assert_eq!(res.status().as_u16(), 429, "after {n} calls");
+    let wait: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(wait >= 1);
+    let body: Value = res.json().await.unwrap();
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("calls: this workspace has"),
+        "{body}"
+    );
+    let res = ask(&neighbour, 0).await.unwrap();
+    assert_eq!(res.status().as_u16(), 202, "the neighbour is not limited");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_person_holds_a_bounded_number_of_event_streams() {
+    let server = TestServer::start().await;
+    let most = server::api::MAX_STREAMS_PER_PERSON;
+    let mut open = Vec::new();
+    for _ in 0..most {
+        let res = server.open_events("").await;
+        assert_eq!(res.status().as_u16(), 200);
+        open.push(res);
+    }
+    let res = server.open_events("").await;
+    assert_eq!(res.status().as_u16(), 429);
+    assert!(res.headers().contains_key("retry-after"));
+    // Another person is not held back, and a closed stream frees its place.
+    let other = server.user("olga@example.org", "test", Role::Member).await;
+    let res = other.get(server.at("/api/events")).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    drop(open.pop());
+    // The server sees the stream closed at its next write (a keep-alive
+    // within 15 s).
+    let reopened = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            let res = server.open_events("").await;
+            if res.status().as_u16() == 200 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(reopened.is_ok(), "a closed stream's place was never freed");
+}

@@ -57,6 +57,10 @@ pub const DEFAULT_MAX_RESULTS: u32 = 10;
 pub const MAX_RESULTS: u32 = 50;
 /// The longest query, in characters.
 pub const MAX_QUERY_CHARS: usize = 1000;
+/// Calls one workspace may have walking at once in a process; past it a
+/// call is answered 429, so one workspace's flood cannot fill the
+/// process's memory and connections for everyone.
+pub const MAX_CALLS_IN_FLIGHT: usize = 100;
 
 /// The calls walking in this process, by id, with their cancel tokens.
 pub type CallsInFlight = Arc<Mutex<HashMap<i64, CancellationToken>>>;
@@ -113,6 +117,15 @@ impl Engine {
                 "capability: no connector serves {intent} in this workspace"
             )));
         }
+        let slot = self
+            .calls_by_workspace
+            .take(ws, MAX_CALLS_IN_FLIGHT)
+            .ok_or_else(|| OpError::Limited {
+                detail: format!(
+                    "calls: this workspace has {MAX_CALLS_IN_FLIGHT} calls walking; wait for some to end"
+                ),
+                retry_after: Duration::from_secs(10),
+            })?;
         let scope = self.dispatcher.scope(Some(ws)).await?;
         // A call has no record and no pack: the chain is the capability's
         // default one (cheapest first), or the one connector asked for.
@@ -157,6 +170,7 @@ impl Engine {
             chain,
         };
         let walk = tokio::spawn(async move {
+            let _slot = slot;
             let outcome = engine.walk_call(&plan, &scope.lens, &cancel).await;
             lock(&engine.calls_in_flight).remove(&plan.id);
             outcome

@@ -12,7 +12,10 @@ mod slots;
 mod spend;
 mod workspace;
 
-pub use calls::{CallConfig, CallsInFlight, DEFAULT_MAX_RESULTS, MAX_QUERY_CHARS, MAX_RESULTS};
+pub use calls::{
+    CallConfig, CallsInFlight, DEFAULT_MAX_RESULTS, MAX_CALLS_IN_FLIGHT, MAX_QUERY_CHARS,
+    MAX_RESULTS,
+};
 pub use slots::{Slot, Slots};
 
 use model::Item;

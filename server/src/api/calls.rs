@@ -37,6 +37,7 @@ fn answered(envelope: Envelope<CallResult>) -> (StatusCode, Json<Envelope<CallRe
         (status = 202, description = "Still walking: read it again by its job_id", body = Envelope<CallResult>),
         (status = 400, description = "Bad input; the detail names the field", body = ErrorBody),
         (status = 404, description = "No such capability, or no connector serves it here", body = ErrorBody),
+        (status = 429, description = "The workspace has too many calls walking; Retry-After says when to ask again", body = ErrorBody),
     )
 )]
 pub async fn call(

@@ -56,10 +56,15 @@ fn resync(id: u64) -> SseEvent {
 /// How often an open stream checks its caller's access again.
 pub const STREAM_RECHECK: Duration = Duration::from_secs(5);
 
+/// Event streams one person may hold open at once in a process (a tab
+/// each, and a few scripts): past it, 429. Each costs a subscription and
+/// a periodic access check.
+pub const MAX_STREAMS_PER_PERSON: usize = 20;
+
 #[utoipa::path(
     get, path = "/api/events", tag = "events",
     params(EventParams),
-    responses((status = 200, description = "Server-sent events, one JSON Event each, with its id", content_type = "text/event-stream", body = Event), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+    responses((status = 200, description = "Server-sent events, one JSON Event each, with its id", content_type = "text/event-stream", body = Event), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 429, description = "A cap or limit stops it for now", body = ErrorBody))
 )]
 pub async fn stream(
     State(state): State<AppState>,
@@ -73,6 +78,15 @@ pub async fn stream(
     if let Some(id) = params.record_set {
         state.engine.authorize(&who, Owned::RecordSet(id)).await?;
     }
+    let slot = state
+        .streams
+        .take(who.user_id, MAX_STREAMS_PER_PERSON)
+        .ok_or_else(|| ApiError::TooManyRequests {
+            detail: format!(
+                "events: you have {MAX_STREAMS_PER_PERSON} event streams open; close a tab or a script's stream first"
+            ),
+            retry_after: Duration::from_secs(30),
+        })?;
     let bus = state.engine.events.clone();
     let replay_bus = bus.clone();
     // Subscribe before reading what was kept, so nothing falls in between.
@@ -116,8 +130,9 @@ pub async fn stream(
         None => None,
     };
     let live = BroadcastStream::new(live).filter_map(move |received| {
-        // The stream holds the presence guard: closing it leaves.
-        let _viewing = &viewing;
+        // The stream holds the presence guard and its slot: closing it
+        // leaves and gives the slot back.
+        let _viewing = (&viewing, &slot);
         let out = match received {
             Ok(event) if event.id > replayed_to && wanted(&event) => Some(sse(&event)),
             Ok(_) => None,

@@ -7,7 +7,7 @@ mod calls;
 mod catalog;
 mod error;
 mod events;
-pub use events::STREAM_RECHECK;
+pub use events::{MAX_STREAMS_PER_PERSON, STREAM_RECHECK};
 mod extract;
 mod fires;
 mod jobs;

@@ -38,7 +38,7 @@ pub struct ImportParams {
     post, path = "/api/record-sets", tag = "record sets",
     params(ImportParams),
     request_body(content = String, content_type = "text/csv", description = "The CSV file: a name column and any others"),
-    responses((status = 201, body = ImportReport), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 413, description = "The body is over the limit", body = ErrorBody))
+    responses((status = 201, body = ImportReport), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 413, description = "The body is over the limit", body = ErrorBody), (status = 429, description = "The workspace has too many imports running; Retry-After says when to ask again", body = ErrorBody))
 )]
 pub async fn import(
     State(state): State<AppState>,
