@@ -18,22 +18,16 @@ use serde_json::{json, Value};
 /// A news manifest on an unreachable address with `extra` lines after its
 /// cost tier (rate hints, a cost).
 fn manifest(id: &str, extra: &str) -> String {
-    format!(
-        r#"id = "{id}"
-display_name = "Probe {id}"
-short_label = "{id}"
-capabilities = ["search.news"]
-cost_tier = "free"
-{extra}
-[request]
-url = "http://127.0.0.1:9/search"
-query = {{ q = "{{{{query}}}}" }}
-
-[response]
-items = "$.results[*]"
-url = "$.url"
-title = "$.title"
-"#
+    common::news_manifest(
+        id,
+        &format!("Probe {id}"),
+        "http://127.0.0.1:9/search",
+        None,
+    )
+    .replacen(
+        "cost_tier = \"free\"",
+        &format!("cost_tier = \"free\"\n{extra}"),
+        1,
     )
 }
 
@@ -241,6 +235,21 @@ async fn server_with_shared_as(
     server
 }
 
+/// The shared provider, a server whose connector `shared` asks it (with
+/// `extra` lines in its manifest), and a client of another workspace.
+async fn shared_with_a_neighbour(
+    db: engine::store::testing::TestDatabase,
+    extra: &str,
+) -> (Arc<Seen>, TestServer, reqwest::Client) {
+    let seen = Arc::new(Seen::default());
+    let base = shared_provider(seen.clone()).await;
+    let server = server_with_shared_as(db, &base, extra).await;
+    let neighbour = server
+        .user("nina@other.example", "other", Role::Admin)
+        .await;
+    (seen, server, neighbour)
+}
+
 /// Imports `names` as a set of `client`'s workspace; fires pack `news` on
 /// each record in turn through `client`; returns each fire's first attempt
 /// (or, when a cap or budget stopped the whole chain, its 429 answer).
@@ -283,12 +292,7 @@ async fn shared_status(server: &TestServer, client: &reqwest::Client) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_members_bad_queries_never_suspend_a_shared_connector_for_anyone() {
     on_every_backend(|db| async {
-        let seen = Arc::new(Seen::default());
-        let base = shared_provider(seen.clone()).await;
-        let server = server_with_shared(db, &base).await;
-        let neighbour = server
-            .user("nina@other.example", "other", Role::Admin)
-            .await;
+        let (seen, server, neighbour) = shared_with_a_neighbour(db, "").await;
 
         // Far past the three errors in a row that suspend a connector.
         let attempts = fire_each(
@@ -317,12 +321,8 @@ async fn a_members_bad_queries_never_suspend_a_shared_connector_for_anyone() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_shared_rate_limit_holds_an_hour_at_most_and_tells_others_nothing_of_the_query() {
-    let seen = Arc::new(Seen::default());
-    let base = shared_provider(seen.clone()).await;
-    let server = server_with_shared(engine::store::testing::sqlite(), &base).await;
-    let neighbour = server
-        .user("nina@other.example", "other", Role::Admin)
-        .await;
+    let (_, server, neighbour) =
+        shared_with_a_neighbour(engine::store::testing::sqlite(), "").await;
 
     let before = engine::time::now_ms();
     let attempts = fire_each(&server, &server.client, &["limit Secret Merger Target"]).await;
@@ -536,17 +536,11 @@ async fn a_browsers_event_stream_ends_when_its_session_is_signed_out() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_workspace_flooding_a_shared_connector_with_calls_takes_turns_with_a_neighbours_click() {
-    let seen = Arc::new(Seen::default());
-    let base = shared_provider(seen.clone()).await;
-    let server = server_with_shared_as(
+    let (seen, server, neighbour) = shared_with_a_neighbour(
         engine::store::testing::sqlite(),
-        &base,
         "rate_hints = { per_second = 10 }",
     )
     .await;
-    let neighbour = server
-        .user("nina@other.example", "other", Role::Admin)
-        .await;
     // Workspace A asks for 60 calls at once: six seconds of the hint.
     for n in 0..60 {
         let (status, body) = server
@@ -581,18 +575,12 @@ async fn a_workspace_flooding_a_shared_connector_with_calls_takes_turns_with_a_n
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_workspace_past_its_calls_in_flight_is_told_to_wait_and_a_neighbour_is_not() {
-    let seen = Arc::new(Seen::default());
-    let base = shared_provider(seen.clone()).await;
     // One call a second: everything asked stays walking.
-    let server = server_with_shared_as(
+    let (_, server, neighbour) = shared_with_a_neighbour(
         engine::store::testing::sqlite(),
-        &base,
         "rate_hints = { per_second = 1 }",
     )
     .await;
-    let neighbour = server
-        .user("nina@other.example", "other", Role::Admin)
-        .await;
     let most = engine::ops::MAX_CALLS_IN_FLIGHT;
     let ask = |client: &reqwest::Client, n: usize| {
         client
