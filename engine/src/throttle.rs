@@ -85,10 +85,9 @@ impl Turns {
             == Some(&ticket)
     }
 
-    /// Takes `ticket` out, whether it `passed` or gave up; a workspace that
-    /// passed one goes to the back of the line, one that gave up keeps its
-    /// place.
-    fn leave(&mut self, workspace: Option<i64>, ticket: u64, passed: bool) {
+    /// Takes `ticket` out, whether it passed or gave up; a workspace that
+    /// passed one goes to the back of the line.
+    fn leave(&mut self, workspace: Option<i64>, ticket: u64) {
         let Some(queue) = self.waiting.get_mut(&workspace) else {
             return;
         };
@@ -98,7 +97,7 @@ impl Turns {
         if empty {
             self.waiting.remove(&workspace);
             self.order.retain(|w| *w != workspace);
-        } else if was_next && passed {
+        } else if was_next {
             self.order.rotate_left(1);
         }
     }
@@ -109,7 +108,6 @@ struct InLine<'a> {
     throttle: &'a Throttle,
     workspace: Option<i64>,
     ticket: u64,
-    passed: bool,
 }
 
 impl Drop for InLine<'_> {
@@ -118,7 +116,7 @@ impl Drop for InLine<'_> {
             .turns
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .leave(self.workspace, self.ticket, self.passed);
+            .leave(self.workspace, self.ticket);
         self.throttle.turn_passed.notify_waiters();
     }
 }
@@ -166,11 +164,10 @@ impl Throttle {
             Priority::Person => {
                 self.people.fetch_add(1, Ordering::SeqCst);
                 let _waiting = Waiting(self);
-                let mut in_line = InLine {
+                let in_line = InLine {
                     throttle: self,
                     workspace,
                     ticket: self.turns().join(workspace),
-                    passed: false,
                 };
                 loop {
                     let passed = self.turn_passed.notified();
@@ -182,7 +179,6 @@ impl Throttle {
                     passed.await;
                 }
                 self.limiter.until_ready().await;
-                in_line.passed = true;
                 drop(in_line);
             }
             Priority::Background => {
@@ -354,20 +350,5 @@ mod tests {
             .map(|(_, n)| *n)
             .collect();
         assert_eq!(flood, (0..30).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn a_workspace_whose_call_gave_up_keeps_its_turn_and_one_that_passed_goes_last() {
-        let mut turns = Turns::default();
-        let a1 = turns.join(Some(1));
-        let a2 = turns.join(Some(1));
-        let b1 = turns.join(Some(2));
-        assert!(turns.is_next(a1));
-        turns.leave(Some(1), a1, false);
-        assert!(turns.is_next(a2), "workspace 1 kept its turn");
-        turns.leave(Some(1), a2, true);
-        assert!(turns.is_next(b1), "then workspace 2");
-        turns.leave(Some(2), b1, true);
-        assert!(turns.order.is_empty() && turns.waiting.is_empty());
     }
 }
