@@ -31,19 +31,6 @@ fn manifest(id: &str, extra: &str) -> String {
     )
 }
 
-async fn post_manifest(server: &TestServer, text: &str) -> (u16, Value) {
-    let res = server
-        .client
-        .post(server.at("/api/manifests"))
-        .header("content-type", "application/toml")
-        .body(text.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
 fn problem_fields(body: &Value) -> Vec<String> {
     body["problems"]
         .as_array()
@@ -75,11 +62,11 @@ async fn manifest_numbers_out_of_range_are_refused_and_a_stored_one_never_stops_
             "cost.per_call",
         ),
     ] {
-        let (status, body) = post_manifest(&server, &manifest("slow", extra)).await;
+        let (status, body) = server.post_manifest(&manifest("slow", extra)).await;
         assert_eq!(status, 422, "{extra}: {body}");
         assert_eq!(problem_fields(&body), [field], "{extra}: {body}");
     }
-    let (status, body) = post_manifest(&server, &manifest("good", "")).await;
+    let (status, body) = server.post_manifest(&manifest("good", "")).await;
     assert_eq!(status, 201, "{body}");
 
     // A row that never went through the check (written by an older
@@ -101,15 +88,7 @@ async fn manifest_numbers_out_of_range_are_refused_and_a_stored_one_never_stops_
         .unwrap();
     let db = server.stop_keeping_database().await;
     let server = TestServer::start_for_fakes(db, |_| {}).await;
-    let connectors: Value = server
-        .client
-        .get(server.at("/api/connectors"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, connectors) = server.get_json("/api/connectors").await;
     let ids: Vec<&str> = connectors
         .as_array()
         .unwrap()
@@ -118,15 +97,7 @@ async fn manifest_numbers_out_of_range_are_refused_and_a_stored_one_never_stops_
         .collect();
     assert!(ids.contains(&"good"), "{ids:?}");
     assert!(!ids.contains(&"slow"), "{ids:?}");
-    let saved: Value = server
-        .client
-        .get(server.at("/api/manifests"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, saved) = server.get_json("/api/manifests").await;
     let slow = saved
         .as_array()
         .unwrap()

@@ -95,15 +95,23 @@ impl TestServer {
     /// Saves a manifest (TOML) through the REST door as the test user; it
     /// must be accepted.
     pub async fn save_manifest(&self, toml: &str) {
-        let res = self
-            .client
-            .post(self.at("/api/manifests"))
-            .header("content-type", "application/toml")
-            .body(toml.to_owned())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status().as_u16(), 201, "{}", res.text().await.unwrap());
+        let (status, body) = self.post_manifest(toml).await;
+        assert_eq!(status, 201, "{body}");
+    }
+
+    /// Posts a manifest (TOML) through the REST door as the test user;
+    /// returns the status and the answer.
+    pub async fn post_manifest(&self, toml: &str) -> (u16, serde_json::Value) {
+        answer(
+            self.client
+                .post(self.at("/api/manifests"))
+                .header("content-type", "application/toml")
+                .body(toml.to_owned())
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
     }
 
     /// The settings a test server runs with on `db`.
