@@ -10,7 +10,9 @@
 //! rate-limited, auth-failed) are skipped with the reason; an explicit or
 //! per-record choice that cannot fire falls back to the rest and says so. A
 //! default click also skips connectors that already found results for this
-//! record and intent.
+//! record and intent. Background work whose chain has nothing else to try
+//! keeps the connectors whose rate limit lifts soon: it waits rather than
+//! ending the record unfired.
 
 use model::{Capability, ConnectorStatus, CostTier, Skipped};
 
@@ -38,6 +40,11 @@ pub struct ChainRequest<'a> {
     pub pack_preferred: &'a [String],
     /// Connectors that already returned results for this record and intent.
     pub already_found: &'a [String],
+    /// Background work: when nothing else in the chain can fire, the
+    /// connectors rate-limited until no later than this (ms since the
+    /// epoch) are tried, their calls waiting for the limit to lift,
+    /// instead of the record ending unfired.
+    pub waits_out_until: Option<i64>,
 }
 
 /// Which level of configuration the base chain came from.
@@ -76,6 +83,15 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
             )),
             Some(c) => c.status.reason(),
         }
+    };
+    // Background work waits for these when nothing else can fire.
+    let lifts_soon = |id: &str| {
+        find(id).is_some_and(|c| match c.status {
+            ConnectorStatus::RateLimited { until, .. } => {
+                req.waits_out_until.is_some_and(|t| until <= t)
+            }
+            _ => false,
+        }) && !req.already_found.iter().any(|f| f == id)
     };
 
     let mut notes = Vec::new();
@@ -148,8 +164,12 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
     }
 
     let mut to_try = Vec::with_capacity(ordered.len());
+    let mut waits_for = Vec::new();
     for id in ordered {
         if let Some(reason) = unfit(&id) {
+            if lifts_soon(&id) {
+                waits_for.push(id.clone());
+            }
             // A spent budget is a spending limit, not the connector's state.
             let capped =
                 find(&id).is_some_and(|c| matches!(c.status, ConnectorStatus::OverBudget { .. }));
@@ -167,6 +187,10 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
         } else {
             to_try.push(id);
         }
+    }
+    if to_try.is_empty() && !waits_for.is_empty() {
+        skipped.retain(|s| !waits_for.contains(&s.connector_id));
+        to_try = waits_for;
     }
     Chain {
         to_try,
@@ -464,6 +488,7 @@ mod tests {
                     bundle_override: bundle.as_deref(),
                     pack_preferred: &pack,
                     already_found: &found,
+                    waits_out_until: None,
                 },
                 &inventory,
             );
@@ -503,6 +528,54 @@ mod tests {
             reasons,
             ["needs BRAVE_API_KEY", "disabled: by ana", "not registered"]
         );
+    }
+
+    #[test]
+    fn background_work_with_nothing_else_waits_for_a_rate_limit_that_lifts_soon() {
+        let mut inventory = inventory();
+        let limited = |until| ConnectorStatus::RateLimited {
+            until,
+            reason: "429".into(),
+        };
+        inventory.push(candidate("soon", CostTier::Free, limited(4_000)));
+        inventory.push(candidate("late", CostTier::Free, limited(9_000)));
+        let intent = web();
+        let pack = strings(&["late", "soon", "off"]);
+        let chain_of = |waits_out_until| {
+            resolve(
+                &ChainRequest {
+                    intent: Some(&intent),
+                    pack_preferred: &pack,
+                    waits_out_until,
+                    ..Default::default()
+                },
+                &inventory,
+            )
+        };
+        assert!(
+            chain_of(None).to_try.is_empty(),
+            "a person's click skips them"
+        );
+        let background = chain_of(Some(5_000));
+        assert_eq!(background.to_try, ["soon"]);
+        let skipped: Vec<&str> = background
+            .skipped
+            .iter()
+            .map(|s| s.connector_id.as_str())
+            .collect();
+        assert_eq!(skipped, ["late", "off"]);
+        assert_eq!(chain_of(Some(9_000)).to_try, ["late", "soon"]);
+        let pack = strings(&["soon", "searxng"]);
+        let chain = resolve(
+            &ChainRequest {
+                intent: Some(&intent),
+                pack_preferred: &pack,
+                waits_out_until: Some(9_000),
+                ..Default::default()
+            },
+            &inventory,
+        );
+        assert_eq!(chain.to_try, ["searxng"], "what can fire now goes first");
     }
 
     fn any_status() -> impl Strategy<Value = ConnectorStatus> {
@@ -562,6 +635,7 @@ mod tests {
                 bundle_override: bundle.as_deref(),
                 pack_preferred: &pack,
                 already_found: &found,
+                waits_out_until: None,
             }, &inventory);
             let fit = |id: &str| inventory.iter().any(|c| c.id == id && c.status.is_available() && c.serves.contains(&intent));
             // Everything tried can fire, once.

@@ -547,7 +547,7 @@ impl Dispatcher {
         let (pack, member) = pack_in(&scope.catalog, &set.bundle_id, pack_id)
             .ok_or_else(|| DispatchError::UnknownPack(pack_id.to_owned()))?;
         let inputs = self.chain_inputs(record.id, &pack).await?;
-        let chain = self.resolve(scope, &pack, member.as_ref(), explicit, &inputs);
+        let chain = self.resolve(scope, &pack, member.as_ref(), explicit, &inputs, None);
         Ok((pack, chain))
     }
 
@@ -567,6 +567,7 @@ impl Dispatcher {
         member: Option<&BundleMember>,
         explicit: Option<&str>,
         inputs: &RecordChainInputs,
+        waits_out_until: Option<i64>,
     ) -> Chain {
         chain::resolve(
             &ChainRequest {
@@ -576,6 +577,7 @@ impl Dispatcher {
                 bundle_override: member.and_then(|m| m.connector_chain_override.as_deref()),
                 pack_preferred: &pack.preferred_connectors,
                 already_found: &inputs.already_found,
+                waits_out_until,
             },
             &scope.candidates(&self.registry),
         )
@@ -657,6 +659,7 @@ impl Dispatcher {
             member.as_ref(),
             req.connector.as_deref(),
             inputs,
+            walk::waits_out_until(req.priority()),
         );
         let query = render_query(&pack.query_template, &record.name, &record.field_map());
         Prepared {

@@ -322,6 +322,40 @@ async fn a_provider_that_always_answers_429_is_walked_past_and_nothing_fires_twi
 }
 
 #[tokio::test]
+async fn a_fanout_waits_out_a_rate_limit_instead_of_ending_records_as_refused() {
+    for db in testing::all().await {
+        eprintln!("-- on {}", db.kind());
+        // The manifest's hint is a little optimistic (25 a second); the
+        // provider takes 20 (two at once) and answers 429 with
+        // `Retry-After: 1` past that.
+        let provider =
+            FakeProvider::start(Behaviour::limited(Duration::from_millis(10), 20.0)).await;
+        let engine = engine(&db, &["eager"], EngineConfig::default()).await;
+        register_manifest(&engine, &provider.manifest("eager", "/search", Some(25.0)));
+        let set = record_set(&engine, "Eager", 20).await;
+        let job = fan_out(&engine, set).await;
+        let job = finished(&engine, job.id, Duration::from_secs(60)).await;
+        let refused = provider.counters.refused();
+        eprintln!("refused {refused}, served {}", provider.counters.served());
+        assert!(refused > 0, "the provider refused some");
+        assert_eq!(job.found, 20, "every record found after all: {job:?}");
+        assert_eq!(provider.counters.served(), 20, "each answered once");
+        assert_eq!(fires_of_job(&engine, job.id).await, (20, 0));
+        let waited: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM connector_history WHERE outcome = 'rate_limited'",
+        )
+        .fetch_one(engine.store.pool())
+        .await
+        .unwrap();
+        assert_eq!(
+            waited, refused as i64,
+            "each refusal is an attempt of its fire"
+        );
+        assert_eq!(open_attempts(&engine).await, 0);
+    }
+}
+
+#[tokio::test]
 async fn a_hanging_provider_is_cut_at_the_timeout_and_the_chain_goes_on() {
     for db in testing::all().await {
         eprintln!("-- on {}", db.kind());

@@ -10,12 +10,42 @@ use model::{
 };
 use tokio_util::sync::CancellationToken;
 
+use std::time::Duration;
+
 use super::{skip, Dispatcher};
 use crate::connector::{ConnectorResult, FireOpts, Secrets};
 use crate::flow::{Permit, Priority};
 use crate::lens::Lens;
 use crate::registry::ConnectorHandle;
 use crate::store::{retrying, AttemptEnd, Reservation, StoreError, Taken};
+
+/// How far ahead background work (a job's fire) waits for the rate limit
+/// of the last connector its chain can try instead of ending unfired: a
+/// fan-out slows down for a provider's 429 rather than skipping the records
+/// behind it. Earlier connectors are walked past, as by a person's click.
+pub(crate) const WAIT_OUT_AT_MOST: Duration = Duration::from_secs(60);
+
+/// How many times one fire waits out a 429 of the same connector before it
+/// takes the refusal as its outcome.
+const WAITS_OUT_PER_CONNECTOR: u32 = 3;
+
+/// The latest rate limit `priority`'s work waits out rather than skips, as
+/// chain resolution takes it (ms since the epoch).
+pub(crate) fn waits_out_until(priority: Priority) -> Option<i64> {
+    (priority == Priority::Background).then(|| crate::time::now_ms() + millis(WAIT_OUT_AT_MOST))
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
+}
+
+/// How long to wait for a rate limit lifting at `until` (ms since the
+/// epoch), if the walk `waits` and it lifts within [`WAIT_OUT_AT_MOST`].
+fn wait_for(until: Option<i64>, waits: bool) -> Option<Duration> {
+    let left = until? - crate::time::now_ms();
+    (waits && left <= millis(WAIT_OUT_AT_MOST))
+        .then(|| Duration::from_millis(u64::try_from(left.max(1)).unwrap_or(1)))
+}
 
 /// Where a walk writes its attempts.
 #[async_trait::async_trait]
@@ -100,11 +130,19 @@ impl Dispatcher {
         let mut budget = self.config.retry_budget;
         let last = to_try.len().saturating_sub(1);
         'chain: for (position, connector_id) in to_try.iter().enumerate() {
-            let Some(handle) = self.registry.by_id_in(connector_id, workspace_id) else {
-                ledger.skipped(skip(connector_id, "unregistered while the fire ran"));
-                continue;
+            // Only background work with nothing after this waits.
+            let waits = priority == Priority::Background && position == last;
+            let (handle, status) = match self
+                .once_lifted(connector_id, workspace_id, lens, waits, cancel)
+                .await
+            {
+                Lifted::Here(handle, status) => (*handle, status),
+                Lifted::Gone => {
+                    ledger.skipped(skip(connector_id, "unregistered while the fire ran"));
+                    continue;
+                }
+                Lifted::Cancelled => return Ok(true),
             };
-            let status = lens.status(&handle);
             if !status.is_available() {
                 let reason = status.reason().unwrap_or_default();
                 ledger.skipped(Skipped {
@@ -118,6 +156,7 @@ impl Dispatcher {
                 ..opts.clone()
             };
             let keyed_by = lens.key_owner(&handle);
+            let mut waited = 0;
             loop {
                 let permit = match first.take() {
                     Some(p) if p.connector() == connector_id.as_str() => Some(p),
@@ -167,14 +206,29 @@ impl Dispatcher {
                 } else {
                     self.release(&held).await;
                 }
+                let wait_out = match end.outcome {
+                    Some(FireOutcome::RateLimited) if waited < WAITS_OUT_PER_CONNECTOR => {
+                        wait_for(end.retry_after, waits)
+                    }
+                    _ => None,
+                };
                 let ends_walk = match end.outcome {
                     Some(FireOutcome::Found | FireOutcome::Cancelled) => true,
-                    _ => !retry && position == last,
+                    _ => !retry && wait_out.is_none() && position == last,
                 };
                 ledger.close(&end, results, ends_walk).await?;
                 match end.outcome {
                     Some(FireOutcome::Found) => break 'chain,
                     Some(FireOutcome::Cancelled) => return Ok(true),
+                    // Background work asks the same connector again once
+                    // the limit lifts.
+                    _ if wait_out.is_some() => {
+                        waited += 1;
+                        tokio::select! {
+                            () = tokio::time::sleep(wait_out.unwrap_or_default()) => {}
+                            () = cancel.cancelled() => return Ok(true),
+                        }
+                    }
                     // A connector the errors just suspended is not tried again.
                     _ if retry
                         && self
@@ -192,6 +246,35 @@ impl Dispatcher {
             }
         }
         Ok(false)
+    }
+
+    /// The connector as the walk finds it now; when the walk `waits`, once
+    /// a rate limit lifting within [`WAIT_OUT_AT_MOST`] has lifted.
+    async fn once_lifted(
+        &self,
+        connector_id: &str,
+        workspace_id: Option<i64>,
+        lens: &Lens,
+        waits: bool,
+        cancel: &CancellationToken,
+    ) -> Lifted {
+        loop {
+            let Some(handle) = self.registry.by_id_in(connector_id, workspace_id) else {
+                return Lifted::Gone;
+            };
+            let status = lens.status(&handle);
+            let until = match status {
+                ConnectorStatus::RateLimited { until, .. } => Some(until),
+                _ => None,
+            };
+            let Some(wait) = wait_for(until, waits) else {
+                return Lifted::Here(Box::new(handle), status);
+            };
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = cancel.cancelled() => return Lifted::Cancelled,
+            }
+        }
     }
 
     /// Takes what a call needs before it goes out, in order: its price
@@ -291,6 +374,14 @@ impl Dispatcher {
             }
         }
     }
+}
+
+/// A connector of the chain, as the walk comes to it.
+enum Lifted {
+    Here(Box<ConnectorHandle>, ConnectorStatus),
+    /// Unregistered while the fire ran.
+    Gone,
+    Cancelled,
 }
 
 /// What a call holds while it is made: the charge it will record if

@@ -137,6 +137,7 @@ impl Engine {
                 bundle_override: None,
                 pack_preferred: &[],
                 already_found: &[],
+                waits_out_until: None,
             },
             &scope.candidates(&self.registry),
         );
