@@ -62,7 +62,7 @@ test("a budget is set on the inventory, the fan-out confirmation shows the estim
     const ada = await signedIn("ada");
     await ada.goto("/inventory");
     await hydrated(ada);
-    await expect(ada.locator('tr[data-connector="e2e-paid"] .price')).toHaveText("0.25 USD a call (empty answers billed)");
+    await expect(ada.locator('tr[data-connector="e2e-paid"] .price')).toHaveText("0.25 USD a call (empty answers billed, errors billed)");
     const form = ada.locator("form.set-budget");
     await form.getByLabel("What the budget covers").selectOption("e2e-paid");
     await form.getByLabel("Monthly limit").fill("1");

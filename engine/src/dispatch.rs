@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use model::{
-    Capability, Chip, ChipState, EventKind, FireOutcome, FireReport, HistoryEntry, Item, Receipt,
-    Skipped, TriggeredBy,
+    Capability, Chip, ChipState, Cost, EventKind, FireOutcome, FireReport, HistoryEntry, Item,
+    Receipt, Skipped, TriggeredBy,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -198,23 +198,26 @@ enum Called {
 }
 
 impl Called {
-    /// Whether the provider bills this call, by what its pricing says of
-    /// empty answers. A call whose answer never came (timed out,
-    /// cancelled) may have been billed, and counts, so a budget is never
-    /// passed. A failed call counts when the provider answered any of its
-    /// requests with success: the provider billed what it served, whatever
-    /// we made of it (too large, unreadable); a call it refused or failed
-    /// throughout is not billed.
-    fn billed(&self, bills_empty: bool, receipt: &Receipt) -> bool {
+    /// Whether the provider bills this call, by what its declared pricing
+    /// says of empty answers and of errors (see [`model::Cost`]). A call
+    /// whose answer never came (timed out, cancelled) may have been billed,
+    /// and counts, so a budget is never passed. A failed call counts when
+    /// the provider answered any of its requests with success (it billed
+    /// what it served, whatever we made of it: too large, unreadable), or
+    /// with an error status it bills; a call none of whose requests got an
+    /// answer is not billed.
+    fn billed(&self, cost: Option<&Cost>, receipt: &Receipt) -> bool {
+        let (bills_empty, bills_errors) =
+            cost.map_or((true, true), |c| (c.bills_empty, c.bills_errors));
         match self {
             Called::Results(found) => {
                 bills_empty || crate::store::usable_results(&found.results) > 0
             }
             Called::Failed(FireError::Timeout { .. }) | Called::Cancelled => true,
-            Called::Failed(_) => receipt
-                .requests
-                .iter()
-                .any(|r| r.status.is_some_and(|s| (200..300).contains(&s))),
+            Called::Failed(_) => receipt.requests.iter().any(|r| match r.status {
+                Some(s) => (200..300).contains(&s) || bills_errors,
+                None => false,
+            }),
         }
     }
 

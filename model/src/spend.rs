@@ -153,10 +153,16 @@ pub struct Cost {
     pub per_call: Amount,
     /// USD, EUR, credits, searches...: budgets of this unit count it.
     pub unit: String,
-    /// Whether the provider bills a call that found nothing. Calls that
-    /// failed (refused, rate-limited, errors, timeouts) are never counted.
+    /// Whether the provider bills a call that found nothing.
     #[serde(default = "yes")]
     pub bills_empty: bool,
+    /// Whether the provider bills a call it answered with an error status
+    /// (4xx, 5xx, 429). Unless its documented rules say it does not
+    /// (`false`), it is taken to: the cost stays counted, so a budget stops
+    /// early, never late. A call that got no answer at all (the connection
+    /// failed) is not billed; one cut off while waiting (a timeout) is.
+    #[serde(default = "yes")]
+    pub bills_errors: bool,
     /// Capabilities whose calls cost something else than `per_call`, by
     /// dotted name (a crawl that reads ten pages, say).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -168,12 +174,13 @@ fn yes() -> bool {
 }
 
 impl Cost {
-    /// `per_call` of `unit` for every call, empty answers billed.
+    /// `per_call` of `unit` for every call, empty answers and errors billed.
     pub fn per_call(per_call: Amount, unit: &str) -> Self {
         Cost {
             per_call,
             unit: unit.to_owned(),
             bills_empty: true,
+            bills_errors: true,
             by_capability: BTreeMap::new(),
         }
     }
@@ -190,14 +197,15 @@ impl Cost {
         check_unit(&self.unit)
     }
 
-    /// "0.005 USD a call (empty answers billed)".
+    /// "0.005 USD a call (empty answers billed, errors free)".
     pub fn describe(&self) -> String {
-        let empty = if self.bills_empty {
-            "empty answers billed"
-        } else {
-            "empty answers free"
-        };
-        format!("{} a call ({empty})", self.per_call.in_unit(&self.unit))
+        let billed = |yes| if yes { "billed" } else { "free" };
+        format!(
+            "{} a call (empty answers {}, errors {})",
+            self.per_call.in_unit(&self.unit),
+            billed(self.bills_empty),
+            billed(self.bills_errors)
+        )
     }
 }
 

@@ -39,7 +39,13 @@ pub fn registration() -> Registration {
                 per_second: Some(1.0),
                 daily_cap: Some(500),
             },
-            cost: Some(Cost::per_call(Amount::units(1), "SerpApi searches")),
+            // "Only successful and processing searches are counted towards
+            // your searches per month, errored or failed searches are not"
+            // (SerpApi's Account API documentation).
+            cost: Some(Cost {
+                bills_errors: false,
+                ..Cost::per_call(Amount::units(1), "SerpApi searches")
+            }),
         },
         suspends_on_errors: true,
     }

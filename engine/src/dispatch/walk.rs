@@ -188,15 +188,7 @@ impl Dispatcher {
                 ledger.open(connector_id).await?;
                 let (called, receipt) = self.call(&handle, intent, query, &opts, cancel).await;
                 permit.finish(called.signal());
-                let billed = called.billed(
-                    handle
-                        .registration
-                        .profile
-                        .cost
-                        .as_ref()
-                        .is_none_or(|c| c.bills_empty),
-                    &receipt,
-                );
+                let billed = called.billed(handle.registration.profile.cost.as_ref(), &receipt);
                 let (mut end, results, retry) = self
                     .classify(&handle, keyed_by, called, &receipt, &mut budget)
                     .await?;

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different part of it
 
 pub mod real;
+pub mod shared;
 
 use engine::store::testing::TestDatabase;
 use server::{AppState, Config};
