@@ -55,6 +55,20 @@ pub struct DispatchConfig {
     /// How long a streak of suspensions may keep a connector out before
     /// its workspaces' admins are told (see [`crate::attention`]).
     pub attention_after: Duration,
+    /// The most of a connector's daily cap on the server's key one
+    /// workspace may take, as a share (above 0, at most 1): the operator's
+    /// way to keep one workspace from spending everyone's day.
+    pub workspace_daily_share: f64,
+}
+
+impl DispatchConfig {
+    /// The fires of a daily `cap` one workspace may take with the server's
+    /// key: its share, at least one.
+    pub fn share_of(&self, cap: u32) -> u32 {
+        let share = (f64::from(cap) * self.workspace_daily_share.clamp(0.0, 1.0)).floor();
+        // In range: 0 <= share <= cap.
+        (share as u32).clamp(1, cap.max(1))
+    }
 }
 
 impl Default for DispatchConfig {
@@ -66,6 +80,7 @@ impl Default for DispatchConfig {
             max_results: 10,
             default_retry_after: Duration::from_secs(60),
             attention_after: Duration::from_secs(15 * 60),
+            workspace_daily_share: 1.0,
         }
     }
 }

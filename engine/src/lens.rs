@@ -158,6 +158,12 @@ pub fn usage_key(connector_id: &str, key_owner: Option<i64>) -> String {
     }
 }
 
+/// The name one workspace's share of a connector's daily cap on the
+/// server's key is counted under.
+pub fn share_key(connector_id: &str, workspace: i64) -> String {
+    format!("{connector_id} share:{workspace}")
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

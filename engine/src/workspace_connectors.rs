@@ -12,7 +12,7 @@ pub const STATS_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 
 use crate::connector::{FireError, FireOpts};
 use crate::lens::Lens;
-use crate::manifest::{probe, report};
+use crate::manifest::report;
 use crate::registry::RegistryError;
 use crate::store::{Principal, StatusChange, StoreError};
 use crate::Engine;
@@ -216,10 +216,14 @@ impl Engine {
     /// Re-checks a connector (admins): fires it once with a probe query and
     /// the workspace's keys, outside any chain and without keeping results.
     /// An answer clears what an earlier failure of the same key set: with
-    /// the server's key, its auth-failed, rate limit or suspension for
-    /// everyone; with the workspace's own key, what that key met there. A
-    /// failure is only reported. The probe counts against the daily cap of
-    /// its key like any fire.
+    /// the server's key, its auth-failed or suspension for everyone; with
+    /// the workspace's own key, what that key met there. A failure is only
+    /// reported. The probe is a call like any other: it takes its price
+    /// from the workspace's budgets and its place under the daily cap (and
+    /// the workspace's share of it), given back when the provider does not
+    /// bill it. While the provider has asked the server's key to wait, no
+    /// workspace may probe it: that would ask the provider again for
+    /// everyone.
     pub async fn recheck(
         &self,
         who: &Principal,
@@ -233,31 +237,43 @@ impl Engine {
             .await?
             .key_owner(&handle);
         let started = std::time::Instant::now();
-        let counted = crate::lens::usage_key(id, key_owner);
-        let fired = match handle.registration.profile.rate_hints.daily_cap {
-            Some(cap) if !self.store.take_daily_fire(&counted, cap).await? => {
+        let mut charged = None;
+        let fired = match (
+            &handle.status,
+            handle.registration.profile.capabilities.first(),
+        ) {
+            (ConnectorStatus::RateLimited { until, reason }, _) if key_owner.is_none() => {
                 Err(FireError::RateLimited {
                     retry_after: None,
-                    reason: format!("the daily cap of {cap} fires is reached; not probed"),
+                    reason: format!(
+                        "{reason}; not probed before {}",
+                        crate::time::format_utc(*until)
+                    ),
                 })
             }
-            _ => {
+            (_, None) => Err(FireError::Malformed {
+                reason: "it serves no capability".to_owned(),
+            }),
+            (_, Some(intent)) => {
                 let all = self.dispatcher.workspace_secrets(who.workspace_id).await?;
                 let opts = FireOpts {
                     max_results: 3,
                     secrets: all.only(&handle.registration.profile.requires_env),
                     ..FireOpts::default()
                 };
-                let intent = handle.registration.profile.capabilities.first().cloned();
-                match intent {
-                    Some(intent) => {
-                        handle
-                            .throttle(crate::throttle::Priority::Person, Some(who.workspace_id))
-                            .await;
-                        probe(handle.connector.as_ref(), &intent, RECHECK_QUERY, &opts).await
+                let call = (intent, RECHECK_QUERY, &opts);
+                match self
+                    .dispatcher
+                    .call_once(&handle, who.workspace_id, key_owner, call)
+                    .await?
+                {
+                    Ok((ended, charge)) => {
+                        charged = charge;
+                        ended
                     }
-                    None => Err(FireError::Malformed {
-                        reason: "it serves no capability".to_owned(),
+                    Err(reason) => Err(FireError::RateLimited {
+                        retry_after: None,
+                        reason: format!("{reason}; not probed"),
                     }),
                 }
             }
@@ -269,6 +285,10 @@ impl Engine {
             (Some(e), n) => format!("answered, found {n} ({e})"),
             (None, 0) => "answered, found nothing".to_owned(),
             (None, n) => format!("answered, found {n}"),
+        };
+        let summary = match charged {
+            Some(c) => format!("{summary}; billed {}", c.amount.in_unit(&c.unit)),
+            None => summary,
         };
         if answered {
             if let Some(ws) = key_owner {

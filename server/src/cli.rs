@@ -284,6 +284,11 @@ pub struct ServeArgs {
     /// times its latency).
     #[arg(long, env = "SWITCHYARD_MAX_INFLIGHT", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_inflight: u32,
+    /// The most of a connector's daily cap on the server's key
+    /// (`rate_hints.daily_cap`) one workspace may take, in percent: with
+    /// 25, four workspaces at most share out the operator's day.
+    #[arg(long, env = "SWITCHYARD_WORKSPACE_DAILY_SHARE", default_value_t = 100, value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub workspace_daily_share: u8,
     /// Reverse proxies in front of the server, as addresses or CIDR ranges
     /// separated by commas: only their `X-Forwarded-For` is believed when
     /// sign-in attempts are counted per client address.
@@ -339,6 +344,7 @@ impl TryFrom<&ServeArgs> for Config {
             secrets: None,
             leases,
             max_inflight: args.max_inflight as usize,
+            workspace_daily_share: f64::from(args.workspace_daily_share) / 100.0,
             trusted_proxies: crate::auth::TrustedProxies::parse(&args.trusted_proxies)
                 .map_err(|e| format!("--trusted-proxies: {e}"))?,
             calls: engine::ops::CallConfig::default(),

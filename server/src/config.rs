@@ -41,6 +41,9 @@ pub struct Config {
     pub leases: engine::lease::LeaseConfig,
     /// The most fan-out fires in flight in this process.
     pub max_inflight: usize,
+    /// The most of a server key's daily cap one workspace may take (a
+    /// share, above 0, at most 1).
+    pub workspace_daily_share: f64,
     /// The reverse proxies whose `X-Forwarded-For` is believed.
     pub trusted_proxies: crate::auth::TrustedProxies,
     /// How long a capability call is awaited in its request and keeps its

@@ -45,7 +45,10 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
                 max_inflight: config.max_inflight,
                 ..engine::flow::FlowConfig::default()
             },
-            ..EngineConfig::default()
+            dispatch: engine::dispatch::DispatchConfig {
+                workspace_daily_share: config.workspace_daily_share,
+                ..engine::dispatch::DispatchConfig::default()
+            },
         },
     );
     Ok(AppState {

@@ -5,8 +5,12 @@
 mod common;
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use common::shared::{fire_each, shared_status, shared_with_a_neighbour};
+use common::shared::{
+    fire_each, server_sharing_configured, shared_provider, shared_status, shared_with_a_neighbour,
+    Seen,
+};
 use common::{on_every_backend, TestServer, TEST_EMAIL};
 use engine::manifest::Format;
 use model::Role;
@@ -155,6 +159,93 @@ async fn a_shared_rate_limit_holds_an_hour_at_most_and_tells_others_nothing_of_t
     let said = status.to_string();
     assert!(!said.contains("Secret Merger"), "{said}");
     assert!(said.contains("HTTP 429"), "{said}");
+    server.stop().await;
+}
+
+/// A workspace admin's re-check of the shared connector, as `client`.
+async fn recheck_shared(server: &TestServer, client: &reqwest::Client) -> Value {
+    let res = client
+        .post(server.at("/api/connectors/shared/recheck"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    res.json::<Value>().await.unwrap()["report"].clone()
+}
+
+async fn budget_as(server: &TestServer, client: &reqwest::Client, usd: f64) {
+    let res = client
+        .put(server.at("/api/budgets"))
+        .json(&json!({"connector_id": "shared", "unit": "USD", "monthly_limit": usd}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_re_check_is_metered_and_never_asks_a_provider_that_told_everyone_to_wait() {
+    let (seen, server, neighbour) =
+        shared_with_a_neighbour(engine::store::testing::sqlite(), "").await;
+    let asked = || seen.order.lock().unwrap().len();
+
+    // A re-check is a call: it takes its price from the budget, and a
+    // spent budget stops it before it goes out.
+    budget_as(&server, &neighbour, 1.0).await;
+    let report = recheck_shared(&server, &neighbour).await;
+    assert_eq!(report["outcome"], "found", "{report}");
+    let (_, budgets) = server.get_json_as(&neighbour, "/api/budgets").await;
+    assert_eq!(budgets[0]["spent"], 1.0, "{budgets}");
+    let report = recheck_shared(&server, &neighbour).await;
+    let error = report["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("budget") && error.contains("not probed"),
+        "{report}"
+    );
+    assert_eq!(asked(), 1, "the provider was asked once");
+
+    // The provider tells the server's key to wait: no workspace's re-check
+    // asks it again for everyone, and the limit holds.
+    let attempts = fire_each(&server, &server.client, &["limit now"]).await;
+    assert_eq!(attempts[0]["outcome"], "rate_limited", "{attempts:?}");
+    budget_as(&server, &neighbour, 10.0).await;
+    let report = recheck_shared(&server, &neighbour).await;
+    let error = report["error"].as_str().unwrap_or_default();
+    assert!(error.contains("not probed before"), "{report}");
+    assert_eq!(asked(), 2, "nothing more reached the provider");
+    let status = shared_status(&server, &neighbour).await;
+    assert_eq!(status["status"], "rate-limited", "{status}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_workspace_takes_at_most_its_share_of_a_server_keys_daily_cap() {
+    let seen = Arc::new(Seen::default());
+    let base = shared_provider(seen.clone()).await;
+    // The operator lets one workspace take half of the 4 fires a day.
+    let server = server_sharing_configured(
+        engine::store::testing::sqlite(),
+        &base,
+        "{ per_call = 1, unit = \"USD\" }",
+        "rate_hints = { daily_cap = 4 }",
+        |config| config.workspace_daily_share = 0.5,
+    )
+    .await;
+    let neighbour = server
+        .user("nina@other.example", "other", Role::Admin)
+        .await;
+    let mine = fire_each(&server, &server.client, &["one a", "one b", "one c"]).await;
+    assert_eq!(mine[0]["outcome"], "found", "{mine:?}");
+    assert_eq!(mine[1]["outcome"], "found", "{mine:?}");
+    let detail = mine[2]["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("share of the daily cap is reached (2 of 4 fires)"),
+        "{mine:?}"
+    );
+    let theirs = fire_each(&server, &neighbour, &["two a", "two b"]).await;
+    assert_eq!(theirs[0]["outcome"], "found", "{theirs:?}");
+    assert_eq!(theirs[1]["outcome"], "found", "{theirs:?}");
+    assert_eq!(seen.good.load(Ordering::SeqCst), 4);
     server.stop().await;
 }
 

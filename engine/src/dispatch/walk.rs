@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use std::time::Duration;
 
-use super::{skip, Dispatcher};
-use crate::connector::{ConnectorResult, FireOpts, Secrets};
+use super::{skip, Called, Dispatcher};
+use crate::connector::{ConnectorResult, FireError, FireOpts, Found, Secrets};
 use crate::flow::{Permit, Priority};
 use crate::lens::Lens;
 use crate::registry::ConnectorHandle;
@@ -336,17 +336,79 @@ impl Dispatcher {
             }
             held.paid = Some(cap);
         }
-        if let Some(cap) = registration.profile.rate_hints.daily_cap {
-            let counted = crate::lens::usage_key(id, keyed_by);
-            if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
-                self.release(&held).await;
-                return Ok(Err(capped(
-                    id,
-                    &format!("daily cap of {cap} fires reached"),
+        if let Some(reached) = self.take_daily(handle, workspace_id, keyed_by).await? {
+            self.release(&held).await;
+            return Ok(Err(capped(id, &reached)));
+        }
+        Ok(Ok(held))
+    }
+
+    /// Takes a place under the connector's daily cap for one call with
+    /// `keyed_by`'s key and, with the server's key, under the share of it
+    /// one workspace may take ([`super::DispatchConfig::share_of`]). Says
+    /// which is reached when one is.
+    async fn take_daily(
+        &self,
+        handle: &ConnectorHandle,
+        workspace_id: Option<i64>,
+        keyed_by: Option<i64>,
+    ) -> Result<Option<String>, StoreError> {
+        let profile = &handle.registration.profile;
+        let Some(cap) = profile.rate_hints.daily_cap else {
+            return Ok(None);
+        };
+        let share = self.config.share_of(cap);
+        if let (None, Some(ws)) = (keyed_by, workspace_id.filter(|_| share < cap)) {
+            let counted = crate::lens::share_key(&profile.id, ws);
+            if !retrying(|| self.store.take_daily_fire(&counted, share)).await? {
+                return Ok(Some(format!(
+                    "this workspace's share of the daily cap is reached ({share} of {cap} fires)"
                 )));
             }
         }
-        Ok(Ok(held))
+        let counted = crate::lens::usage_key(&profile.id, keyed_by);
+        if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
+            return Ok(Some(format!("daily cap of {cap} fires reached")));
+        }
+        Ok(None)
+    }
+
+    /// One call outside any chain (an admin's re-check of a connector),
+    /// under a walk's rules: the workspace's budgets and the daily cap
+    /// with its share are taken first, and given back when the provider
+    /// does not bill the answer. `Err` says which limit refused the call
+    /// (nothing went out); otherwise how the call ended and what it cost.
+    pub(crate) async fn call_once(
+        &self,
+        handle: &ConnectorHandle,
+        workspace_id: i64,
+        keyed_by: Option<i64>,
+        (intent, query, opts): (&Capability, &str, &FireOpts),
+    ) -> Result<Result<(Result<Found, FireError>, Option<Charge>), String>, StoreError> {
+        let held = match self
+            .hold(Some(workspace_id), handle, intent, keyed_by, None)
+            .await?
+        {
+            Ok(held) => held,
+            Err(refused) => return Ok(Err(refused.reason)),
+        };
+        handle.throttle(Priority::Person, Some(workspace_id)).await;
+        let never = CancellationToken::new();
+        let (called, receipt) = self.call(handle, intent, query, opts, &never).await;
+        let charge = if called.billed(handle.registration.profile.cost.as_ref(), &receipt) {
+            held.charge.clone()
+        } else {
+            self.release(&held).await;
+            None
+        };
+        let ended = match called {
+            Called::Results(found) => Ok(found),
+            Called::Failed(e) => Err(e),
+            Called::Cancelled => Err(FireError::Timeout {
+                after: self.config.attempt_timeout,
+            }),
+        };
+        Ok(Ok((ended, charge)))
     }
 
     /// Gives back what a call that was not billed (or not made) held. A

@@ -41,8 +41,8 @@ pub use fire::ManifestConnector;
 #[cfg(test)]
 pub(crate) use fire::{map_page, over_node_limit};
 pub use model::Problem;
+pub(crate) use workspace::report;
 pub use workspace::SaveError;
-pub(crate) use workspace::{probe, report};
 
 use crate::registry::Registration;
 

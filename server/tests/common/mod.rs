@@ -133,6 +133,7 @@ impl TestServer {
             ),
             leases: engine::lease::LeaseConfig::default(),
             max_inflight: 256,
+            workspace_daily_share: 1.0,
             trusted_proxies: server::auth::TrustedProxies::default(),
             calls: engine::ops::CallConfig::default(),
             page_rechecks: engine::recheck::PageRechecks::On,

@@ -114,13 +114,24 @@ pub async fn server_sharing(
     cost: &str,
     extra: &str,
 ) -> TestServer {
+    server_sharing_configured(db, base, cost, extra, |_| {}).await
+}
+
+/// [`server_sharing`] with the operator's settings changed by `configure`.
+pub async fn server_sharing_configured(
+    db: engine::store::testing::TestDatabase,
+    base: &str,
+    cost: &str,
+    extra: &str,
+    configure: impl FnOnce(&mut server::Config),
+) -> TestServer {
     let text = super::news_manifest("shared", "Shared news", &format!("{base}/news"), None)
         .replace(
             "cost_tier = \"free\"",
             &format!("cost_tier = \"paid\"\ncost = {cost}\n{extra}"),
         );
     let manifest = Manifest::parse(&text, Format::Toml).unwrap();
-    let server = TestServer::start_for_fakes(db, |_| {}).await;
+    let server = TestServer::start_for_fakes(db, configure).await;
     let connector = ManifestConnector::new(
         Arc::new(manifest.clone()),
         server.state.engine.outbound.clone(),
