@@ -90,6 +90,8 @@ pub struct Engine {
     calls_by_workspace: ops::Slots,
     /// Imports running in this process, by workspace.
     imports: ops::Slots,
+    /// Fan-outs being started in this process, by workspace: one at a time.
+    fanout_starts: ops::Turnstiles,
     /// Stops the heartbeat (see [`Engine::recover`]).
     upkeep: tokio_util::sync::CancellationToken,
 }
@@ -144,6 +146,7 @@ impl Engine {
             calls: config.calls,
             calls_in_flight: ops::CallsInFlight::default(),
             imports: ops::Slots::default(),
+            fanout_starts: ops::Turnstiles::default(),
             calls_by_workspace: ops::Slots::default(),
             upkeep: tokio_util::sync::CancellationToken::new(),
             drop_folder: Arc::default(),

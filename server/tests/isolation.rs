@@ -249,6 +249,65 @@ async fn one_workspace_takes_at_most_its_share_of_a_server_keys_daily_cap() {
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_runs_a_bounded_number_of_fan_outs_and_a_neighbour_is_not_held_back() {
+    // One call a second: fan-outs of five records each (past what a request
+    // waits for) run for many seconds.
+    let (_, server, neighbour) = shared_with_a_neighbour(
+        engine::store::testing::sqlite(),
+        "rate_hints = { per_second = 1 }",
+    )
+    .await;
+    let start = |client: reqwest::Client, set: i64| {
+        let url = server.at(&format!("/api/record-sets/{set}/fanout"));
+        async move {
+            let res = client
+                .post(url)
+                .json(&json!({"packs": ["news"]}))
+                .send()
+                .await
+                .unwrap();
+            let wait = res.headers().get("retry-after").cloned();
+            (
+                res.status().as_u16(),
+                wait,
+                res.json::<Value>().await.unwrap(),
+            )
+        }
+    };
+    let mut sets = Vec::new();
+    for n in 0..=engine::ops::MAX_FANOUTS_RUNNING {
+        let csv: String = (0..5).map(|i| format!("\nrecord {n}.{i}")).collect();
+        let csv = format!("name{csv}\n");
+        let (status, set) = server.import(&format!("Set {n}"), "test", &csv).await;
+        assert_eq!(status, 201, "{set}");
+        sets.push(set["id"].as_i64().unwrap());
+    }
+    let (last, running) = sets.split_last().unwrap();
+    for set in running {
+        let (status, _, body) = start(server.client.clone(), *set).await;
+        assert_eq!(status, 202, "{body}");
+    }
+    let (status, wait, body) = start(server.client.clone(), *last).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(wait.unwrap(), "30");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("fan-outs: this workspace has 4 running"),
+        "{body}"
+    );
+
+    let (status, theirs) = server
+        .import_as(&neighbour, "Theirs", "test", "name\na\nb\nc\nd\ne\n")
+        .await;
+    assert_eq!(status, 201, "{theirs}");
+    let (status, _, body) = start(neighbour.clone(), theirs["id"].as_i64().unwrap()).await;
+    assert_eq!(status, 202, "{body}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn wrong_current_passwords_are_slowed_like_sign_in_and_the_owner_still_changes_theirs() {
     let server = TestServer::start_configured(

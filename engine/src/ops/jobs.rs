@@ -10,6 +10,14 @@ use crate::Engine;
 
 use super::OpError;
 
+/// The most fan-outs people may have running over one workspace's sets at
+/// once, in the whole deployment: a workspace's fan-outs share connectors
+/// by job, so one with many would take most of every window.
+pub const MAX_FANOUTS_RUNNING: i64 = 4;
+
+/// When a workspace at its limit of running fan-outs is told to ask again.
+const FANOUT_RETRY: Duration = Duration::from_secs(30);
+
 impl Engine {
     /// What a fan-out of the set's bundle may fire and spend, per
     /// connector, with the budgets it counts against, asked before it runs.
@@ -60,6 +68,17 @@ impl Engine {
                 "the bundle {:?} has no packs",
                 set.bundle_id
             )));
+        }
+        // Counted and started in one turn of the workspace, so starts at
+        // once in this process cannot pass the limit together.
+        let _turn = self.fanout_starts.turn(who.workspace_id).await;
+        if self.store.running_fanouts(who.workspace_id).await? >= MAX_FANOUTS_RUNNING {
+            return Err(OpError::Limited {
+                detail: format!(
+                    "fan-outs: this workspace has {MAX_FANOUTS_RUNNING} running; try again when one ends, or cancel one"
+                ),
+                retry_after: FANOUT_RETRY,
+            });
         }
         Ok(self
             .jobs

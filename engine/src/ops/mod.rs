@@ -16,7 +16,8 @@ pub use calls::{
     CallConfig, CallsInFlight, DEFAULT_MAX_RESULTS, MAX_CALLS_IN_FLIGHT, MAX_QUERY_CHARS,
     MAX_RESULTS,
 };
-pub use slots::{Slot, Slots};
+pub use jobs::MAX_FANOUTS_RUNNING;
+pub use slots::{Slot, Slots, Turnstiles};
 
 use model::Item;
 

@@ -1,6 +1,6 @@
 //! Limits on work in flight per owner (a workspace, a person): a slot is
 //! taken for as long as the work runs and given back when its guard goes,
-//! however the work ends.
+//! however the work ends; and turns, for what an owner checks then writes.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -50,6 +50,26 @@ impl Drop for Slot {
                 counts.remove(&self.owner);
             }
         }
+    }
+}
+
+/// One turn at a time per owner: what one owner checks and then writes
+/// (a count of running work, then the work) cannot be interleaved by two of
+/// its own requests. Other owners never wait for it.
+#[derive(Clone, Debug, Default)]
+pub struct Turnstiles(Arc<Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>>);
+
+impl Turnstiles {
+    /// Waits for `owner`'s turn; it lasts as long as the guard.
+    pub async fn turn(&self, owner: i64) -> tokio::sync::OwnedMutexGuard<()> {
+        let gate = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(owner)
+            .or_default()
+            .clone();
+        gate.lock_owned().await
     }
 }
 

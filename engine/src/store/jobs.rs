@@ -252,6 +252,20 @@ impl Store {
         Ok(tasks)
     }
 
+    /// How many fan-outs people started over a workspace's sets are still
+    /// running, in every process (scheduled refreshes are not counted).
+    pub async fn running_fanouts(&self, workspace_id: i64) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT COUNT(*) FROM jobs j JOIN record_sets s ON s.id = j.record_set_id \
+             WHERE s.workspace_id = $1 AND j.status = 'running' \
+             AND (j.triggered_by IS NULL OR j.triggered_by = $2)",
+        )
+        .bind(workspace_id)
+        .bind(model::TriggeredBy::InitialFanout.name())
+        .fetch_one(self.pool())
+        .await?)
+    }
+
     /// How many tasks of a job are not done yet (pending, or running in
     /// any process).
     pub async fn unfinished_tasks(&self, job_id: i64) -> Result<i64, StoreError> {

@@ -52,7 +52,7 @@ fn envelope(job: Job) -> Envelope<FireReport> {
     post, path = "/api/record-sets/{id}/fanout", tag = "jobs",
     params(("id" = i64, Path, description = "The record set")),
     request_body(content = Option<FanoutBody>, description = "Packs to run; the bundle when absent"),
-    responses((status = 200, description = "Small enough to finish in the request", body = Envelope<FireReport>), (status = 202, description = "Running; poll the job or watch the events", body = Envelope<FireReport>), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+    responses((status = 200, description = "Small enough to finish in the request", body = Envelope<FireReport>), (status = 202, description = "Running; poll the job or watch the events", body = Envelope<FireReport>), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 429, description = "The workspace has as many fan-outs running as it may; Retry-After says when to ask again", body = ErrorBody))
 )]
 pub async fn fanout(
     State(state): State<AppState>,
