@@ -29,15 +29,16 @@ const MAX_NODES: usize = 200_000;
 const MAPPING_TIME: Duration = Duration::from_secs(2);
 /// The most items one answer may give (each is kept as raw evidence).
 const MAX_ITEMS: usize = 1_000;
-/// The most mappings running at once in the process, each on a blocking
-/// thread: a mapping cut off at [`MAPPING_TIME`] keeps its thread until it
-/// ends, and still counts here, so costly manifests wait for each other
-/// and never take the threads password hashing and imports run on.
+/// The threads mappings run on, in the process: their own, so costly
+/// manifests wait for each other and never take the threads password
+/// hashing and imports run on. A mapping cut off at [`MAPPING_TIME`] keeps
+/// its thread until it ends (JSONPath without regular expressions, over at
+/// most [`MAX_NODES`] values, does end); one still waiting is dropped.
 const MAPPINGS_AT_ONCE: usize = 4;
 
-fn mapping_slots() -> &'static Arc<tokio::sync::Semaphore> {
-    static SLOTS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
-    SLOTS.get_or_init(|| Arc::new(tokio::sync::Semaphore::new(MAPPINGS_AT_ONCE)))
+fn mapping_pool() -> &'static super::pool::Pool {
+    static POOL: std::sync::OnceLock<super::pool::Pool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| super::pool::Pool::new("mapping", MAPPINGS_AT_ONCE))
 }
 
 /// A manifest as a connector.
@@ -89,7 +90,7 @@ impl ManifestConnector {
             .collect()
     }
 
-    /// Maps one answer through the manifest's JSONPath on a blocking thread
+    /// Maps one answer through the manifest's JSONPath on a mapping thread
     /// within [`MAPPING_TIME`]: a manifest's paths are its author's, and a
     /// costly one must neither hold up the runtime nor outlive the fire.
     async fn map(&self, answer: Value) -> Result<MappedPage, FireError> {
@@ -100,21 +101,7 @@ impl ManifestConnector {
             });
         }
         let manifest = self.manifest.clone();
-        let mapping = async {
-            let slot = mapping_slots()
-                .clone()
-                .acquire_owned()
-                .await
-                .map_err(|e| e.to_string())?;
-            tokio::task::spawn_blocking(move || {
-                // Held by the work itself: given back when it ends, not
-                // when the fire stops waiting for it.
-                let _slot = slot;
-                map_page(&manifest, &answer)
-            })
-            .await
-            .map_err(|e| e.to_string())
-        };
+        let mapping = mapping_pool().run(move || map_page(&manifest, &answer));
         match tokio::time::timeout(MAPPING_TIME, mapping).await {
             Ok(Ok(mapped)) => Ok(mapped),
             Ok(Err(e)) => Err(FireError::Malformed {

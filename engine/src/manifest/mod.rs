@@ -25,6 +25,7 @@
 mod field;
 mod fire;
 pub mod folder;
+mod pool;
 mod workspace;
 
 use std::collections::{BTreeMap, BTreeSet};
