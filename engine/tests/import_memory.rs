@@ -62,6 +62,7 @@ fn assert_streamed_within_ten_times(what: &str, csv: &str) {
 
 #[test]
 fn a_file_of_empty_cells_is_imported_with_a_peak_of_a_few_times_its_size() {
+    let _one = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     // 200 columns by 10,400 rows, nearly every cell empty: 2.1 MB.
     let columns: Vec<String> = std::iter::once("name".to_owned())
         .chain((1..200).map(|i| format!("c{i}")))
@@ -138,4 +139,91 @@ fn a_file_of_empty_cells_is_imported_with_a_peak_of_a_few_times_its_size() {
             .collect::<String>()
     );
     assert_streamed_within_ten_times("long column names", &wide);
+}
+
+/// One measurement at a time: the allocator counts every thread.
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+mod shapes {
+    use proptest::prelude::*;
+
+    /// A cell as files carry them: mostly empty or short; quoted with
+    /// separators, quotes and line breaks inside; not ASCII; long; too long.
+    pub fn cell() -> impl Strategy<Value = String> {
+        prop_oneof![
+            200 => Just(String::new()),
+            60 => "[a-z0-9 ]{1,12}",
+            10 => "[a-z,\"\n\r ]{0,40}".prop_map(|s| format!("\"{}\"", s.replace('"', "\"\""))),
+            10 => "[é漢字🙂 ]{1,10}",
+            2 => (1..3_000usize).prop_map(|n| "y".repeat(n)),
+            // Past the limit of a cell: its row is refused.
+            1 => (10_001..10_500usize).prop_map(|n| "z".repeat(n)),
+        ]
+    }
+
+    /// A whole file: a header of `columns` names (long ones too), rows
+    /// that may be ragged, either line ending, perhaps a byte-order mark.
+    pub fn file() -> impl Strategy<Value = String> {
+        (
+            1..240usize,
+            1..120usize,
+            prop::collection::vec(prop::collection::vec(cell(), 0..40), 1..60),
+            1..400usize,
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(columns, name_len, rows, repeat, crlf, bom)| {
+                let end = if crlf { "\r\n" } else { "\n" };
+                let mut csv = String::from(if bom { "\u{feff}" } else { "" });
+                let names: Vec<String> = std::iter::once("name".to_owned())
+                    .chain((1..columns).map(|i| format!("{i:0>name_len$}")))
+                    .collect();
+                csv.push_str(&names.join(","));
+                csv.push_str(end);
+                // The rows again and again, up to about 3 MB.
+                'fill: for _ in 0..repeat {
+                    for (n, row) in rows.iter().enumerate() {
+                        csv.push_str(&format!("r{n}"));
+                        // Most rows are as wide as the header (empty cells
+                        // filling them out); every tenth is ragged.
+                        let width = if n % 10 == 9 { row.len() } else { columns - 1 };
+                        for i in 0..width {
+                            csv.push(',');
+                            csv.push_str(row.get(i).map_or("", String::as_str));
+                        }
+                        csv.push_str(end);
+                        if csv.len() > 3_000_000 {
+                            break 'fill;
+                        }
+                    }
+                }
+                csv
+            })
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 40, ..Default::default() })]
+
+    /// Whatever the shape, an import's peak memory stays within ten times
+    /// the file (with a floor for small files), and a file the limits
+    /// refuse is refused without holding more.
+    #[test]
+    fn fuzz_csv_shapes_peak_within_ten_times_the_file(csv in shapes::file()) {
+        let _one = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+        let mut records = 0;
+        let mut outcome = Ok(());
+        let streamed = peak_growth(|| {
+            outcome = parse_csv_in_batches(csv.as_bytes(), ImportLimits::default(), |batch| {
+                records += batch.len();
+                true
+            })
+            .map(|_| ());
+        });
+        proptest::prop_assert!(
+            streamed <= 10 * csv.len().max(100_000),
+            "peak growth {} B for a {} B file ({} records, {:?})",
+            streamed, csv.len(), records, outcome.as_ref().err()
+        );
+    }
 }
