@@ -161,7 +161,9 @@ pub struct Cost {
     /// (`false`), it is taken to: the cost stays counted, so a budget stops
     /// early, never late. A call that got no answer at all (the connection
     /// failed) is not billed; one cut off while waiting (a timeout) is.
-    #[serde(default = "yes")]
+    /// Left out when true, so a manifest written before it keeps its
+    /// digest (its version in receipts).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub bills_errors: bool,
     /// Capabilities whose calls cost something else than `per_call`, by
     /// dotted name (a crawl that reads ten pages, say).
@@ -171,6 +173,10 @@ pub struct Cost {
 
 fn yes() -> bool {
     true
+}
+
+fn is_yes(value: &bool) -> bool {
+    *value
 }
 
 impl Cost {

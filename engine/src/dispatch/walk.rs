@@ -5,12 +5,12 @@
 //! cancelled or the chain ends. Where each attempt is written is the
 //! [`Ledger`]'s: a record's fire, or a capability call.
 
+use std::time::Duration;
+
 use model::{
     Amount, Capability, Charge, ConnectorStatus, CostTier, EventKind, FireOutcome, PaidBy, Skipped,
 };
 use tokio_util::sync::CancellationToken;
-
-use std::time::Duration;
 
 use super::{skip, Called, Dispatcher};
 use crate::connector::{ConnectorResult, FireError, FireOpts, Found, Secrets};
@@ -209,18 +209,18 @@ impl Dispatcher {
                     _ => !retry && wait_out.is_none() && position == last,
                 };
                 ledger.close(&end, results, ends_walk).await?;
+                // Background work asks the same connector again once the
+                // limit lifts.
+                if let Some(wait) = wait_out {
+                    waited += 1;
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => continue,
+                        () = cancel.cancelled() => return Ok(true),
+                    }
+                }
                 match end.outcome {
                     Some(FireOutcome::Found) => break 'chain,
                     Some(FireOutcome::Cancelled) => return Ok(true),
-                    // Background work asks the same connector again once
-                    // the limit lifts.
-                    _ if wait_out.is_some() => {
-                        waited += 1;
-                        tokio::select! {
-                            () = tokio::time::sleep(wait_out.unwrap_or_default()) => {}
-                            () = cancel.cancelled() => return Ok(true),
-                        }
-                    }
                     // A connector the errors just suspended is not tried again.
                     _ if retry
                         && self
