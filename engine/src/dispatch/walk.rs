@@ -392,9 +392,17 @@ impl Dispatcher {
             Ok(held) => held,
             Err(refused) => return Ok(Err(refused.reason)),
         };
-        handle.throttle(Priority::Person, Some(workspace_id)).await;
+        // Paced as a walk paces a person's call: this process's throttle,
+        // then the deployment's rate slot on PostgreSQL.
         let never = CancellationToken::new();
+        let mut permit = self.flow.acquire(handle, Priority::Person, &never).await;
+        if let Some(permit) = permit.as_mut() {
+            self.pace(handle, permit, Some(workspace_id), keyed_by).await;
+        }
         let (called, receipt) = self.call(handle, intent, query, opts, &never).await;
+        if let Some(permit) = permit {
+            permit.finish(called.signal());
+        }
         let charge = if called.billed(handle.registration.profile.cost.as_ref(), &receipt) {
             held.charge.clone()
         } else {
