@@ -5,21 +5,10 @@
 mod common;
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
-use common::shared::{fire_each, server_sharing, server_with_shared, shared_provider, Seen};
+use common::shared::{fire_each, priced, SHARED_PRICE};
 use common::TestServer;
 use serde_json::{json, Value};
-
-async fn budget_of(server: &TestServer, usd: f64) {
-    let (status, body) = server
-        .put_json(
-            "/api/budgets",
-            json!({"connector_id": "shared", "unit": "USD", "monthly_limit": usd}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-}
 
 async fn spent(server: &TestServer) -> f64 {
     let (_, budgets) = server.get_json("/api/budgets").await;
@@ -28,10 +17,7 @@ async fn spent(server: &TestServer) -> f64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_answer_too_large_to_read_stays_billed_and_no_budget_is_passed() {
-    let seen = Arc::new(Seen::default());
-    let base = shared_provider(seen.clone()).await;
-    let server = server_with_shared(engine::store::testing::sqlite(), &base).await;
-    budget_of(&server, 2.0).await;
+    let (seen, server) = priced(SHARED_PRICE, 2.0).await;
 
     // Each answer is a success the provider billed, whatever we made of it.
     let attempts = fire_each(
@@ -77,16 +63,7 @@ async fn error_answers_are_billed_unless_the_pricing_says_they_are_free() {
     let names = ["broken one", "broken two", "broken three", "broken four"];
     // Undeclared: the provider is taken to bill what it answered, errors
     // too, so the 3 USD budget stops the calls at 3.
-    let seen = Arc::new(Seen::default());
-    let base = shared_provider(seen.clone()).await;
-    let server = server_sharing(
-        engine::store::testing::sqlite(),
-        &base,
-        "{ per_call = 1, unit = \"USD\" }",
-        "",
-    )
-    .await;
-    budget_of(&server, 3.0).await;
+    let (seen, server) = priced("{ per_call = 1, unit = \"USD\" }", 3.0).await;
     let attempts: Vec<Value> = fire_each(&server, &server.client, &names).await;
     let asked = seen.broken.load(Ordering::SeqCst);
     assert_eq!(asked, 3, "{attempts:?}");
@@ -95,16 +72,11 @@ async fn error_answers_are_billed_unless_the_pricing_says_they_are_free() {
 
     // Declared free (`bills_errors = false`, as SerpApi documents): the
     // errors cost nothing and the budget is untouched.
-    let seen = Arc::new(Seen::default());
-    let base = shared_provider(seen.clone()).await;
-    let server = server_sharing(
-        engine::store::testing::sqlite(),
-        &base,
+    let (seen, server) = priced(
         "{ per_call = 1, unit = \"USD\", bills_errors = false }",
-        "",
+        3.0,
     )
     .await;
-    budget_of(&server, 3.0).await;
     let attempts = fire_each(&server, &server.client, &names[..2]).await;
     assert!(seen.broken.load(Ordering::SeqCst) >= 2, "{attempts:?}");
     assert_eq!(spent(&server).await, 0.0, "{attempts:?}");

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use common::shared::{
-    fire_each, server_sharing_configured, shared_provider, shared_status, shared_with_a_neighbour,
-    Seen,
+    budget_shared, fire_each, server_sharing_configured, shared_provider, shared_status,
+    shared_with_a_neighbour, Seen,
 };
 use common::{on_every_backend, TestServer, TEST_EMAIL};
 use engine::manifest::Format;
@@ -173,16 +173,6 @@ async fn recheck_shared(server: &TestServer, client: &reqwest::Client) -> Value 
     res.json::<Value>().await.unwrap()["report"].clone()
 }
 
-async fn budget_as(server: &TestServer, client: &reqwest::Client, usd: f64) {
-    let res = client
-        .put(server.at("/api/budgets"))
-        .json(&json!({"connector_id": "shared", "unit": "USD", "monthly_limit": usd}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_re_check_is_metered_and_never_asks_a_provider_that_told_everyone_to_wait() {
     let (seen, server, neighbour) =
@@ -191,7 +181,7 @@ async fn a_re_check_is_metered_and_never_asks_a_provider_that_told_everyone_to_w
 
     // A re-check is a call: it takes its price from the budget, and a
     // spent budget stops it before it goes out.
-    budget_as(&server, &neighbour, 1.0).await;
+    budget_shared(&server, &neighbour, 1.0).await;
     let report = recheck_shared(&server, &neighbour).await;
     assert_eq!(report["outcome"], "found", "{report}");
     let (_, budgets) = server.get_json_as(&neighbour, "/api/budgets").await;
@@ -208,7 +198,7 @@ async fn a_re_check_is_metered_and_never_asks_a_provider_that_told_everyone_to_w
     // asks it again for everyone, and the limit holds.
     let attempts = fire_each(&server, &server.client, &["limit now"]).await;
     assert_eq!(attempts[0]["outcome"], "rate_limited", "{attempts:?}");
-    budget_as(&server, &neighbour, 10.0).await;
+    budget_shared(&server, &neighbour, 10.0).await;
     let report = recheck_shared(&server, &neighbour).await;
     let error = report["error"].as_str().unwrap_or_default();
     assert!(error.contains("not probed before"), "{report}");

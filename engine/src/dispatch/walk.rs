@@ -397,7 +397,8 @@ impl Dispatcher {
         let never = CancellationToken::new();
         let mut permit = self.flow.acquire(handle, Priority::Person, &never).await;
         if let Some(permit) = permit.as_mut() {
-            self.pace(handle, permit, Some(workspace_id), keyed_by).await;
+            self.pace(handle, permit, Some(workspace_id), keyed_by)
+                .await;
         }
         let (called, receipt) = self.call(handle, intent, query, opts, &never).await;
         if let Some(permit) = permit {

@@ -15,6 +15,9 @@ use serde_json::{json, Value};
 
 use super::TestServer;
 
+/// What a call of `shared` costs unless a test says otherwise.
+pub const SHARED_PRICE: &str = "{ per_call = 1, unit = \"USD\", bills_empty = true }";
+
 /// Requests the shared provider saw, by the first word of their query.
 #[derive(Default)]
 pub struct Seen {
@@ -202,4 +205,25 @@ pub async fn shared_status(server: &TestServer, client: &reqwest::Client) -> Val
         .find(|c| c["id"] == "shared")
         .cloned()
         .expect("the shared connector is listed")
+}
+
+/// Sets `client`'s workspace a monthly budget of `usd` for `shared`.
+pub async fn budget_shared(server: &TestServer, client: &reqwest::Client, usd: f64) {
+    let res = client
+        .put(server.at("/api/budgets"))
+        .json(&json!({"connector_id": "shared", "unit": "USD", "monthly_limit": usd}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+}
+
+/// The shared provider and a server whose `shared` is priced at `cost`,
+/// with a budget of `usd` for the test user's workspace.
+pub async fn priced(cost: &str, usd: f64) -> (Arc<Seen>, TestServer) {
+    let seen = Arc::new(Seen::default());
+    let base = shared_provider(seen.clone()).await;
+    let server = server_sharing(engine::store::testing::sqlite(), &base, cost, "").await;
+    budget_shared(&server, &server.client, usd).await;
+    (seen, server)
 }
