@@ -463,6 +463,28 @@ mod tests {
     }
 
     #[test]
+    fn a_workspace_s_daily_share_is_a_percent_of_the_cap() {
+        let all = Cli::try_parse_from(["switchyard"]).unwrap();
+        assert_eq!(
+            Config::try_from(all.serve_args())
+                .unwrap()
+                .workspace_daily_share,
+            1.0
+        );
+        let quarter = Cli::try_parse_from(["switchyard", "--workspace-daily-share", "25"]).unwrap();
+        assert_eq!(
+            Config::try_from(quarter.serve_args())
+                .unwrap()
+                .workspace_daily_share,
+            0.25
+        );
+        for bad in ["0", "101", "half"] {
+            let err = Cli::try_parse_from(["switchyard", "--workspace-daily-share", bad]);
+            assert!(err.is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn a_bad_address_is_refused() {
         let err = Cli::try_parse_from(["switchyard", "serve", "--addr", "nowhere"]).unwrap_err();
         assert!(err.to_string().contains("--addr"), "{err}");
