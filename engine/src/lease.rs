@@ -19,6 +19,10 @@ use crate::Engine;
 /// How often a process running jobs looks for those cancelled elsewhere.
 pub const ENDED_JOBS_EVERY: Duration = Duration::from_secs(1);
 
+/// An import still unfinished this long after it began lost its process
+/// (a 100,000-record file takes seconds): the heartbeat deletes it.
+pub const ABANDONED_IMPORT_AFTER: Duration = Duration::from_secs(3600);
+
 /// Lease settings, with their defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeaseConfig {
@@ -204,6 +208,17 @@ impl Engine {
             }
             if let Err(e) = self.events.prune().await {
                 tracing::warn!(error = %e, "Pruning old events failed; trying again at the next heartbeat.");
+            }
+            let abandoned = now_ms().saturating_sub(ABANDONED_IMPORT_AFTER.as_millis() as i64);
+            match self.store.forget_abandoned_imports(abandoned).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    record_sets = n,
+                    "Deleted imports whose process stopped mid-file."
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e, "Deleting abandoned imports failed; trying again at the next heartbeat.")
+                }
             }
             if let Err(e) = self.run_due_refreshes().await {
                 tracing::warn!(error = %e, "Running due refresh schedules failed; trying again at the next heartbeat.");

@@ -16,6 +16,8 @@
 //! ./scripts/with-postgres.sh cargo bench -p server --bench load    # on PostgreSQL
 //! ```
 
+#[path = "common/measure.rs"]
+mod measure;
 #[path = "../../engine/tests/common/provider.rs"]
 mod provider;
 #[allow(dead_code)] // the tests' helpers; this uses a few
@@ -29,19 +31,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use measure::{percentile, rss_kib, setting, Dice};
 use provider::{Behaviour, FakeProvider};
 use real::{write_deployment, Served};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "load test password";
 const RECORDS_PER_SET: usize = 20;
-
-fn setting(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Latencies and failures, by route.
 #[derive(Default)]
@@ -93,22 +89,6 @@ async fn call(
             t.errors.entry(route).or_default().push(e);
             None
         }
-    }
-}
-
-/// A small deterministic random source per person.
-struct Dice(u64);
-
-impl Dice {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
     }
 }
 
@@ -261,22 +241,6 @@ async fn person(n: usize, url: String, tally: Shared, until: Instant) {
         }
     }
     stream.abort();
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 async fn add_people(database_url: &str, people: usize) {

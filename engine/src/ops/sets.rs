@@ -6,8 +6,8 @@ use model::{
     ExportedRecord, ImportReport, Item, RecordFilter, RecordSetSummary, RecordsPage, TriagePage,
 };
 
-use crate::import::{parse_csv_in_batches, ImportError, ImportLimits};
-use crate::store::{Owned, Principal, StoreError};
+use crate::import::{parse_csv_in_batches, ImportError, ImportLimits, ParsedCsv};
+use crate::store::{NewRecordSet, Owned, Principal, StoreError};
 use crate::views::MAX_PAGE;
 use crate::Engine;
 
@@ -211,45 +211,16 @@ impl Engine {
             .store
             .begin_record_set(who.workspace_id, name, bundle_id, false)
             .await?;
-        // Parsing 20 MB is CPU work: it runs on a blocking thread, and hands
-        // its records over a batch at a time to be written while it goes on,
-        // so the import holds a few batches, never the whole file's records.
-        let (tx, mut rx) = tokio::sync::mpsc::channel(2);
-        let parser = tokio::task::spawn_blocking(move || {
-            parse_csv_in_batches(&csv, limits, |batch| tx.blocking_send(batch).is_ok())
-        });
-        let mut imported = 0u64;
-        let mut written = Ok(());
-        while let Some(batch) = rx.recv().await {
-            imported += batch.len() as u64;
-            written = writing.add(&batch).await;
-            if written.is_err() {
-                break;
+        let (imported, parsed) = match write_parsed(&mut writing, csv, limits).await {
+            Ok(done) => done,
+            Err(e) => {
+                // Nothing of a refused file is kept.
+                if let Err(gone) = writing.abandon().await {
+                    tracing::warn!(error = %gone, "Deleting a refused import failed; the sweep will.");
+                }
+                return Err(e);
             }
-        }
-        drop(rx);
-        let parsed = parser
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "The CSV parser stopped.");
-                OpError::Invalid("CSV: the file could not be read".to_owned())
-            })?
-            .map_err(|e| match e {
-                ImportError::TooLarge { .. }
-                | ImportError::TooManyRecords { .. }
-                | ImportError::TooMuchStored { .. } => OpError::TooLarge(e.to_string()),
-                other => OpError::Invalid(format!("CSV: {other}")),
-            })?;
-        written?;
-        if imported == 0 {
-            return Err(OpError::Invalid(match parsed.rejected.first() {
-                Some(r) => format!(
-                    "CSV: no line could be imported ({} rejected; line {}: {})",
-                    parsed.rejected_count, r.line, r.reason
-                ),
-                None => "CSV: the file has a header but no records".to_owned(),
-            }));
-        }
+        };
         let id = writing.commit().await?;
         tracing::info!(
             record_set = id,
@@ -287,4 +258,53 @@ struct PageAsked<'a> {
     search: &'a str,
     offset: i64,
     limit: i64,
+}
+
+/// Parses `csv` on a blocking thread (20 MB is CPU work) and writes its
+/// records into `writing` a batch at a time while it reads on, so an import
+/// holds a few batches, never the whole file's records; how many were
+/// written, and what the parser reports. A file with no good line is an
+/// error.
+async fn write_parsed(
+    writing: &mut NewRecordSet,
+    csv: Vec<u8>,
+    limits: ImportLimits,
+) -> Result<(u64, ParsedCsv), OpError> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(2);
+    let parser = tokio::task::spawn_blocking(move || {
+        parse_csv_in_batches(&csv, limits, |batch| tx.blocking_send(batch).is_ok())
+    });
+    let mut imported = 0u64;
+    let mut written = Ok(());
+    while let Some(batch) = rx.recv().await {
+        imported += batch.len() as u64;
+        written = writing.add(&batch).await;
+        if written.is_err() {
+            break;
+        }
+    }
+    drop(rx);
+    let parsed = parser
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "The CSV parser stopped.");
+            OpError::Invalid("CSV: the file could not be read".to_owned())
+        })?
+        .map_err(|e| match e {
+            ImportError::TooLarge { .. }
+            | ImportError::TooManyRecords { .. }
+            | ImportError::TooMuchStored { .. } => OpError::TooLarge(e.to_string()),
+            other => OpError::Invalid(format!("CSV: {other}")),
+        })?;
+    written?;
+    if imported == 0 {
+        return Err(OpError::Invalid(match parsed.rejected.first() {
+            Some(r) => format!(
+                "CSV: no line could be imported ({} rejected; line {}: {})",
+                parsed.rejected_count, r.line, r.reason
+            ),
+            None => "CSV: the file has a header but no records".to_owned(),
+        }));
+    }
+    Ok((imported, parsed))
 }

@@ -97,10 +97,14 @@ impl Owned {
     fn owner_query(self) -> (&'static str, i64) {
         match self {
             Owned::Call(id) => ("SELECT workspace_id FROM calls WHERE id = $1", id),
-            Owned::RecordSet(id) => ("SELECT workspace_id FROM record_sets WHERE id = $1", id),
+            // A set still being imported is nobody's yet.
+            Owned::RecordSet(id) => (
+                "SELECT workspace_id FROM record_sets WHERE id = $1 AND importing_since IS NULL",
+                id,
+            ),
             Owned::Record(id) => (
-                "SELECT s.workspace_id FROM records r \
-                 JOIN record_sets s ON s.id = r.record_set_id WHERE r.id = $1",
+                "SELECT s.workspace_id FROM records r JOIN record_sets s \
+                 ON s.id = r.record_set_id WHERE r.id = $1 AND s.importing_since IS NULL",
                 id,
             ),
             Owned::Item(id) => (

@@ -15,12 +15,17 @@ pub struct NewRecord {
     pub fields: Vec<Field>,
 }
 
-/// A record set being stored, its records added batch by batch in one
-/// transaction.
+/// A record set being stored, its records added batch by batch, each
+/// batch in a transaction of its own: a large import never holds the
+/// database's writer (SQLite has one) for longer than a batch. Nobody sees
+/// the set until [`NewRecordSet::commit`]; [`NewRecordSet::abandon`], or
+/// dropping it before, deletes it with what was added.
 pub struct NewRecordSet {
-    tx: sqlx::Transaction<'static, sqlx::Any>,
+    store: Store,
     id: i64,
     added: usize,
+    /// Committed or abandoned: nothing left to clean up when dropped.
+    settled: bool,
 }
 
 impl NewRecordSet {
@@ -28,6 +33,7 @@ impl NewRecordSet {
     pub async fn add(&mut self, records: &[NewRecord]) -> Result<(), StoreError> {
         // Many rows per statement: one round trip per chunk, not per record.
         const CHUNK: usize = 200;
+        let mut tx = self.store.pool().begin().await?;
         for chunk in records.chunks(CHUNK) {
             let mut sql =
                 String::from("INSERT INTO records (record_set_id, position, name, fields) VALUES ");
@@ -39,29 +45,65 @@ impl NewRecordSet {
                 sql.push_str(&format!("(${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4));
             }
             let mut query = sqlx::query(&sql);
-            for r in chunk {
+            for (n, r) in chunk.iter().enumerate() {
                 let fields: serde_json::Map<String, serde_json::Value> = r
                     .fields
                     .iter()
                     .map(|f| (f.name.clone(), serde_json::Value::String(f.value.clone())))
                     .collect();
-                let position = i64::try_from(self.added).unwrap_or(i64::MAX);
-                self.added += 1;
+                let position = i64::try_from(self.added + n).unwrap_or(i64::MAX);
                 query = query
                     .bind(self.id)
                     .bind(position)
                     .bind(r.name.clone())
                     .bind(serde_json::Value::Object(fields).to_string());
             }
-            query.execute(&mut *self.tx).await?;
+            query.execute(&mut *tx).await?;
         }
+        tx.commit().await?;
+        // Counted once written: a batch that failed leaves no gap.
+        self.added += records.len();
         Ok(())
     }
 
     /// Makes the set and its records seen; returns its id.
-    pub async fn commit(self) -> Result<i64, StoreError> {
-        self.tx.commit().await?;
+    pub async fn commit(mut self) -> Result<i64, StoreError> {
+        let done = sqlx::query("UPDATE record_sets SET importing_since = NULL WHERE id = $1")
+            .bind(self.id)
+            .execute(self.store.pool())
+            .await?;
+        if done.rows_affected() == 0 {
+            // Swept as abandoned meanwhile (an import of over an hour).
+            self.settled = true;
+            return Err(StoreError::NotFound(format!("record set {}", self.id)));
+        }
+        self.settled = true;
         Ok(self.id)
+    }
+
+    /// Deletes the set and every record added to it.
+    pub async fn abandon(mut self) -> Result<(), StoreError> {
+        self.settled = true;
+        self.store.forget_import(self.id).await
+    }
+}
+
+impl Drop for NewRecordSet {
+    /// An import whose caller went away (a request cancelled mid-file)
+    /// deletes what it wrote; if no runtime is left to do it, the sweep of
+    /// abandoned imports does ([`Store::forget_abandoned_imports`]).
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (store, id) = (self.store.clone(), self.id);
+            runtime.spawn(async move {
+                if let Err(e) = store.forget_import(id).await {
+                    tracing::warn!(record_set = id, error = %e, "Deleting an abandoned import failed; the sweep will.");
+                }
+            });
+        }
     }
 }
 
@@ -86,7 +128,7 @@ impl StoredRecord {
 
 const SUMMARY: &str = "SELECT s.id, s.name, s.bundle_id, s.is_demo, s.created_at, s.workspace_id, \
      (SELECT COUNT(*) FROM records r WHERE r.record_set_id = s.id) AS records \
-     FROM record_sets s";
+     FROM record_sets s WHERE s.importing_since IS NULL";
 
 fn summary(row: &AnyRow) -> Result<RecordSetSummary, StoreError> {
     Ok(RecordSetSummary {
@@ -132,7 +174,7 @@ impl Store {
         workspace_id: i64,
     ) -> Result<Vec<RecordSetSummary>, StoreError> {
         let rows = sqlx::query(&format!(
-            "{SUMMARY} WHERE s.workspace_id = $1 ORDER BY s.created_at DESC, s.id DESC"
+            "{SUMMARY} AND s.workspace_id = $1 ORDER BY s.created_at DESC, s.id DESC"
         ))
         .bind(workspace_id)
         .fetch_all(self.pool())
@@ -141,7 +183,7 @@ impl Store {
     }
 
     pub async fn record_set(&self, id: i64) -> Result<RecordSetSummary, StoreError> {
-        let row = sqlx::query(&format!("{SUMMARY} WHERE s.id = $1"))
+        let row = sqlx::query(&format!("{SUMMARY} AND s.id = $1"))
             .bind(id)
             .fetch_optional(self.pool())
             .await?
@@ -167,7 +209,7 @@ impl Store {
 
     /// Starts storing a record set whose records come in batches
     /// ([`NewRecordSet::add`]); nobody sees it until
-    /// [`NewRecordSet::commit`], and dropped before, it never was.
+    /// [`NewRecordSet::commit`], and dropped before, it is deleted.
     pub async fn begin_record_set(
         &self,
         workspace_id: i64,
@@ -175,19 +217,43 @@ impl Store {
         bundle_id: &str,
         is_demo: bool,
     ) -> Result<NewRecordSet, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let now = now_ms();
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO record_sets (workspace_id, name, bundle_id, is_demo, created_at) \
-             VALUES ($1, $2, $3, $4, $5) RETURNING id",
+            "INSERT INTO record_sets (workspace_id, name, bundle_id, is_demo, created_at, importing_since) \
+             VALUES ($1, $2, $3, $4, $5, $5) RETURNING id",
         )
         .bind(workspace_id)
         .bind(name)
         .bind(bundle_id)
         .bind(i64::from(is_demo))
-        .bind(now_ms())
-        .fetch_one(&mut *tx)
+        .bind(now)
+        .fetch_one(self.pool())
         .await?;
-        Ok(NewRecordSet { tx, id, added: 0 })
+        Ok(NewRecordSet {
+            store: self.clone(),
+            id,
+            added: 0,
+            settled: false,
+        })
+    }
+
+    /// Deletes record set `id` if it is still being imported.
+    async fn forget_import(&self, id: i64) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM record_sets WHERE id = $1 AND importing_since IS NOT NULL")
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes the imports that began before `before_ms` and never ended
+    /// (their process died mid-file); how many.
+    pub async fn forget_abandoned_imports(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM record_sets WHERE importing_since < $1")
+            .bind(before_ms)
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
     }
     /// Deletes a record set with everything that hangs off it.
     pub async fn delete_record_set(&self, id: i64) -> Result<(), StoreError> {
@@ -305,7 +371,8 @@ impl Store {
             "SELECT r.id, r.record_set_id, r.name, r.fields, s.name AS set_name, s.bundle_id, \
              s.is_demo, s.created_at, s.workspace_id, \
              (SELECT COUNT(*) FROM records c WHERE c.record_set_id = s.id) AS records \
-             FROM records r JOIN record_sets s ON s.id = r.record_set_id WHERE r.id = $1",
+             FROM records r JOIN record_sets s ON s.id = r.record_set_id \
+             WHERE r.id = $1 AND s.importing_since IS NULL",
         )
         .bind(id)
         .fetch_optional(self.pool())

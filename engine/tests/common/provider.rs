@@ -1,9 +1,12 @@
 //! A local fake provider with real latency and a real rate limit, for
 //! tests and benchmarks: `/search?q=` answers one hit per query after a
 //! fixed latency, within a token bucket that answers 429 with `Retry-After`
-//! when a request finds it empty; `/limited` always answers 429, `/broken`
-//! always 503, `/hang` never answers. It counts what it served, what it
-//! refused and how many requests it had in flight at most.
+//! when a request finds it empty, and refuses a query starting with `bad`
+//! with 400 (the query's own fault, echoed as providers do); `/limited`
+//! always answers 429, `/broken` always 503, `/hang` never answers, `/heavy`
+//! answers after two seconds with the largest answer a manifest may read
+//! (about 190,000 JSON values). It counts what it served, what it refused
+//! and how many requests it had in flight at most.
 #![allow(dead_code)] // each test binary uses a different part of it
 
 use std::collections::HashMap;
@@ -56,6 +59,8 @@ pub struct Counters {
     bucket: Mutex<(f64, Instant)>,
     pub served: AtomicU64,
     pub refused: AtomicU64,
+    /// Queries refused as bad input (400).
+    pub rejected: AtomicU64,
     in_flight: AtomicU64,
     pub most_in_flight: AtomicU64,
     /// The queries served, in the order their answers started.
@@ -156,6 +161,11 @@ async fn search(
         return too_many();
     }
     let query = q.get("q").cloned().unwrap_or_default();
+    if query.starts_with("bad") {
+        c.rejected.fetch_add(1, Ordering::SeqCst);
+        let echo = json!({ "error": format!("Invalid query: {query}") });
+        return (StatusCode::BAD_REQUEST, Json(echo)).into_response();
+    }
     c.queries
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -175,6 +185,20 @@ async fn search(
     .into_response()
 }
 
+/// Two seconds, then about 5,500 hits of 34 JSON values each: near the
+/// 200,000 values a manifest may read, built once.
+async fn heavy() -> Response {
+    static ANSWER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let answer = ANSWER.get_or_init(|| {
+        let hits: Vec<_> = (0..5_500)
+            .map(|i| json!({ "link": format!("https://heavy.test/{i}"), "name": format!("Hit {i}"), "tags": (0..31).collect::<Vec<u32>>() }))
+            .collect();
+        json!({ "hits": hits }).to_string()
+    });
+    ([("content-type", "application/json")], answer.clone()).into_response()
+}
+
 impl FakeProvider {
     pub async fn start(behaviour: Behaviour) -> Self {
         let counters = Arc::new(Counters {
@@ -182,6 +206,7 @@ impl FakeProvider {
             bucket: Mutex::new((behaviour.burst, Instant::now())),
             served: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             most_in_flight: AtomicU64::new(0),
             queries: Mutex::new(Vec::new()),
@@ -207,6 +232,7 @@ impl FakeProvider {
                     "late"
                 }),
             )
+            .route("/heavy", get(heavy))
             .with_state(counters.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
