@@ -7,9 +7,12 @@
 //! aside while a person waits, so a click waits for at most one fan-out
 //! call, however long the fan-out's queue. People's calls take turns by
 //! workspace: a workspace with a backlog (hundreds of async calls) passes
-//! one call, then every other workspace waiting passes one, so another
-//! workspace's click waits for about one slot per workspace, not for the
-//! backlog.
+//! one call, then every other workspace waiting passes one. A workspace
+//! that starts waiting goes ahead of those that have had a turn since they
+//! began, and whose turn it is is decided when a slot comes free, not when
+//! a call starts waiting for it: another workspace's click takes the next
+//! free slot, not the one after the backlog's call already waiting. A
+//! backlog gets what the others leave.
 
 use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroU32;
@@ -59,10 +62,18 @@ pub struct Throttle {
 #[derive(Debug, Default)]
 struct Turns {
     /// Workspaces with calls waiting, the next to pass first.
-    order: VecDeque<Option<i64>>,
+    order: VecDeque<Queued>,
     /// Each workspace's waiting calls, by ticket, oldest first.
     waiting: HashMap<Option<i64>, VecDeque<u64>>,
     next_ticket: u64,
+}
+
+/// A workspace in line.
+#[derive(Debug)]
+struct Queued {
+    workspace: Option<i64>,
+    /// Whether it has passed a call since it began waiting.
+    had_a_turn: bool,
 }
 
 impl Turns {
@@ -71,7 +82,19 @@ impl Turns {
         self.next_ticket += 1;
         let queue = self.waiting.entry(workspace).or_default();
         if queue.is_empty() {
-            self.order.push_back(workspace);
+            // Ahead of those that have had a turn, behind those that have not.
+            let at = self
+                .order
+                .iter()
+                .position(|q| q.had_a_turn)
+                .unwrap_or(self.order.len());
+            self.order.insert(
+                at,
+                Queued {
+                    workspace,
+                    had_a_turn: false,
+                },
+            );
         }
         queue.push_back(ticket);
         ticket
@@ -80,24 +103,27 @@ impl Turns {
     fn is_next(&self, ticket: u64) -> bool {
         self.order
             .front()
-            .and_then(|w| self.waiting.get(w))
+            .and_then(|q| self.waiting.get(&q.workspace))
             .and_then(VecDeque::front)
             == Some(&ticket)
     }
 
-    /// Takes `ticket` out, whether it passed or gave up; a workspace that
-    /// passed one goes to the back of the line.
-    fn leave(&mut self, workspace: Option<i64>, ticket: u64) {
+    /// Takes `ticket` out, whether it `passed` or gave up; a workspace
+    /// whose call was next goes to the back of the line.
+    fn leave(&mut self, workspace: Option<i64>, ticket: u64, passed: bool) {
         let Some(queue) = self.waiting.get_mut(&workspace) else {
             return;
         };
-        let was_next = queue.front() == Some(&ticket) && self.order.front() == Some(&workspace);
+        let was_next = queue.front() == Some(&ticket)
+            && self.order.front().map(|q| q.workspace) == Some(workspace);
         queue.retain(|t| *t != ticket);
-        let empty = queue.is_empty();
-        if empty {
+        if queue.is_empty() {
             self.waiting.remove(&workspace);
-            self.order.retain(|w| *w != workspace);
+            self.order.retain(|q| q.workspace != workspace);
         } else if was_next {
+            if let Some(front) = self.order.front_mut() {
+                front.had_a_turn |= passed;
+            }
             self.order.rotate_left(1);
         }
     }
@@ -108,6 +134,7 @@ struct InLine<'a> {
     throttle: &'a Throttle,
     workspace: Option<i64>,
     ticket: u64,
+    passed: bool,
 }
 
 impl Drop for InLine<'_> {
@@ -116,7 +143,7 @@ impl Drop for InLine<'_> {
             .turns
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .leave(self.workspace, self.ticket);
+            .leave(self.workspace, self.ticket, self.passed);
         self.throttle.turn_passed.notify_waiters();
     }
 }
@@ -164,21 +191,36 @@ impl Throttle {
             Priority::Person => {
                 self.people.fetch_add(1, Ordering::SeqCst);
                 let _waiting = Waiting(self);
-                let in_line = InLine {
+                let mut in_line = InLine {
                     throttle: self,
                     workspace,
                     ticket: self.turns().join(workspace),
+                    passed: false,
                 };
+                // The line changed: a call next until now may not be.
+                self.turn_passed.notify_waiters();
                 loop {
-                    let passed = self.turn_passed.notified();
-                    tokio::pin!(passed);
-                    passed.as_mut().enable();
-                    if self.turns().is_next(in_line.ticket) {
-                        break;
+                    let changed = self.turn_passed.notified();
+                    tokio::pin!(changed);
+                    changed.as_mut().enable();
+                    if !self.turns().is_next(in_line.ticket) {
+                        changed.await;
+                        continue;
                     }
-                    passed.await;
+                    // Next now; the slot is taken only when it is free, and
+                    // only if this call is still next then.
+                    match self.limiter.check() {
+                        Ok(()) => break,
+                        Err(not_until) => {
+                            let wait = not_until.wait_time_from(self.clock.now());
+                            tokio::select! {
+                                () = tokio::time::sleep(wait) => {}
+                                () = changed => {}
+                            }
+                        }
+                    }
                 }
-                self.limiter.until_ready().await;
+                in_line.passed = true;
                 drop(in_line);
             }
             Priority::Background => {
@@ -350,5 +392,34 @@ mod tests {
             .map(|(_, n)| *n)
             .collect();
         assert_eq!(flood, (0..30).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn another_workspaces_call_takes_the_next_free_slot_not_the_one_after_the_backlog() {
+        // Ten a second: a slot every 100 ms, far apart from any timer's error.
+        let throttle = Arc::new(Throttle::new(10.0).unwrap());
+        assert!(throttle.try_now());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let call = |workspace: i64, n: usize| {
+            let (t, order) = (throttle.clone(), order.clone());
+            tokio::spawn(async move {
+                t.wait(Priority::Person, Some(workspace)).await;
+                order.lock().unwrap().push((workspace, n));
+            })
+        };
+        let mut waiting: Vec<_> = (0..6).map(|n| call(1, n)).collect();
+        // Just after one of the backlog passed, its next call is already
+        // waiting for the slot after; workspace 2 asks then.
+        while order.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let passed_before = order.lock().unwrap().len();
+        waiting.push(call(2, 0));
+        for w in waiting {
+            w.await.unwrap();
+        }
+        let order = order.lock().unwrap().clone();
+        let at = order.iter().position(|(w, _)| *w == 2).unwrap();
+        assert_eq!(at, passed_before, "{order:?}");
     }
 }
