@@ -241,7 +241,13 @@ fn abuse(
         ("async", "async calls on fake", 4, 20, flood),
         ("bad", "bad queries on fake", 2, 20, bad),
         ("imports", "imports of 100,000 records", 3, 200, imports),
-        ("heavy", "calls on its heavy manifest", 4, 20, heavy),
+        (
+            "heavy",
+            "calls on its heavy manifest",
+            setting("NEIGHBOUR_HEAVY_AT_ONCE", 4) as usize,
+            20,
+            heavy,
+        ),
     ];
     let mut tasks = Vec::new();
     for (kind, doing, copies, pause, make) in abuses {

@@ -35,10 +35,20 @@ const MAX_ITEMS: usize = 1_000;
 /// its thread until it ends (JSONPath without regular expressions, over at
 /// most [`MAX_NODES`] values, does end); one still waiting is dropped.
 const MAPPINGS_AT_ONCE: usize = 4;
+/// The most mapping threads one connector takes at once: a workspace's
+/// costly manifest, called a hundred times at once, leaves the other half to
+/// everyone else's (its own calls wait, and give up at [`MAPPING_TIME`]).
+const MAPPINGS_PER_CONNECTOR: usize = MAPPINGS_AT_ONCE / 2;
 
 fn mapping_pool() -> &'static super::pool::Pool {
     static POOL: std::sync::OnceLock<super::pool::Pool> = std::sync::OnceLock::new();
     POOL.get_or_init(|| super::pool::Pool::new("mapping", MAPPINGS_AT_ONCE))
+}
+
+/// A success answer as it came, before it is read.
+struct Answer {
+    headers: reqwest::header::HeaderMap,
+    body: Vec<u8>,
 }
 
 /// A manifest as a connector.
@@ -47,6 +57,8 @@ pub struct ManifestConnector {
     outbound: Outbound,
     env: EnvLookup,
     timeout: Duration,
+    /// Its share of the mapping threads ([`MAPPINGS_PER_CONNECTOR`]).
+    mappings: Arc<tokio::sync::Semaphore>,
 }
 
 impl ManifestConnector {
@@ -56,6 +68,21 @@ impl ManifestConnector {
             outbound,
             env,
             timeout: Duration::from_secs(15),
+            mappings: Arc::new(tokio::sync::Semaphore::new(MAPPINGS_PER_CONNECTOR)),
+        }
+    }
+
+    /// The same, sharing the mapping threads of every manifest being tried
+    /// out (`POST /api/manifests/test`): each test makes a connector, and
+    /// many at once still take one connector's share.
+    pub fn on_trial(manifest: Arc<Manifest>, outbound: Outbound, env: EnvLookup) -> Self {
+        static ON_TRIAL: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> =
+            std::sync::OnceLock::new();
+        let shared =
+            ON_TRIAL.get_or_init(|| Arc::new(tokio::sync::Semaphore::new(MAPPINGS_PER_CONNECTOR)));
+        Self {
+            mappings: shared.clone(),
+            ..Self::new(manifest, outbound, env)
         }
     }
 
@@ -90,20 +117,33 @@ impl ManifestConnector {
             .collect()
     }
 
-    /// Maps one answer through the manifest's JSONPath on a mapping thread
-    /// within [`MAPPING_TIME`]: a manifest's paths are its author's, and a
-    /// costly one must neither hold up the runtime nor outlive the fire.
-    async fn map(&self, answer: Value) -> Result<MappedPage, FireError> {
+    /// Reads one answer (its JSON, its size in values) and maps it through
+    /// the manifest's JSONPath, on a mapping thread within [`MAPPING_TIME`]
+    /// (waiting for this connector's share of them included): an answer
+    /// waits as the bytes it came in, never as its far larger parsed tree,
+    /// and a costly manifest holds up neither the runtime, nor others'
+    /// mappings, nor the fire past its time.
+    async fn map(&self, answer: Answer, secrets: &[&str]) -> Result<MappedPage, FireError> {
         let who = self.who().to_owned();
-        if let Some(limit) = over_node_limit(&answer) {
-            return Err(FireError::Malformed {
-                reason: format!("{who}: the answer holds more than {limit} JSON values"),
-            });
-        }
         let manifest = self.manifest.clone();
-        let mapping = mapping_pool().run(move || map_page(&manifest, &answer));
+        let secrets: Vec<String> = secrets.iter().map(|s| (*s).to_owned()).collect();
+        let named = who.clone();
+        let read = move || {
+            let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+            let answer: Value = parse_json(&named, &answer.headers, &answer.body, &secrets)?;
+            if let Some(limit) = over_node_limit(&answer) {
+                return Err(FireError::Malformed {
+                    reason: format!("{named}: the answer holds more than {limit} JSON values"),
+                });
+            }
+            Ok(map_page(&manifest, &answer))
+        };
+        let mapping = async {
+            let _share = self.mappings.acquire().await;
+            mapping_pool().run(read).await
+        };
         match tokio::time::timeout(MAPPING_TIME, mapping).await {
-            Ok(Ok(mapped)) => Ok(mapped),
+            Ok(Ok(read)) => read,
             Ok(Err(e)) => Err(FireError::Malformed {
                 reason: format!("{who}: mapping the answer failed: {e}"),
             }),
@@ -123,7 +163,7 @@ impl ManifestConnector {
         opts: &FireOpts,
         page_param: Option<(String, String)>,
         secrets: &[&str],
-    ) -> Result<Value, FireError> {
+    ) -> Result<Option<Answer>, FireError> {
         let spec = &self.manifest.spec.http.request;
         let optional = &self.manifest.spec.http.optional_env;
         let who = self.who();
@@ -195,8 +235,13 @@ impl ManifestConnector {
                 ),
             });
         }
-        let text = String::from_utf8_lossy(&body);
-        for rule in &self.manifest.spec.http.errors {
+        let rules = &self.manifest.spec.http.errors;
+        let text = if rules.is_empty() {
+            std::borrow::Cow::Borrowed("")
+        } else {
+            String::from_utf8_lossy(&body)
+        };
+        for rule in rules {
             let status_matches = rule.status.is_none_or(|s| s == status.as_u16());
             let body_matches = rule
                 .body_contains
@@ -212,7 +257,7 @@ impl ManifestConnector {
                     secrets,
                 );
                 return match rule.means {
-                    Meaning::NotFound => Ok(Value::Null),
+                    Meaning::NotFound => Ok(None),
                     Meaning::RateLimited => Err(FireError::RateLimited {
                         retry_after: retry_after(&headers),
                         reason,
@@ -227,9 +272,9 @@ impl ManifestConnector {
         }
         // A success that says nothing at all found nothing.
         if body.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Value::Null);
+            return Ok(None);
         }
-        parse_json(who, &headers, &body, secrets)
+        Ok(Some(Answer { headers, body }))
     }
 }
 
@@ -305,8 +350,8 @@ impl Connector for ManifestConnector {
         let mut partial = None;
         for page in 0..pages {
             let read = match self.fetch(query, opts, next.clone(), &secrets).await {
-                Ok(answer) if answer.is_null() => break,
-                Ok(answer) => self.map(answer).await,
+                Ok(None) => break,
+                Ok(Some(answer)) => self.map(answer, &secrets).await,
                 Err(e) => Err(e),
             };
             let mapped = match read {

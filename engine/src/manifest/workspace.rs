@@ -174,7 +174,11 @@ impl Engine {
             .capabilities
             .first()
             .cloned();
-        let connector = self.manifest_connector(manifest);
+        let connector = ManifestConnector::on_trial(
+            Arc::new(manifest),
+            self.outbound.clone(),
+            Arc::new(|_| None),
+        );
         let fired = match intent {
             Some(intent) => probe(&connector, &intent, test.query.trim(), &opts).await,
             None => Err(FireError::Malformed {
