@@ -10,8 +10,9 @@
 //!   after 20 ms;
 //! - sends queries the provider refuses as bad input (400) through `fake`;
 //! - imports 100,000-record files, three at a time;
-//! - calls its own manifest `heavy`, whose provider answers after two
-//!   seconds with the largest answer a mapping may read, mapped through a
+//! - calls its own manifest `heavy` 60 at a time
+//!   (`NEIGHBOUR_HEAVY_AT_ONCE`), whose provider answers after two seconds
+//!   with the largest answer a mapping may read, mapped through a
 //!   descendant path.
 //!
 //! Reports B's clicks in each phase (answered with something found, p50,
@@ -22,6 +23,7 @@
 //! ```sh
 //! cargo bench -p server --bench neighbours                                   # 60 s a phase, SQLite
 //! NEIGHBOUR_SECONDS=20 cargo bench -p server --bench neighbours              # a shorter run
+//! NEIGHBOUR_ABUSE=imports cargo bench -p server --bench neighbours          # one abuse alone (async, bad, imports, heavy)
 //! ./scripts/with-postgres.sh cargo bench -p server --bench neighbours       # on PostgreSQL
 //! ```
 
@@ -244,7 +246,7 @@ fn abuse(
         (
             "heavy",
             "calls on its heavy manifest",
-            setting("NEIGHBOUR_HEAVY_AT_ONCE", 4) as usize,
+            setting("NEIGHBOUR_HEAVY_AT_ONCE", 60) as usize,
             20,
             heavy,
         ),

@@ -29,7 +29,10 @@ impl Pool {
                 let queue = queue.clone();
                 std::thread::Builder::new()
                     .name(format!("{name}-{i}"))
-                    .spawn(move || serve(&queue))
+                    .spawn(move || {
+                        lower_priority();
+                        serve(&queue)
+                    })
                     .map_err(|e| tracing::error!(error = %e, "A {name} thread could not start."))
                     .is_ok()
             })
@@ -62,6 +65,22 @@ impl Pool {
         answered
             .await
             .map_err(|_| "it stopped without an answer".to_owned())
+    }
+}
+
+/// Lowers the calling thread's CPU priority (nice 10, on Linux): the
+/// work here reads one workspace's answers, and the runtime's threads, which
+/// answer everyone's requests, go first when both want a core.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid and setpriority read and set this thread's own
+        // scheduling priority; no memory is touched.
+        let set =
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10) };
+        if set != 0 {
+            tracing::debug!("A mapping thread keeps its priority: setpriority refused.");
+        }
     }
 }
 
