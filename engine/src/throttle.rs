@@ -77,10 +77,13 @@ struct Queued {
 }
 
 impl Turns {
-    fn join(&mut self, workspace: Option<i64>) -> u64 {
+    /// Puts a call of `workspace` in line: its ticket, and whether it took
+    /// the front from a call that was next until now.
+    fn join(&mut self, workspace: Option<i64>) -> (u64, bool) {
         let ticket = self.next_ticket;
         self.next_ticket += 1;
         let queue = self.waiting.entry(workspace).or_default();
+        let mut took_the_front = false;
         if queue.is_empty() {
             // Ahead of those that have had a turn, behind those that have not.
             let at = self
@@ -88,6 +91,7 @@ impl Turns {
                 .iter()
                 .position(|q| q.had_a_turn)
                 .unwrap_or(self.order.len());
+            took_the_front = at == 0 && !self.order.is_empty();
             self.order.insert(
                 at,
                 Queued {
@@ -97,7 +101,7 @@ impl Turns {
             );
         }
         queue.push_back(ticket);
-        ticket
+        (ticket, took_the_front)
     }
 
     fn is_next(&self, ticket: u64) -> bool {
@@ -191,14 +195,17 @@ impl Throttle {
             Priority::Person => {
                 self.people.fetch_add(1, Ordering::SeqCst);
                 let _waiting = Waiting(self);
+                let (ticket, took_the_front) = self.turns().join(workspace);
                 let mut in_line = InLine {
                     throttle: self,
                     workspace,
-                    ticket: self.turns().join(workspace),
+                    ticket,
                     passed: false,
                 };
-                // The line changed: a call next until now may not be.
-                self.turn_passed.notify_waiters();
+                if took_the_front {
+                    // The call next until now is not: it goes back to waiting.
+                    self.turn_passed.notify_waiters();
+                }
                 loop {
                     let changed = self.turn_passed.notified();
                     tokio::pin!(changed);

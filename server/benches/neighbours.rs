@@ -273,24 +273,10 @@ fn abuse(
 
 /// Workspace A's manifest: the provider's heaviest answer, read through a
 /// descendant path.
-fn heavy_manifest(provider: &str) -> String {
-    format!(
-        r#"id = "heavy"
-display_name = "Heavy"
-short_label = "H"
-capabilities = ["search.web"]
-cost_tier = "free"
-
-[request]
-url = "{provider}/heavy"
-query = {{ q = "{{{{query}}}}" }}
-
-[response]
-items = "$..hits[*]"
-url = "$.link"
-title = "$.name"
-"#
-    )
+fn heavy_manifest(provider: &FakeProvider) -> String {
+    provider
+        .manifest("heavy", "/heavy", None)
+        .replace("\"$.hits[*]\"", "\"$..hits[*]\"")
 }
 
 /// Imports B's set through `http`; its record ids.
@@ -409,7 +395,7 @@ async fn main() {
     let saved = a
         .post(format!("{url}/api/manifests"))
         .header("content-type", "application/toml")
-        .body(heavy_manifest(&provider.url))
+        .body(heavy_manifest(&provider))
         .send()
         .await
         .expect("A's manifest");

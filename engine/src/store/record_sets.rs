@@ -72,12 +72,11 @@ impl NewRecordSet {
             .bind(self.id)
             .execute(self.store.pool())
             .await?;
+        self.settled = true;
         if done.rows_affected() == 0 {
             // Swept as abandoned meanwhile (an import of over an hour).
-            self.settled = true;
             return Err(StoreError::NotFound(format!("record set {}", self.id)));
         }
-        self.settled = true;
         Ok(self.id)
     }
 
