@@ -813,6 +813,17 @@ mod tests {
                 .await
                 .unwrap();
             assert!(engine.create_token("bob@example.org", "one").await.is_err());
+            let used = engine.store.tokens(Some("bob@example.org")).await.unwrap();
+            let used = used.iter().find(|t| t.id == id).unwrap().last_used_at;
+            assert!(
+                used.is_some(),
+                "a token used is marked used ({})",
+                db.kind()
+            );
+            engine.principal_by_token(&token).await.unwrap().unwrap();
+            let again = engine.store.tokens(Some("bob@example.org")).await.unwrap();
+            let again = again.iter().find(|t| t.id == id).unwrap().last_used_at;
+            assert_eq!(again, used, "marked at most once a minute");
 
             assert!(engine.store.revoke_token(id).await.unwrap());
             assert!(

@@ -60,6 +60,11 @@ impl NewRecordSet {
             }
             query.execute(&mut *tx).await?;
         }
+        sqlx::query("UPDATE record_sets SET record_count = record_count + $1 WHERE id = $2")
+            .bind(i64::try_from(records.len()).unwrap_or(i64::MAX))
+            .bind(self.id)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         // Counted once written: a batch that failed leaves no gap.
         self.added += records.len();
@@ -126,8 +131,7 @@ impl StoredRecord {
 }
 
 const SUMMARY: &str = "SELECT s.id, s.name, s.bundle_id, s.is_demo, s.created_at, s.workspace_id, \
-     (SELECT COUNT(*) FROM records r WHERE r.record_set_id = s.id) AS records \
-     FROM record_sets s WHERE s.importing_since IS NULL";
+     s.record_count AS records FROM record_sets s WHERE s.importing_since IS NULL";
 
 fn summary(row: &AnyRow) -> Result<RecordSetSummary, StoreError> {
     Ok(RecordSetSummary {
@@ -368,8 +372,7 @@ impl Store {
     ) -> Result<(StoredRecord, RecordSetSummary), StoreError> {
         let row = sqlx::query(
             "SELECT r.id, r.record_set_id, r.name, r.fields, s.name AS set_name, s.bundle_id, \
-             s.is_demo, s.created_at, s.workspace_id, \
-             (SELECT COUNT(*) FROM records c WHERE c.record_set_id = s.id) AS records \
+             s.is_demo, s.created_at, s.workspace_id, s.record_count AS records \
              FROM records r JOIN record_sets s ON s.id = r.record_set_id \
              WHERE r.id = $1 AND s.importing_since IS NULL",
         )
