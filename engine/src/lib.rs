@@ -88,6 +88,8 @@ pub struct Engine {
     calls_in_flight: ops::CallsInFlight,
     /// Calls walking in this process, by workspace.
     calls_by_workspace: ops::Slots,
+    /// Calls walking in this process, by person.
+    calls_by_person: ops::Slots,
     /// Imports running in this process, by workspace.
     imports: ops::Slots,
     /// Fan-outs being started in this process, by workspace: one at a time.
@@ -148,6 +150,7 @@ impl Engine {
             imports: ops::Slots::default(),
             fanout_starts: ops::Turnstiles::default(),
             calls_by_workspace: ops::Slots::default(),
+            calls_by_person: ops::Slots::default(),
             upkeep: tokio_util::sync::CancellationToken::new(),
             drop_folder: Arc::default(),
             outbound,

@@ -481,48 +481,54 @@ async fn a_workspace_flooding_a_shared_connector_with_calls_takes_turns_with_a_n
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_workspace_past_its_calls_in_flight_is_told_to_wait_and_a_neighbour_is_not() {
+async fn a_person_or_workspace_past_its_calls_in_flight_is_told_to_wait_and_no_one_else_is() {
     // One call a second: everything asked stays walking.
     let (_, server, neighbour) = shared_with_a_neighbour(
         engine::store::testing::sqlite(),
         "rate_hints = { per_second = 1 }",
     )
     .await;
-    let most = engine::ops::MAX_CALLS_IN_FLIGHT;
+    let colleague = server
+        .user("cole@example.org", common::TEST_WORKSPACE, Role::Member)
+        .await;
     let ask = |client: &reqwest::Client, n: usize| {
         client
             .post(server.at("/api/capabilities/search.news/call"))
             .json(&json!({"query": format!("flood {n}"), "async": true}))
             .send()
     };
-    for n in 0..most {
-        let res = ask(&server.client, n).await.unwrap();
-        assert_eq!(res.status().as_u16(), 202, "call {n}");
-    }
-    // A call or two may have ended meanwhile (one passes a second).
-    let mut n = most;
-    let res = loop {
-        let res = ask(&server.client, n).await.unwrap();
-        if res.status().as_u16() != 202 || n > most + 5 {
-            break res;
+    // Asks until refused (a call or two may end meanwhile: one passes a
+    // second); returns how many were taken and the refusal's sentence.
+    let flood = |client: reqwest::Client, from: usize, most: usize| {
+        let ask = &ask;
+        async move {
+            let mut n = from;
+            loop {
+                let res = ask(&client, n).await.unwrap();
+                if res.status().as_u16() != 202 {
+                    assert_eq!(res.status().as_u16(), 429, "after {n} calls");
+                    let wait: u64 = res.headers()["retry-after"]
+                        .to_str()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    assert!(wait >= 1);
+                    let body: Value = res.json().await.unwrap();
+                    break (n - from, body["detail"].as_str().unwrap().to_string());
+                }
+                n += 1;
+                assert!(n - from <= most + 5, "never refused");
+            }
         }
-        n += 1;
     };
-    assert_eq!(res.status().as_u16(), 429, "after {n} calls");
-    let wait: u64 = res.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(wait >= 1);
-    let body: Value = res.json().await.unwrap();
-    assert!(
-        body["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("calls: this workspace has"),
-        "{body}"
-    );
+    let per_person = engine::ops::MAX_CALLS_IN_FLIGHT_PER_PERSON;
+    let (taken, why) = flood(server.client.clone(), 0, per_person).await;
+    assert!(taken >= per_person, "{taken}");
+    assert!(why.starts_with("calls: you have"), "{why}");
+    // A colleague still has places, up to the workspace's.
+    let (more, why) = flood(colleague, 1000, per_person).await;
+    assert!(more >= engine::ops::MAX_CALLS_IN_FLIGHT - taken, "{more}");
+    assert!(why.starts_with("calls: this workspace has"), "{why}");
     let res = ask(&neighbour, 0).await.unwrap();
     assert_eq!(res.status().as_u16(), 202, "the neighbour is not limited");
     server.stop().await;

@@ -61,6 +61,9 @@ pub const MAX_QUERY_CHARS: usize = 1000;
 /// call is answered 429, so one workspace's flood cannot fill the
 /// process's memory and connections for everyone.
 pub const MAX_CALLS_IN_FLIGHT: usize = 100;
+/// Of them, one person's: one member's script cannot take every place of
+/// the workspace from their colleagues' clicks.
+pub const MAX_CALLS_IN_FLIGHT_PER_PERSON: usize = MAX_CALLS_IN_FLIGHT / 2;
 
 /// The calls walking in this process, by id, with their cancel tokens.
 pub type CallsInFlight = Arc<Mutex<HashMap<i64, CancellationToken>>>;
@@ -126,6 +129,15 @@ impl Engine {
                 ),
                 retry_after: Duration::from_secs(10),
             })?;
+        let person_slot = self
+            .calls_by_person
+            .take(who.user_id, MAX_CALLS_IN_FLIGHT_PER_PERSON)
+            .ok_or_else(|| OpError::Limited {
+                detail: format!(
+                    "calls: you have {MAX_CALLS_IN_FLIGHT_PER_PERSON} calls walking; wait for some to end"
+                ),
+                retry_after: Duration::from_secs(10),
+            })?;
         let scope = self.dispatcher.scope(Some(ws)).await?;
         // A call has no record and no pack: the chain is the capability's
         // default one (cheapest first), or the one connector asked for.
@@ -171,7 +183,7 @@ impl Engine {
             chain,
         };
         let walk = tokio::spawn(async move {
-            let _slot = slot;
+            let _slots = (slot, person_slot);
             let outcome = engine.walk_call(&plan, &scope.lens, &cancel).await;
             lock(&engine.calls_in_flight).remove(&plan.id);
             outcome

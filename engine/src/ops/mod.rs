@@ -13,8 +13,8 @@ mod spend;
 mod workspace;
 
 pub use calls::{
-    CallConfig, CallsInFlight, DEFAULT_MAX_RESULTS, MAX_CALLS_IN_FLIGHT, MAX_QUERY_CHARS,
-    MAX_RESULTS,
+    CallConfig, CallsInFlight, DEFAULT_MAX_RESULTS, MAX_CALLS_IN_FLIGHT,
+    MAX_CALLS_IN_FLIGHT_PER_PERSON, MAX_QUERY_CHARS, MAX_RESULTS,
 };
 pub use jobs::MAX_FANOUTS_RUNNING;
 pub use slots::{Slot, Slots, Turnstiles};
