@@ -289,6 +289,10 @@ pub struct ServeArgs {
     /// 25, four workspaces at most share out the operator's day.
     #[arg(long, env = "SWITCHYARD_WORKSPACE_DAILY_SHARE", default_value_t = 100, value_parser = clap::value_parser!(u8).range(1..=100))]
     pub workspace_daily_share: u8,
+    /// The requests a second one API token may send, sustained (bursts of
+    /// twice that); past it, 429 before the token is even looked up.
+    #[arg(long, env = "SWITCHYARD_TOKEN_REQUESTS_PER_SECOND", default_value_t = crate::auth::DEFAULT_TOKEN_REQUESTS_PER_SECOND, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub token_requests_per_second: u32,
     /// Reverse proxies in front of the server, as addresses or CIDR ranges
     /// separated by commas: only their `X-Forwarded-For` is believed when
     /// sign-in attempts are counted per client address.
@@ -345,6 +349,8 @@ impl TryFrom<&ServeArgs> for Config {
             leases,
             max_inflight: args.max_inflight as usize,
             workspace_daily_share: f64::from(args.workspace_daily_share) / 100.0,
+            token_requests_per_second: std::num::NonZeroU32::new(args.token_requests_per_second)
+                .ok_or("--token-requests-per-second: give 1 or more")?,
             trusted_proxies: crate::auth::TrustedProxies::parse(&args.trusted_proxies)
                 .map_err(|e| format!("--trusted-proxies: {e}"))?,
             calls: engine::ops::CallConfig::default(),

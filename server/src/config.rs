@@ -44,6 +44,8 @@ pub struct Config {
     /// The most of a server key's daily cap one workspace may take (a
     /// share, above 0, at most 1).
     pub workspace_daily_share: f64,
+    /// The sustained requests a second one API token may send.
+    pub token_requests_per_second: std::num::NonZeroU32,
     /// The reverse proxies whose `X-Forwarded-For` is believed.
     pub trusted_proxies: crate::auth::TrustedProxies,
     /// How long a capability call is awaited in its request and keeps its

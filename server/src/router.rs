@@ -23,6 +23,8 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub engine: Engine,
     pub sign_in_limits: SignInLimits,
+    /// Requests per API token.
+    pub token_rate: auth::TokenRate,
     /// Mark the session cookie Secure (the site is served over https).
     pub secure_cookies: bool,
     /// Open event streams, by person.

@@ -56,6 +56,7 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
         engine,
         sign_in_limits: crate::auth::SignInLimits::default()
             .with_trusted_proxies(config.trusted_proxies.clone()),
+        token_rate: crate::auth::TokenRate::new(config.token_requests_per_second),
         secure_cookies: config.secure_cookies,
         streams: engine::ops::Slots::default(),
     })

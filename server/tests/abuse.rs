@@ -302,3 +302,48 @@ async fn session_of(server: &TestServer) -> String {
         .unwrap()
         .to_owned()
 }
+
+#[tokio::test]
+async fn a_token_past_its_rate_is_refused_and_no_one_else_is() {
+    let server = TestServer::start().await;
+    let colleague = server
+        .user(
+            "cole@example.org",
+            common::TEST_WORKSPACE,
+            model::Role::Member,
+        )
+        .await;
+    let rate = server::auth::DEFAULT_TOKEN_REQUESTS_PER_SECOND as usize;
+    // Twice the rate is the burst: a few seconds' worth is far past it.
+    let mut refused = None;
+    for n in 0..rate * 4 {
+        let res = server
+            .client
+            .get(server.at("/api/record-sets"))
+            .send()
+            .await
+            .unwrap();
+        if res.status().as_u16() == 429 {
+            refused = Some((n, res));
+            break;
+        }
+        assert_eq!(res.status().as_u16(), 200, "request {n}");
+    }
+    let (n, res) = refused.expect("a token past its rate is refused");
+    assert!(n >= rate * 2, "the burst is allowed ({n})");
+    assert!(res.headers().contains_key("retry-after"));
+    let body: serde_json::Value = res.json().await.unwrap();
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("requests: this token sent more than"),
+        "{detail}"
+    );
+    // Not a sign that the token is wrong, and no one else is held back.
+    let res = colleague
+        .get(server.at("/api/record-sets"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    server.stop().await;
+}

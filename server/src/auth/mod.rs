@@ -7,6 +7,7 @@
 mod limiter;
 mod password;
 mod session_store;
+mod token_rate;
 
 use std::net::SocketAddr;
 
@@ -23,6 +24,7 @@ use tower_sessions::{Expiry, Session, SessionManagerLayer};
 pub use limiter::{SignInLimits, TrustedProxies};
 pub use password::{change_password, set_password, SET_PASSWORD_PAGE};
 pub use session_store::DbSessionStore;
+pub use token_rate::{TokenRate, DEFAULT_TOKEN_REQUESTS_PER_SECOND};
 
 use crate::api::ApiError;
 use crate::router::AppState;
@@ -202,11 +204,23 @@ async fn principal_of(
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim);
         return match token {
-            Some(token) => match state.engine.principal_by_token(token).await {
-                Ok(Some(p)) => Ok(Some((p, Credential::Token(token.to_owned())))),
-                Ok(None) => Err(Box::new(unauthorized())),
-                Err(e) => Err(internal(&e)),
-            },
+            Some(token) => {
+                if let Err((detail, retry_after)) = state
+                    .token_rate
+                    .check(&engine::accounts::secret_hash(token))
+                {
+                    let limited = ApiError::TooManyRequests {
+                        detail,
+                        retry_after,
+                    };
+                    return Err(Box::new(limited.into_response()));
+                }
+                match state.engine.principal_by_token(token).await {
+                    Ok(Some(p)) => Ok(Some((p, Credential::Token(token.to_owned())))),
+                    Ok(None) => Err(Box::new(unauthorized())),
+                    Err(e) => Err(internal(&e)),
+                }
+            }
             None => Err(Box::new(unauthorized())),
         };
     }

@@ -134,6 +134,10 @@ impl TestServer {
             leases: engine::lease::LeaseConfig::default(),
             max_inflight: 256,
             workspace_daily_share: 1.0,
+            token_requests_per_second: std::num::NonZeroU32::new(
+                server::auth::DEFAULT_TOKEN_REQUESTS_PER_SECOND,
+            )
+            .unwrap(),
             trusted_proxies: server::auth::TrustedProxies::default(),
             calls: engine::ops::CallConfig::default(),
             page_rechecks: engine::recheck::PageRechecks::On,
