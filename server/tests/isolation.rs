@@ -454,7 +454,11 @@ async fn a_workspace_flooding_a_shared_connector_with_calls_takes_turns_with_a_n
         .user("cole@example.org", common::TEST_WORKSPACE, Role::Member)
         .await;
     for n in 0..60 {
-        let asker = if n % 2 == 0 { &server.client } else { &colleague };
+        let asker = if n % 2 == 0 {
+            &server.client
+        } else {
+            &colleague
+        };
         let res = asker
             .post(server.at("/api/capabilities/search.news/call"))
             .json(&json!({"query": format!("flood {n}"), "async": true}))
