@@ -99,7 +99,7 @@ pub fn parse_csv(bytes: &[u8], limits: ImportLimits) -> Result<ParsedCsv, Import
 pub const BATCH: usize = 200;
 /// About the most memory one batch holds: a batch is handed over sooner
 /// when its records' names, values and field structs reach this.
-pub const BATCH_BYTES: usize = 1024 * 1024;
+pub const BATCH_BYTES: usize = 512 * 1024;
 /// What a field costs in memory beside its name and value's bytes.
 const FIELD_OVERHEAD: usize = 2 * std::mem::size_of::<String>() + 16;
 
