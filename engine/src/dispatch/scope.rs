@@ -54,16 +54,7 @@ impl Dispatcher {
     /// The catalogue a workspace sees: the shipped one with the workspace's
     /// own packs and bundles laid over it (`None`: the shipped one).
     pub async fn catalog_in(&self, workspace_id: Option<i64>) -> Result<Catalog, StoreError> {
-        let base = self
-            .catalog
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let Some(ws) = workspace_id else {
-            return Ok(base);
-        };
-        let settings = self.store.workspace_settings(ws).await?;
-        Ok(overlaid(base, ws, &settings))
+        Ok(self.scope(workspace_id).await?.catalog)
     }
 
     /// What a workspace's fires, chips and menus read, once per request.

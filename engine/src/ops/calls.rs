@@ -120,24 +120,18 @@ impl Engine {
                 "capability: no connector serves {intent} in this workspace"
             )));
         }
-        let slot = self
-            .calls_by_workspace
-            .take(ws, MAX_CALLS_IN_FLIGHT)
-            .ok_or_else(|| OpError::Limited {
-                detail: format!(
-                    "calls: this workspace has {MAX_CALLS_IN_FLIGHT} calls walking; wait for some to end"
-                ),
-                retry_after: Duration::from_secs(10),
-            })?;
-        let person_slot = self
-            .calls_by_person
-            .take(who.user_id, MAX_CALLS_IN_FLIGHT_PER_PERSON)
-            .ok_or_else(|| OpError::Limited {
-                detail: format!(
-                    "calls: you have {MAX_CALLS_IN_FLIGHT_PER_PERSON} calls walking; wait for some to end"
-                ),
-                retry_after: Duration::from_secs(10),
-            })?;
+        let slot = self.calls_by_workspace.take_or_refuse(
+            ws,
+            MAX_CALLS_IN_FLIGHT,
+            Duration::from_secs(10),
+            || format!("calls: this workspace has {MAX_CALLS_IN_FLIGHT} calls walking; wait for some to end"),
+        )?;
+        let person_slot = self.calls_by_person.take_or_refuse(
+            who.user_id,
+            MAX_CALLS_IN_FLIGHT_PER_PERSON,
+            Duration::from_secs(10),
+            || format!("calls: you have {MAX_CALLS_IN_FLIGHT_PER_PERSON} calls walking; wait for some to end"),
+        )?;
         let scope = self.dispatcher.scope(Some(ws)).await?;
         // A call has no record and no pack: the chain is the capability's
         // default one (cheapest first), or the one connector asked for.

@@ -196,17 +196,12 @@ impl Engine {
                 known.join(", ")
             )));
         }
-        let _slot = self
-            .imports
-            .take(who.workspace_id, MAX_IMPORTS_AT_ONCE)
-            .ok_or_else(|| {
-                OpError::Limited {
-                    detail: format!(
-                        "imports: this workspace has {MAX_IMPORTS_AT_ONCE} imports running; try again when one ends"
-                    ),
-                    retry_after: std::time::Duration::from_secs(5),
-                }
-            })?;
+        let _slot = self.imports.take_or_refuse(
+            who.workspace_id,
+            MAX_IMPORTS_AT_ONCE,
+            std::time::Duration::from_secs(5),
+            || format!("imports: this workspace has {MAX_IMPORTS_AT_ONCE} imports running; try again when one ends"),
+        )?;
         let mut writing = self
             .store
             .begin_record_set(who.workspace_id, name, bundle_id, false)

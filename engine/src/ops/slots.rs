@@ -35,6 +35,22 @@ impl Slots {
         })
     }
 
+    /// A slot of `owner`, or the refusal every door answers 429 with:
+    /// `detail` names the limit, `retry_after` says when to try again.
+    pub fn take_or_refuse(
+        &self,
+        owner: i64,
+        most: usize,
+        retry_after: std::time::Duration,
+        detail: impl FnOnce() -> String,
+    ) -> Result<Slot, super::OpError> {
+        self.take(owner, most)
+            .ok_or_else(|| super::OpError::Limited {
+                detail: detail(),
+                retry_after,
+            })
+    }
+
     /// How many slots `owner` holds now.
     pub fn held(&self, owner: i64) -> usize {
         self.counts().get(&owner).copied().unwrap_or(0)

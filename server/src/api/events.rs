@@ -78,15 +78,12 @@ pub async fn stream(
     if let Some(id) = params.record_set {
         state.engine.authorize(&who, Owned::RecordSet(id)).await?;
     }
-    let slot = state
-        .streams
-        .take(who.user_id, MAX_STREAMS_PER_PERSON)
-        .ok_or_else(|| ApiError::TooManyRequests {
-            detail: format!(
-                "events: you have {MAX_STREAMS_PER_PERSON} event streams open; close a tab or a script's stream first"
-            ),
-            retry_after: Duration::from_secs(30),
-        })?;
+    let slot = state.streams.take_or_refuse(
+        who.user_id,
+        MAX_STREAMS_PER_PERSON,
+        Duration::from_secs(30),
+        || format!("events: you have {MAX_STREAMS_PER_PERSON} event streams open; close a tab or a script's stream first"),
+    )?;
     let bus = state.engine.events.clone();
     let replay_bus = bus.clone();
     // Subscribe before reading what was kept, so nothing falls in between.

@@ -205,10 +205,7 @@ async fn principal_of(
             .map(str::trim);
         return match token {
             Some(token) => {
-                if let Err((detail, retry_after)) = state
-                    .token_rate
-                    .check(&engine::accounts::secret_hash(token))
-                {
+                if let Err((detail, retry_after)) = state.token_rate.check(token) {
                     let limited = ApiError::TooManyRequests {
                         detail,
                         retry_after,

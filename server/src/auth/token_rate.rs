@@ -2,9 +2,14 @@
 //! before the token is looked up, so a client that ignores `Retry-After`
 //! and retries every refusal at once costs the server almost nothing, and
 //! everyone else's requests keep the database and the cores. Memory is
-//! bounded: keys are hashes, idle keys are pruned, and past a ceiling the
-//! table is pruned at once.
+//! bounded: keys are 64-bit keyed hashes (SipHash with this process's
+//! random key, so nobody can aim a collision at someone else's token, and
+//! no token is kept), and every few thousand requests the keys whose
+//! burst is whole again are dropped: a key of one request is whole again in
+//! a hundredth of a second, so a flood of made-up tokens leaves at most a
+//! few thousand keys between prunes.
 
+use std::hash::{BuildHasher, RandomState};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -15,8 +20,6 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 /// The default sustained rate of one token, in requests a second.
 pub const DEFAULT_TOKEN_REQUESTS_PER_SECOND: u32 = 100;
-/// Tokens remembered before the table is pruned out of turn.
-const MAX_KEYS: usize = 100_000;
 /// Prune idle keys every this many requests.
 const PRUNE_EVERY: u64 = 4_096;
 
@@ -24,32 +27,34 @@ const PRUNE_EVERY: u64 = 4_096;
 /// twice that.
 #[derive(Clone, Debug)]
 pub struct TokenRate {
-    limiter: Arc<DefaultKeyedRateLimiter<String>>,
+    limiter: Arc<DefaultKeyedRateLimiter<u64>>,
+    keys: RandomState,
     checks: Arc<AtomicU64>,
     per_second: NonZeroU32,
 }
 
 impl TokenRate {
     pub fn new(per_second: NonZeroU32) -> Self {
-        let burst = per_second.saturating_mul(NonZeroU32::MIN.saturating_add(1));
+        let burst = per_second.saturating_add(per_second.get());
         Self {
             limiter: Arc::new(RateLimiter::keyed(
                 Quota::per_second(per_second).allow_burst(burst),
             )),
             checks: Arc::default(),
+            keys: RandomState::new(),
             per_second,
         }
     }
 
-    /// Counts one request of the token whose hash is `token_hash`; past
-    /// its rate, the refusal's sentence and how long to wait.
-    pub fn check(&self, token_hash: &str) -> Result<(), (String, Duration)> {
+    /// Counts one request of `token`; past its rate, the refusal's
+    /// sentence and how long to wait.
+    pub fn check(&self, token: &str) -> Result<(), (String, Duration)> {
         let n = self.checks.fetch_add(1, Ordering::Relaxed);
-        if n % PRUNE_EVERY == PRUNE_EVERY - 1 || self.limiter.len() > MAX_KEYS {
+        if n % PRUNE_EVERY == PRUNE_EVERY - 1 {
             self.limiter.retain_recent();
         }
         self.limiter
-            .check_key(&token_hash.to_owned())
+            .check_key(&self.keys.hash_one(token))
             .map_err(|not_until| {
                 let wait = not_until.wait_time_from(DefaultClock::default().now());
                 (
@@ -60,12 +65,6 @@ impl TokenRate {
                     wait.max(Duration::from_secs(1)),
                 )
             })
-    }
-}
-
-impl Default for TokenRate {
-    fn default() -> Self {
-        Self::new(NonZeroU32::new(DEFAULT_TOKEN_REQUESTS_PER_SECOND).unwrap_or(NonZeroU32::MIN))
     }
 }
 
