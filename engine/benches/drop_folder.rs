@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use engine::connectors::guard::{AllowList, Outbound};
-use engine::events::EventBus;
-use engine::manifest::folder::DropFolder;
-use engine::registry::Registry;
+use engine::connectors::manifest::folder::DropFolder;
+use engine::connectors::registry::Registry;
+use engine::live::events::EventBus;
 
 const EDITS: usize = 40;
 

@@ -9,10 +9,10 @@
 
 use std::time::{Duration, Instant};
 
-use engine::dispatch::FireRequest;
+use engine::connectors::scripted::{ScriptedConnector, Step};
+use engine::execution::dispatch::FireRequest;
 use engine::import::{parse_csv, ImportLimits};
 use engine::packs::Catalog;
-use engine::scripted::{ScriptedConnector, Step};
 use engine::store::testing::{self, TestDatabase};
 use engine::store::NewJob;
 use engine::store::Store;

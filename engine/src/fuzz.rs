@@ -18,8 +18,8 @@ use proptest::test_runner::TestCaseError;
 mod fuzzing;
 use fuzzing::{fuzz, json};
 
+use crate::connectors::manifest::{map_page, over_node_limit, render, Format, Manifest};
 use crate::import::{parse_csv, ImportError, ImportLimits};
-use crate::manifest::{map_page, over_node_limit, render, Format, Manifest};
 use crate::urlnorm::{parse_web_url, url_key};
 
 /// A CSV cell as people and tools write them, and as an attacker would.
@@ -234,7 +234,10 @@ fn fuzz_manifest_numbers() {
                     let hints = manifest.spec.profile.rate_hints;
                     if let Some(ps) = hints.per_second {
                         prop_assert!((model::MIN_PER_SECOND..=model::MAX_PER_SECOND).contains(&ps));
-                        prop_assert!(crate::throttle::Throttle::new(ps).is_some(), "{ps}");
+                        prop_assert!(
+                            crate::execution::throttle::Throttle::new(ps).is_some(),
+                            "{ps}"
+                        );
                     }
                     prop_assert!(hints.daily_cap.is_none_or(|c| c <= model::MAX_DAILY_CAP));
                 }

@@ -2,48 +2,30 @@
 //! chain resolution, the dispatcher, jobs, the event bus and the store.
 //! Nothing here is linked into the browser bundle.
 
-pub mod accounts;
-pub mod attention;
-pub mod chain;
-pub mod chip;
-pub mod connector;
 pub mod connectors;
 pub mod demo;
-pub mod dispatch;
-pub mod events;
-pub mod flow;
+pub mod execution;
 #[cfg(test)]
 mod fuzz;
 pub mod import;
-pub mod jobs;
-pub mod lease;
-pub mod lens;
-pub mod manifest;
+pub mod live;
 pub mod ops;
 pub mod packs;
-pub mod presence;
-pub mod recheck;
-pub mod refresh;
-pub mod registry;
-#[cfg(any(test, feature = "test-support"))]
-pub mod scripted;
-pub mod secrets;
 pub mod store;
-pub mod throttle;
+pub mod tenancy;
 pub mod time;
 pub mod urlnorm;
 pub mod views;
-pub mod workspace_catalog;
-pub mod workspace_connectors;
 
 use std::sync::{Arc, RwLock};
 
-use dispatch::{DispatchConfig, Dispatcher};
-use events::EventBus;
-use jobs::JobRunner;
+use connectors::registry::Registry;
+use execution::dispatch::{DispatchConfig, Dispatcher};
+use execution::{flow, jobs::JobRunner, lease, recheck};
+use live::{events::EventBus, presence};
 use packs::Catalog;
-use registry::Registry;
 use store::Store;
+use tenancy::secrets;
 
 /// Start-up settings of the engine.
 #[derive(Clone, Debug, Default)]
@@ -79,7 +61,7 @@ pub struct Engine {
     /// destinations they may reach.
     pub outbound: connectors::guard::Outbound,
     /// The manifest drop folder, once the server has set one up.
-    pub drop_folder: Arc<std::sync::OnceLock<manifest::folder::DropFolder>>,
+    pub drop_folder: Arc<std::sync::OnceLock<connectors::manifest::folder::DropFolder>>,
     /// This process as the owner of running work.
     pub owner: lease::Owner,
     pub leases: lease::LeaseConfig,
@@ -103,7 +85,7 @@ impl Engine {
     pub fn new(
         store: Store,
         catalog: Catalog,
-        registry_env: Option<registry::EnvLookup>,
+        registry_env: Option<connectors::registry::EnvLookup>,
         config: EngineConfig,
     ) -> Self {
         let events = EventBus::for_store(&store);

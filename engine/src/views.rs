@@ -8,7 +8,7 @@ use model::{
     RecordFilter, RecordsPage,
 };
 
-use crate::dispatch::DispatchError;
+use crate::execution::dispatch::DispatchError;
 use crate::Engine;
 
 /// How many records one page may hold.
@@ -101,8 +101,8 @@ impl Engine {
         let records = u64::try_from(set.records).unwrap_or(0);
         let mut lines: Vec<EstimateLine> = Vec::new();
         for (pack, member) in scope.catalog.bundle_packs(&set.bundle_id) {
-            let chain = crate::chain::resolve(
-                &crate::chain::ChainRequest {
+            let chain = crate::packs::chain::resolve(
+                &crate::packs::chain::ChainRequest {
                     intent: Some(&pack.intent),
                     bundle_override: member.connector_chain_override.as_deref(),
                     pack_preferred: &pack.preferred_connectors,

@@ -20,15 +20,15 @@ use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use engine::connector::{FireError, FireOpts, Found};
+use engine::connectors::builtin::{adapters, Adapter};
 use engine::connectors::guard::{AllowList, Outbound};
 use engine::connectors::http::Http;
-use engine::connectors::{adapters, Adapter};
-use engine::dispatch::FireRequest;
+use engine::connectors::manifest::{Format, Manifest, ManifestConnector};
+use engine::connectors::registry::Registration;
+use engine::connectors::seam::{FireError, FireOpts, Found};
+use engine::execution::dispatch::FireRequest;
 use engine::import::{parse_csv, ImportLimits};
-use engine::manifest::{Format, Manifest, ManifestConnector};
 use engine::packs::Catalog;
-use engine::registry::Registration;
 use engine::store::testing;
 use engine::store::{usable_results, Store};
 use engine::{Engine, EngineConfig};
@@ -338,7 +338,11 @@ impl Subject {
     }
 
     /// The connector, asking the fake at `base`.
-    fn connector(&self, limits: Limits, base: &str) -> Arc<dyn engine::connector::Connector> {
+    fn connector(
+        &self,
+        limits: Limits,
+        base: &str,
+    ) -> Arc<dyn engine::connectors::seam::Connector> {
         match self {
             Subject::Coded(adapter) => {
                 let mut http = match limits.timeout {
@@ -380,7 +384,7 @@ impl Subject {
 /// shipped in `connectors/`.
 fn subjects() -> Vec<Subject> {
     let mut all: Vec<Subject> = adapters().into_iter().map(Subject::Coded).collect();
-    let mut manifests: Vec<(String, String)> = engine::connectors::BUILTIN_MANIFESTS
+    let mut manifests: Vec<(String, String)> = engine::connectors::builtin::BUILTIN_MANIFESTS
         .iter()
         .map(|(file, text)| (format!("engine/manifests/{file}"), (*text).to_owned()))
         .collect();
@@ -582,7 +586,7 @@ impl Curated {
         ))
         .unwrap();
         let connector = reg.profile.id.clone();
-        let env: engine::registry::EnvLookup = Arc::new(|_| Some(KEY.to_owned()));
+        let env: engine::connectors::registry::EnvLookup = Arc::new(|_| Some(KEY.to_owned()));
         let engine = Engine::new(store, catalog, Some(env), EngineConfig::default());
         engine
             .registry

@@ -13,12 +13,12 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Json;
-use engine::connector::{Connector, FireError, FireOpts};
 use engine::connectors::guard::{AllowList, Outbound};
-use engine::events::EventBus;
-use engine::manifest::folder::DropFolder;
-use engine::manifest::{Format, Manifest, ManifestConnector};
-use engine::registry::{EnvLookup, Registry};
+use engine::connectors::manifest::folder::DropFolder;
+use engine::connectors::manifest::{Format, Manifest, ManifestConnector};
+use engine::connectors::registry::{EnvLookup, Registry};
+use engine::connectors::seam::{Connector, FireError, FireOpts};
+use engine::live::events::EventBus;
 use model::BuiltinCapability as B;
 use serde_json::{json, Value};
 
@@ -426,8 +426,11 @@ fn the_shipped_manifests_check() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
             let text = std::fs::read_to_string(&path).unwrap();
-            engine::manifest::Manifest::parse(&text, engine::manifest::Format::Toml)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            engine::connectors::manifest::Manifest::parse(
+                &text,
+                engine::connectors::manifest::Format::Toml,
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             checked += 1;
         }
     }

@@ -2,7 +2,7 @@
 //! deployment: every event reaches all in the same id order, a stream
 //! resumes on any with another's ids, all see every viewer, and a rate hint
 //! holds for all of them together. (SQLite is one process: its bus is
-//! tested in `engine::events`.)
+//! tested in `engine::live::events`.)
 
 mod common;
 
@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use common::provider::{Behaviour, FakeProvider};
 use common::{engine, fan_out, finished, record_set, register_manifest, scripted, Deadline};
-use engine::dispatch::FireRequest;
-use engine::scripted::Step;
+use engine::connectors::scripted::Step;
+use engine::execution::dispatch::FireRequest;
 use engine::store::testing;
 use engine::EngineConfig;
 use model::ConnectorStatus;
@@ -105,7 +105,7 @@ async fn every_process_sees_every_viewer_and_a_dead_process_s_viewers_go() {
         return;
     };
     let short = EngineConfig {
-        leases: engine::lease::LeaseConfig::new(
+        leases: engine::execution::lease::LeaseConfig::new(
             Duration::from_millis(600),
             Duration::from_millis(200),
         )

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::provider::{Behaviour, FakeProvider};
-use engine::connector::{Connector, FireOpts};
 use engine::connectors::guard::{AllowList, Outbound};
-use engine::manifest::{Format, Manifest, ManifestConnector};
+use engine::connectors::manifest::{Format, Manifest, ManifestConnector};
+use engine::connectors::seam::{Connector, FireOpts};
 use model::BuiltinCapability as B;
 
 /// A "proxy" that counts the connections it is offered and answers 502.

@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use engine::dispatch::FireRequest;
-use engine::scripted::Step;
+use engine::connectors::scripted::Step;
+use engine::execution::dispatch::FireRequest;
 use engine::store::testing;
 use engine::EngineConfig;
 use model::{RecordFilter, RefreshPlan, TriggeredBy};

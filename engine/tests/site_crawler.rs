@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use axum::response::{Html, Redirect};
 use axum::routing::get;
-use engine::connector::{Connector, FireError, FireOpts};
-use engine::connectors::site::{AllowList, Outbound, SiteCrawler};
+use engine::connectors::builtin::site::{AllowList, Outbound, SiteCrawler};
+use engine::connectors::seam::{Connector, FireError, FireOpts};
 use model::BuiltinCapability as B;
 
 /// The client addresses (one per connection) the site was reached from.

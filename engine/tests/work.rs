@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use common::provider::{Behaviour, FakeProvider};
 use common::{engine, fan_out, finished, record_set, register_manifest, scripted, Deadline};
-use engine::connector::ConnectorResult;
-use engine::dispatch::{DispatchConfig, FireRequest};
-use engine::scripted::{ScriptedConnector, Step};
+use engine::connectors::scripted::{ScriptedConnector, Step};
+use engine::connectors::seam::ConnectorResult;
+use engine::execution::dispatch::{DispatchConfig, FireRequest};
 use engine::store::testing;
 use engine::store::NewJob;
 use engine::store::{AttemptEnd, Backend, FireContext, FireEnd, FireStatus, Lease, INTERRUPTED};
@@ -285,7 +285,7 @@ async fn a_connector_without_a_rate_hint_gets_the_default_window() {
         let job = finished(&engine, job.id, Duration::from_secs(60)).await;
         assert_eq!(job.found, 80);
         let most = provider.counters.most_in_flight();
-        let window = engine::flow::FlowConfig::default().default_window as u64;
+        let window = engine::execution::flow::FlowConfig::default().default_window as u64;
         assert!(
             (5..=window).contains(&most),
             "{most} in flight, window {window}"
@@ -480,7 +480,7 @@ async fn cancelling_a_job_reaches_every_fire_in_flight_or_waiting() {
         let slow = scripted(&engine, "slow", None, found_after(Duration::from_secs(30)));
         let set = record_set(&engine, "Cancelled", 40).await;
         let job = fan_out(&engine, set).await;
-        let window = engine::flow::FlowConfig::default().default_window;
+        let window = engine::execution::flow::FlowConfig::default().default_window;
         calls_reach(&slow, window, "a full window of calls").await;
         // The job waits for its next turn.
         let mut waited = Deadline::new("the job to wait for its next turn");
@@ -693,7 +693,7 @@ async fn a_taken_over_job_ends_only_when_the_tasks_another_process_held_are_done
     for db in testing::all().await {
         eprintln!("-- on {}", db.kind());
         let config = EngineConfig {
-            leases: engine::lease::LeaseConfig::new(
+            leases: engine::execution::lease::LeaseConfig::new(
                 Duration::from_millis(800),
                 Duration::from_millis(100),
             )

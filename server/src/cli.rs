@@ -326,7 +326,7 @@ impl TryFrom<&ServeArgs> for Config {
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| format!("--{name}: give a number of seconds above zero"))
         };
-        let leases = engine::lease::LeaseConfig::new(
+        let leases = engine::execution::lease::LeaseConfig::new(
             seconds("lease-seconds", args.lease_seconds)?,
             seconds("heartbeat-seconds", args.heartbeat_seconds)?,
         )
@@ -355,9 +355,9 @@ impl TryFrom<&ServeArgs> for Config {
                 .map_err(|e| format!("--trusted-proxies: {e}"))?,
             calls: engine::ops::CallConfig::default(),
             page_rechecks: if args.recheck_pages == "off" {
-                engine::recheck::PageRechecks::Off
+                engine::execution::recheck::PageRechecks::Off
             } else {
-                engine::recheck::PageRechecks::On
+                engine::execution::recheck::PageRechecks::On
             },
         })
     }
@@ -383,7 +383,7 @@ mod tests {
             let cli = Cli::try_parse_from(args).unwrap();
             Config::try_from(cli.serve_args()).unwrap().page_rechecks
         };
-        use engine::recheck::PageRechecks;
+        use engine::execution::recheck::PageRechecks;
         assert_eq!(config(&["switchyard"]), PageRechecks::On);
         assert_eq!(
             config(&["switchyard", "--recheck-pages", "off"]),

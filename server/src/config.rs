@@ -36,9 +36,9 @@ pub struct Config {
     pub fetch_allow: engine::connectors::guard::AllowList,
     /// Seals workspace secrets (from `SWITCHYARD_SECRETS_KEY`, read by
     /// `serve` at start); `None`: admins cannot set secrets.
-    pub secrets: Option<engine::secrets::Sealer>,
+    pub secrets: Option<engine::tenancy::secrets::Sealer>,
     /// How long running work's leases last and how often they are renewed.
-    pub leases: engine::lease::LeaseConfig,
+    pub leases: engine::execution::lease::LeaseConfig,
     /// The most fan-out fires in flight in this process.
     pub max_inflight: usize,
     /// The most of a server key's daily cap one workspace may take (a
@@ -52,7 +52,7 @@ pub struct Config {
     /// results.
     pub calls: engine::ops::CallConfig,
     /// Whether pages a connector stops returning are asked for themselves.
-    pub page_rechecks: engine::recheck::PageRechecks,
+    pub page_rechecks: engine::execution::recheck::PageRechecks,
 }
 
 impl Config {

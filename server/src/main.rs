@@ -56,11 +56,11 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn run_serve(mut config: Config) -> anyhow::Result<()> {
-    config.secrets = engine::secrets::Sealer::from_env()?;
+    config.secrets = engine::tenancy::secrets::Sealer::from_env()?;
     if config.secrets.is_none() {
         tracing::info!(
             "Workspace secrets are off: set {} to let admins store API keys.",
-            engine::secrets::KEY_VAR
+            engine::tenancy::secrets::KEY_VAR
         );
     }
     let state = startup::prepare(&config).await?;

@@ -29,7 +29,7 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
     };
     let mut catalog = catalog;
     if config.demo {
-        catalog.append_to_every_chain(engine::connectors::demo::ID);
+        catalog.append_to_every_chain(engine::connectors::builtin::demo::ID);
     }
     let engine = Engine::new(
         store,
@@ -41,13 +41,13 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
             leases: config.leases,
             calls: config.calls,
             page_rechecks: config.page_rechecks,
-            flow: engine::flow::FlowConfig {
+            flow: engine::execution::flow::FlowConfig {
                 max_inflight: config.max_inflight,
-                ..engine::flow::FlowConfig::default()
+                ..engine::execution::flow::FlowConfig::default()
             },
-            dispatch: engine::dispatch::DispatchConfig {
+            dispatch: engine::execution::dispatch::DispatchConfig {
                 workspace_daily_share: config.workspace_daily_share,
-                ..engine::dispatch::DispatchConfig::default()
+                ..engine::execution::dispatch::DispatchConfig::default()
             },
         },
     );
@@ -68,15 +68,15 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
 pub fn register_connectors(
     config: &Config,
     state: &AppState,
-) -> anyhow::Result<Option<engine::manifest::folder::Watching>> {
+) -> anyhow::Result<Option<engine::connectors::manifest::folder::Watching>> {
     // One outbound client for every address someone else chose.
     let http = engine::connectors::http::Http::new()
         .context("building the HTTP client")?
         .with_outbound(state.engine.outbound.clone());
     let demo = config.demo.then_some(config.demo_latency);
-    engine::connectors::register_builtin(&state.engine.registry, &http, demo)
+    engine::connectors::builtin::register_builtin(&state.engine.registry, &http, demo)
         .context("registering the built-in connectors")?;
-    let folder = engine::manifest::folder::DropFolder::new(
+    let folder = engine::connectors::manifest::folder::DropFolder::new(
         &config.connectors_dir,
         state.engine.registry.clone(),
         state.engine.outbound.clone(),

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::http::Method;
 use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_PASSWORD};
+use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::packs::Catalog;
-use engine::scripted::{ScriptedConnector, Step};
 use engine::store::testing::{self, TestDatabase};
 use model::{BuiltinCapability as B, CostTier, Role};
 use serde_json::Value;

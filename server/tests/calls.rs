@@ -8,8 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::{on_every_backend, TestServer, TEST_EMAIL};
-use engine::connector::FireError;
-use engine::scripted::{ScriptedConnector, Step};
+use engine::connectors::scripted::{ScriptedConnector, Step};
+use engine::connectors::seam::FireError;
 use model::{BuiltinCapability as B, Capability, CostTier, Role};
 use serde_json::{json, Value};
 

@@ -7,8 +7,8 @@
 mod common;
 
 use common::{on_every_backend, TestServer, TEST_PACKS};
+use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::packs::Catalog;
-use engine::scripted::{ScriptedConnector, Step};
 use engine::store::testing::{self, TestDatabase};
 use model::{Capability, CostTier, Role};
 use serde_json::{json, Value};

@@ -7,9 +7,9 @@ mod common;
 use std::time::Duration;
 
 use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_WORKSPACE};
-use engine::connector::FireError;
+use engine::connectors::scripted::{ScriptedConnector, Step};
+use engine::connectors::seam::FireError;
 use engine::packs::Catalog;
-use engine::scripted::{ScriptedConnector, Step};
 use model::{BuiltinCapability as B, Capability, CostTier};
 use serde_json::Value;
 

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_PASSWORD};
+use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::packs::Catalog;
-use engine::scripted::{ScriptedConnector, Step};
 use model::{BuiltinCapability as B, Capability, CostTier};
 use serde_json::json;
 

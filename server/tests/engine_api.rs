@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{on_every_backend, TestServer, TEST_PACKS};
-use engine::connector::FireError;
+use engine::connectors::scripted::{ScriptedConnector, Step};
+use engine::connectors::seam::FireError;
 use engine::packs::Catalog;
-use engine::scripted::{ScriptedConnector, Step};
 use engine::store::testing::{self, TestDatabase};
 use model::{BuiltinCapability as B, Capability, CostTier};
 use serde_json::{json, Value};
@@ -164,7 +164,7 @@ async fn a_connector_failing_again_and_again_is_suspended_and_skipped_then_comes
         .state
         .engine
         .registry
-        .set_suspend_policy(engine::registry::SuspendPolicy {
+        .set_suspend_policy(engine::connectors::registry::SuspendPolicy {
             after: 3,
             base: Duration::from_millis(400),
             max: Duration::from_secs(5),
@@ -526,7 +526,7 @@ async fn a_daily_cap_is_enforced_from_the_database() {
 #[tokio::test]
 async fn a_refire_adds_evidence_and_never_changes_triage() {
     on_every_backend(|db| async {
-        let same = |path: &str| engine::connector::ConnectorResult {
+        let same = |path: &str| engine::connectors::seam::ConnectorResult {
             url: format!("https://www.linkedin.com/company/acme{path}"),
             title: "Acme on LinkedIn".into(),
             snippet: String::new(),
@@ -537,7 +537,7 @@ async fn a_refire_adds_evidence_and_never_changes_triage() {
             "beta",
             [Step::Results(vec![
                 same("?utm_source=x"),
-                engine::connector::ConnectorResult {
+                engine::connectors::seam::ConnectorResult {
                     url: "https://acme.example/".into(),
                     title: "Acme".into(),
                     snippet: "home".into(),

@@ -12,7 +12,7 @@ use common::shared::{
     shared_with_a_neighbour, Seen,
 };
 use common::{on_every_backend, TestServer, TEST_EMAIL};
-use engine::manifest::Format;
+use engine::connectors::manifest::Format;
 use model::Role;
 use serde_json::{json, Value};
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{TestServer, TEST_PACKS};
+use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::packs::Catalog;
-use engine::scripted::{ScriptedConnector, Step};
 use engine::store::testing::{self, TestDatabase};
 use engine::store::NewJob;
 use futures::StreamExt;
@@ -174,9 +174,11 @@ async fn a_job_can_be_cancelled() {
 fn a_job_resumes_after_a_crash_without_firing_anything_twice() {
     let db: TestDatabase = testing::sqlite();
     let mut config = TestServer::config(&db);
-    config.leases =
-        engine::lease::LeaseConfig::new(Duration::from_millis(600), Duration::from_millis(100))
-            .unwrap();
+    config.leases = engine::execution::lease::LeaseConfig::new(
+        Duration::from_millis(600),
+        Duration::from_millis(100),
+    )
+    .unwrap();
 
     let first = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

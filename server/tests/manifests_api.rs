@@ -18,7 +18,7 @@ use axum::routing;
 use axum::Json;
 use common::{on_every_backend, TestServer, TEST_PACKS};
 use engine::connectors::guard::{AllowList, Outbound};
-use engine::manifest::{Format, Manifest, ManifestConnector};
+use engine::connectors::manifest::{Format, Manifest, ManifestConnector};
 use engine::packs::Catalog;
 use engine::store::testing::{self, TestDatabase};
 use model::Role;

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_WORKSPACE};
+use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::packs::Catalog;
-use engine::scripted::{ScriptedConnector, Step};
 use model::{BuiltinCapability as B, Capability, CostTier, Role};
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::RunningService;
@@ -285,7 +285,7 @@ async fn a_manifest_dropped_into_the_folder_is_a_tool_within_a_second() {
         engine::time::now_ms()
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    let folder = engine::manifest::folder::DropFolder::new(
+    let folder = engine::connectors::manifest::folder::DropFolder::new(
         &dir,
         server.state.engine.registry.clone(),
         server.state.engine.outbound.clone(),

@@ -8,8 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_PASSWORD};
+use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::packs::Catalog;
-use engine::scripted::{ScriptedConnector, Step};
 use model::{BuiltinCapability as B, CostTier, Role};
 use serde_json::{json, Value};
 

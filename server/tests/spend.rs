@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{on_every_backend, TestServer, TEST_PACKS};
+use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::packs::Catalog;
-use engine::scripted::{ScriptedConnector, Step};
 use engine::store::testing::TestDatabase;
 use model::{Amount, BuiltinCapability as B, CostTier};
 use serde_json::{json, Value};

@@ -45,7 +45,7 @@ pub async fn save_pack_label(pack_id: String, label: String) -> Result<(), Serve
         .set_pack_label(&who, &pack_id, Some(&label))
         .await
         .map_err(|e| match e {
-            engine::accounts::AccountError::Invalid(m) => ServerFnError::new(m),
+            engine::tenancy::accounts::AccountError::Invalid(m) => ServerFnError::new(m),
             other => ssr::fail(other),
         })
 }

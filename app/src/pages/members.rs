@@ -14,9 +14,9 @@ use crate::error_view::{error_list, notice_line};
 use crate::pages::ViewerResource;
 
 #[cfg(feature = "ssr")]
-fn account_error(e: engine::accounts::AccountError) -> ServerFnError {
+fn account_error(e: engine::tenancy::accounts::AccountError) -> ServerFnError {
     match e {
-        engine::accounts::AccountError::Invalid(m) => ServerFnError::new(m),
+        engine::tenancy::accounts::AccountError::Invalid(m) => ServerFnError::new(m),
         other => ssr::fail(other),
     }
 }

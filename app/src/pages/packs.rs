@@ -49,8 +49,8 @@ pub async fn load_catalog() -> Result<(WorkspaceCatalog, Vec<ConnectorChoice>), 
 }
 
 #[cfg(feature = "ssr")]
-fn edit_error(e: engine::workspace_catalog::CatalogEditError) -> ServerFnError {
-    use engine::workspace_catalog::CatalogEditError;
+fn edit_error(e: engine::packs::workspace::CatalogEditError) -> ServerFnError {
+    use engine::packs::workspace::CatalogEditError;
     match e {
         CatalogEditError::Store(e) => crate::access::ssr::fail(e),
         other => ServerFnError::new(other.to_string()),

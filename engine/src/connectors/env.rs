@@ -2,7 +2,7 @@
 //! used at once: the firing workspace's secret first, then the server's
 //! environment. Values never leave the adapter that asked.
 
-use crate::connector::{FireError, FireOpts};
+use crate::connectors::seam::{FireError, FireOpts};
 
 /// A required setting, or an error naming it (never its value).
 pub fn required(name: &str, opts: &FireOpts) -> Result<String, FireError> {

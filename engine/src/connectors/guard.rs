@@ -10,7 +10,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use ipnet::IpNet;
 use url::Url;
 
-use crate::connector::FireError;
+use crate::connectors::seam::FireError;
 
 /// Hosts, addresses or networks outbound requests may reach although
 /// internal: comma-separated, e.g. `intranet.local,10.1.0.0/16`.

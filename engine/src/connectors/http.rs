@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::guard::{refusal_in, refused, AllowList, Outbound};
 use super::receipts::Sending;
-use crate::connector::{FireError, MAX_RETRY_AFTER};
+use crate::connectors::seam::{FireError, MAX_RETRY_AFTER};
 
 /// The User-Agent every request carries.
 pub const USER_AGENT: &str = concat!(

@@ -16,10 +16,10 @@ use model::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::chain::{self, ChainRequest};
-use crate::connector::{ConnectorResult, FireOpts, Secrets};
-use crate::dispatch::walk::{Ledger, Subject};
-use crate::flow::Priority;
+use crate::connectors::seam::{ConnectorResult, FireOpts, Secrets};
+use crate::execution::dispatch::walk::{Ledger, Subject};
+use crate::execution::flow::Priority;
+use crate::packs::chain::{self, ChainRequest};
 use crate::store::{
     AttemptEnd, CallStatus, NewCall, Owned, Principal, Store, StoreError, StoredCall,
 };
@@ -210,7 +210,7 @@ impl Engine {
     async fn walk_call(
         &self,
         plan: &CallPlan,
-        lens: &crate::lens::Lens,
+        lens: &crate::connectors::lens::Lens,
         cancel: &CancellationToken,
     ) -> Result<Envelope<CallResult>, StoreError> {
         let CallPlan {

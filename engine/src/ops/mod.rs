@@ -21,8 +21,8 @@ pub use slots::{Slot, Slots, Turnstiles};
 
 use model::Item;
 
-use crate::dispatch::DispatchError;
-use crate::registry::RegistryError;
+use crate::connectors::registry::RegistryError;
+use crate::execution::dispatch::DispatchError;
 use crate::store::{Principal, StoreError, TriageError};
 
 /// Why an operation did nothing. The message is for the person asking; an
@@ -161,9 +161,9 @@ impl From<TriageError> for OpError {
     }
 }
 
-impl From<crate::workspace_connectors::SwitchError> for OpError {
-    fn from(e: crate::workspace_connectors::SwitchError) -> Self {
-        use crate::workspace_connectors::SwitchError;
+impl From<crate::connectors::workspace::SwitchError> for OpError {
+    fn from(e: crate::connectors::workspace::SwitchError) -> Self {
+        use crate::connectors::workspace::SwitchError;
         match e {
             SwitchError::Registry(e) => e.into(),
             SwitchError::Store(e) => e.into(),
@@ -172,9 +172,9 @@ impl From<crate::workspace_connectors::SwitchError> for OpError {
     }
 }
 
-impl From<crate::accounts::AccountError> for OpError {
-    fn from(e: crate::accounts::AccountError) -> Self {
-        use crate::accounts::AccountError;
+impl From<crate::tenancy::accounts::AccountError> for OpError {
+    fn from(e: crate::tenancy::accounts::AccountError) -> Self {
+        use crate::tenancy::accounts::AccountError;
         match e {
             AccountError::Invalid(m) => OpError::Invalid(m),
             AccountError::Store(e) => e.into(),
@@ -183,9 +183,9 @@ impl From<crate::accounts::AccountError> for OpError {
     }
 }
 
-impl From<crate::secrets::SecretsError> for OpError {
-    fn from(e: crate::secrets::SecretsError) -> Self {
-        use crate::secrets::SecretsError;
+impl From<crate::tenancy::secrets::SecretsError> for OpError {
+    fn from(e: crate::tenancy::secrets::SecretsError) -> Self {
+        use crate::tenancy::secrets::SecretsError;
         match e {
             SecretsError::Invalid(m) => OpError::Invalid(format!("value: {m}")),
             SecretsError::NotSet(_) => OpError::NotFound(e.to_string()),
@@ -199,9 +199,9 @@ impl From<crate::secrets::SecretsError> for OpError {
     }
 }
 
-impl From<crate::workspace_catalog::CatalogEditError> for OpError {
-    fn from(e: crate::workspace_catalog::CatalogEditError) -> Self {
-        use crate::workspace_catalog::CatalogEditError;
+impl From<crate::packs::workspace::CatalogEditError> for OpError {
+    fn from(e: crate::packs::workspace::CatalogEditError) -> Self {
+        use crate::packs::workspace::CatalogEditError;
         match e {
             CatalogEditError::Invalid(m) => OpError::Invalid(m),
             CatalogEditError::NotFound(m) => OpError::NotFound(m),
@@ -211,9 +211,9 @@ impl From<crate::workspace_catalog::CatalogEditError> for OpError {
     }
 }
 
-impl From<crate::manifest::SaveError> for OpError {
-    fn from(e: crate::manifest::SaveError) -> Self {
-        use crate::manifest::SaveError;
+impl From<crate::connectors::manifest::SaveError> for OpError {
+    fn from(e: crate::connectors::manifest::SaveError) -> Self {
+        use crate::connectors::manifest::SaveError;
         match e {
             SaveError::Invalid(invalid) => {
                 OpError::Invalid(format!("the manifest does not check: {invalid}"))

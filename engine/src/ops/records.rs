@@ -4,7 +4,7 @@
 
 use model::{ConnectorMenu, Envelope, FireReport, HistoryEntry, Item, TriageVerb};
 
-use crate::dispatch::FireRequest;
+use crate::execution::dispatch::FireRequest;
 use crate::store::{Owned, Principal};
 use crate::Engine;
 
@@ -190,7 +190,7 @@ impl Engine {
         &self,
         who: &Principal,
         id: &str,
-    ) -> Result<crate::registry::ConnectorHandle, OpError> {
+    ) -> Result<crate::connectors::registry::ConnectorHandle, OpError> {
         self.registry
             .by_id_in(id, Some(who.workspace_id))
             .ok_or_else(|| {

@@ -187,7 +187,7 @@ impl Store {
         )
         .bind(workspace_id)
         .bind(connector_id)
-        .bind(crate::registry::SYSTEM_ACTOR)
+        .bind(crate::connectors::registry::SYSTEM_ACTOR)
         .execute(self.pool())
         .await?;
         self.settings_changed(workspace_id);

@@ -1,5 +1,5 @@
 //! The rows behind a workspace's own packs and bundles: each definition as
-//! JSON, laid over the shipped catalogue by `engine::workspace_catalog`.
+//! JSON, laid over the shipped catalogue by `engine::packs::workspace`.
 
 use sqlx::Row;
 

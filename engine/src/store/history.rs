@@ -8,7 +8,7 @@ use sqlx::Row;
 
 use super::batch::Batch;
 use super::{Backend, Store, StoreError};
-use crate::connector::ConnectorResult;
+use crate::connectors::seam::ConnectorResult;
 use crate::time::now_ms;
 
 const ENTRY: &str = "SELECT id, fire_id, record_id, pack_id, intent, connector_id, triggered_by, \

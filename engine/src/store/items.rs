@@ -9,7 +9,7 @@ use sqlx::Row;
 
 use super::batch::{Arg, Batch};
 use super::{Store, StoreError};
-use crate::connector::ConnectorResult;
+use crate::connectors::seam::ConnectorResult;
 use crate::time::now_ms;
 use crate::urlnorm::{parse_web_url, url_key};
 
@@ -394,10 +394,10 @@ impl Store {
     pub async fn mark_checked(
         &self,
         item_id: i64,
-        checked: &crate::recheck::Checked,
+        checked: &crate::execution::recheck::Checked,
         now: i64,
     ) -> Result<Option<Item>, StoreError> {
-        use crate::recheck::Checked;
+        use crate::execution::recheck::Checked;
         // Every check is dated; only a change of standing is news.
         sqlx::query("UPDATE items SET checked_at = $2 WHERE id = $1")
             .bind(item_id)

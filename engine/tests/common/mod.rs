@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::connectors::guard::{AllowList, Outbound};
+use engine::connectors::manifest::{Format, Manifest, ManifestConnector};
 use engine::import::{parse_csv, ImportLimits};
-use engine::manifest::{Format, Manifest, ManifestConnector};
 use engine::packs::Catalog;
 use engine::store::testing::TestDatabase;
 use engine::store::NewJob;
@@ -57,9 +57,9 @@ pub fn scripted(
     engine: &Engine,
     id: &str,
     per_second: Option<f64>,
-    steps: Vec<engine::scripted::Step>,
-) -> Arc<engine::scripted::ScriptedConnector> {
-    use engine::scripted::ScriptedConnector;
+    steps: Vec<engine::connectors::scripted::Step>,
+) -> Arc<engine::connectors::scripted::ScriptedConnector> {
+    use engine::connectors::scripted::ScriptedConnector;
     let connector = ScriptedConnector::new(id, steps);
     let mut reg = ScriptedConnector::registration(
         id,

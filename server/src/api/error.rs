@@ -4,9 +4,9 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use engine::dispatch::DispatchError;
+use engine::connectors::registry::RegistryError;
+use engine::execution::dispatch::DispatchError;
 use engine::ops::OpError;
-use engine::registry::RegistryError;
 use engine::store::{StoreError, TriageError};
 use model::Item;
 use serde::Serialize;
@@ -163,10 +163,10 @@ through_op_error!(
     DispatchError,
     RegistryError,
     TriageError,
-    engine::workspace_connectors::SwitchError,
-    engine::accounts::AccountError,
-    engine::secrets::SecretsError,
-    engine::workspace_catalog::CatalogEditError,
+    engine::connectors::workspace::SwitchError,
+    engine::tenancy::accounts::AccountError,
+    engine::tenancy::secrets::SecretsError,
+    engine::packs::workspace::CatalogEditError,
 );
 
 impl From<JsonRejection> for ApiError {
@@ -184,9 +184,9 @@ impl From<QueryRejection> for ApiError {
     }
 }
 
-impl From<engine::manifest::SaveError> for ApiError {
-    fn from(e: engine::manifest::SaveError) -> Self {
-        use engine::manifest::SaveError;
+impl From<engine::connectors::manifest::SaveError> for ApiError {
+    fn from(e: engine::connectors::manifest::SaveError) -> Self {
+        use engine::connectors::manifest::SaveError;
         match e {
             SaveError::Invalid(invalid) => ApiError::Invalid {
                 detail: format!("the manifest does not check: {invalid}"),

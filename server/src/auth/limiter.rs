@@ -2,7 +2,7 @@
 //! of one account from one address doubles that pair's wait; one address is
 //! held to a rate across all accounts; one account is held to a rate across
 //! all addresses only for browsers it never signed in on (a known browser
-//! carries a device cookie, see `engine::accounts`), so a stranger
+//! carries a device cookie, see `engine::tenancy::accounts`), so a stranger
 //! hammering an account slows strangers, not its owner. Memory is bounded:
 //! keys are cut to a length, idle keys are pruned, and the pair table has a
 //! ceiling. The client address comes from `X-Forwarded-For` only when the

@@ -4,8 +4,8 @@
 //! database never holds a usable cookie value.
 
 use async_trait::async_trait;
-use engine::accounts::secret_hash;
 use engine::store::Store;
+use engine::tenancy::accounts::secret_hash;
 use time::OffsetDateTime;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{Error, Result};

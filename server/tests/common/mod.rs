@@ -129,9 +129,10 @@ impl TestServer {
             connectors_dir: std::env::temp_dir().join("switchyard-tests-no-connectors"),
             fetch_allow: engine::connectors::guard::AllowList::default(),
             secrets: Some(
-                engine::secrets::Sealer::from_key_text(TEST_SECRETS_KEY).expect("the test key"),
+                engine::tenancy::secrets::Sealer::from_key_text(TEST_SECRETS_KEY)
+                    .expect("the test key"),
             ),
-            leases: engine::lease::LeaseConfig::default(),
+            leases: engine::execution::lease::LeaseConfig::default(),
             max_inflight: 256,
             workspace_daily_share: 1.0,
             token_requests_per_second: std::num::NonZeroU32::new(
@@ -140,7 +141,7 @@ impl TestServer {
             .unwrap(),
             trusted_proxies: server::auth::TrustedProxies::default(),
             calls: engine::ops::CallConfig::default(),
-            page_rechecks: engine::recheck::PageRechecks::On,
+            page_rechecks: engine::execution::recheck::PageRechecks::On,
         }
     }
 

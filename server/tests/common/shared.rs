@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::extract::Query;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use engine::manifest::{Format, Manifest, ManifestConnector};
+use engine::connectors::manifest::{Format, Manifest, ManifestConnector};
 use model::Role;
 use serde_json::{json, Value};
 

@@ -59,8 +59,8 @@ pub async fn list_secrets() -> Result<(bool, Vec<SecretRow>), ServerFnError> {
 }
 
 #[cfg(feature = "ssr")]
-fn secrets_error(e: engine::secrets::SecretsError) -> ServerFnError {
-    use engine::secrets::SecretsError;
+fn secrets_error(e: engine::tenancy::secrets::SecretsError) -> ServerFnError {
+    use engine::tenancy::secrets::SecretsError;
     match e {
         SecretsError::Store(e) => crate::access::ssr::fail(e),
         other => ServerFnError::new(other.to_string()),

@@ -1,0 +1,191 @@
+//! Chips: what one record's pack shows now, and telling every viewer
+//! when a fire changes it.
+
+use std::collections::HashMap;
+
+use model::{Chip, ChipState, EventKind, FireOutcome, HistoryEntry, Item, RecordSetSummary};
+
+use super::scope::{candidates_of, pack_in, pack_needs_env};
+use super::{DispatchError, Dispatcher, Scope, Walk};
+use crate::packs::chain::{self, ChainRequest};
+use crate::packs::chip::{chip_state, ChipInputs};
+use crate::packs::PackConfig;
+use crate::store::{StoreError, StoredRecord};
+use crate::time::now_ms;
+
+impl Dispatcher {
+    /// Tells every viewer about the items an attempt's results became.
+    pub(super) fn publish_items(&self, walk: &mut Walk, set_id: i64, items: Vec<Item>) {
+        for item in &items {
+            self.events.publish(
+                Some(set_id),
+                EventKind::ItemChanged {
+                    item: item.clone(),
+                    actor: walk.ctx.actor.clone(),
+                },
+            );
+        }
+        walk.report.items.extend(items);
+    }
+
+    /// The chip of one record and pack now.
+    pub async fn chip_of(
+        &self,
+        scope: &Scope,
+        record_id: i64,
+        pack: &PackConfig,
+    ) -> Result<ChipState, StoreError> {
+        let (attempts, item_count) = self.store.chip_inputs(record_id, &pack.intent).await?;
+        Ok(self.chip_from(scope, pack, &attempts, item_count))
+    }
+
+    /// The chip of a record and pack from its attempts for the pack's
+    /// intent and its item count.
+    pub(super) fn chip_from(
+        &self,
+        scope: &Scope,
+        pack: &PackConfig,
+        attempts: &[HistoryEntry],
+        item_count: u32,
+    ) -> ChipState {
+        let needs_env = pack_needs_env(pack, &scope.candidates(&self.registry));
+        chip_state(ChipInputs {
+            attempts,
+            item_count,
+            needs_env: needs_env.as_deref(),
+            now: now_ms(),
+        })
+    }
+
+    /// The chips of many records of `set` for the given packs, in pack order,
+    /// each with the connector a plain click would fire first.
+    pub async fn chips(
+        &self,
+        scope: &Scope,
+        record_ids: &[i64],
+        set: &RecordSetSummary,
+        packs: &[PackConfig],
+    ) -> Result<HashMap<i64, Vec<Chip>>, DispatchError> {
+        let bundle_id = set.bundle_id.as_str();
+        let catalog = &scope.catalog;
+        let history = self.store.history_of(record_ids).await?;
+        let counts = self.store.item_counts(record_ids).await?;
+        let overrides = self.store.record_overrides_of(record_ids).await?;
+        // One registry snapshot for the chains and the names they show.
+        let lens = &scope.lens;
+        let handles = lens.handles(&self.registry);
+        let candidates = candidates_of(&handles, lens);
+        let display: HashMap<&str, &str> = handles
+            .iter()
+            .map(|h| {
+                (
+                    h.registration.profile.id.as_str(),
+                    h.registration.profile.display_name.as_str(),
+                )
+            })
+            .collect();
+        let needs_env: Vec<Option<Vec<String>>> = packs
+            .iter()
+            .map(|p| pack_needs_env(p, &candidates))
+            .collect();
+        let bundle_chains: HashMap<String, Option<Vec<String>>> = packs
+            .iter()
+            .map(|p| {
+                let member = pack_in(catalog, bundle_id, &p.pack_id).and_then(|(_, m)| m);
+                (
+                    p.pack_id.clone(),
+                    member.and_then(|m| m.connector_chain_override),
+                )
+            })
+            .collect();
+        let now = now_ms();
+        let empty: Vec<HistoryEntry> = Vec::new();
+        let mut out = HashMap::with_capacity(record_ids.len());
+        for id in record_ids {
+            let attempts = history.get(id).unwrap_or(&empty);
+            let chips = packs
+                .iter()
+                .zip(&needs_env)
+                .map(|(pack, needs)| {
+                    let mine: Vec<HistoryEntry> = attempts
+                        .iter()
+                        .filter(|a| a.intent == pack.intent)
+                        .cloned()
+                        .collect();
+                    let found: Vec<String> = mine
+                        .iter()
+                        .filter(|a| a.outcome == Some(FireOutcome::Found))
+                        .map(|a| a.connector_id.clone())
+                        .collect();
+                    let chain = chain::resolve(
+                        &ChainRequest {
+                            intent: Some(&pack.intent),
+                            record_override: overrides
+                                .get(&(*id, pack.pack_id.clone()))
+                                .map(String::as_str),
+                            bundle_override: bundle_chains
+                                .get(&pack.pack_id)
+                                .and_then(|c| c.as_deref()),
+                            pack_preferred: &pack.preferred_connectors,
+                            already_found: &found,
+                            ..Default::default()
+                        },
+                        &candidates,
+                    );
+                    Chip {
+                        pack_id: pack.pack_id.clone(),
+                        next: chain.to_try.first().map(|c| {
+                            display
+                                .get(c.as_str())
+                                .map_or_else(|| c.clone(), |n| (*n).to_owned())
+                        }),
+                        held: chain
+                            .skipped
+                            .iter()
+                            .find(|s| s.capped)
+                            .map(|s| s.reason.clone()),
+                        state: chip_state(ChipInputs {
+                            attempts: &mine,
+                            item_count: counts
+                                .get(&(*id, pack.intent.name().to_owned()))
+                                .copied()
+                                .unwrap_or(0),
+                            needs_env: needs.as_deref(),
+                            now,
+                        }),
+                    }
+                })
+                .collect();
+            out.insert(*id, chips);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn publish_chip(
+        &self,
+        set_id: i64,
+        record: &StoredRecord,
+        pack_id: &str,
+        chip: ChipState,
+        actor: &str,
+    ) {
+        self.events.publish(
+            Some(set_id),
+            EventKind::ChipChanged {
+                record_id: record.id,
+                pack_id: pack_id.to_owned(),
+                chip,
+                actor: actor.to_owned(),
+            },
+        );
+    }
+
+    pub(super) fn publish_attempt(&self, set_id: i64, entry: &HistoryEntry) {
+        self.events.publish(
+            Some(set_id),
+            EventKind::Attempt {
+                entry: entry.clone(),
+            },
+        );
+    }
+}

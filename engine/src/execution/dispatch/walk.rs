@@ -1,0 +1,465 @@
+//! Walking a chain, the one way: for each connector in turn, the flow's
+//! permit, the rate, the workspace's budgets, the daily cap, the call under
+//! its timeout, and what the answer means for the connector (and whether
+//! the provider billed it), until one finds results, the walk is
+//! cancelled or the chain ends. Where each attempt is written is the
+//! [`Ledger`]'s: a record's fire, or a capability call.
+
+use std::time::Duration;
+
+use model::{
+    Amount, Capability, Charge, ConnectorStatus, CostTier, EventKind, FireOutcome, PaidBy, Skipped,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{skip, Called, Dispatcher};
+use crate::connectors::lens::Lens;
+use crate::connectors::registry::ConnectorHandle;
+use crate::connectors::seam::{ConnectorResult, FireError, FireOpts, Found, Secrets};
+use crate::execution::flow::{Permit, Priority};
+use crate::store::{retrying, AttemptEnd, Reservation, StoreError, Taken};
+
+/// How far ahead background work (a job's fire) waits for the rate limit
+/// of the last connector its chain can try instead of ending unfired: a
+/// fan-out slows down for a provider's 429 rather than skipping the records
+/// behind it. Earlier connectors are walked past, as by a person's click.
+pub(crate) const WAIT_OUT_AT_MOST: Duration = Duration::from_secs(60);
+
+/// How many times one fire waits out a 429 of the same connector before it
+/// takes the refusal as its outcome.
+const WAITS_OUT_PER_CONNECTOR: u32 = 3;
+
+/// The latest rate limit `priority`'s work waits out rather than skips, as
+/// chain resolution takes it (ms since the epoch).
+pub(crate) fn waits_out_until(priority: Priority) -> Option<i64> {
+    (priority == Priority::Background).then(|| crate::time::now_ms() + millis(WAIT_OUT_AT_MOST))
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
+}
+
+/// How long to wait for a rate limit lifting at `until` (ms since the
+/// epoch), if the walk `waits` and it lifts within [`WAIT_OUT_AT_MOST`].
+fn wait_for(until: Option<i64>, waits: bool) -> Option<Duration> {
+    let left = until? - crate::time::now_ms();
+    (waits && left <= millis(WAIT_OUT_AT_MOST))
+        .then(|| Duration::from_millis(u64::try_from(left.max(1)).unwrap_or(1)))
+}
+
+/// Where a walk writes its attempts.
+#[async_trait::async_trait]
+pub(crate) trait Ledger: Send {
+    /// A connector of the chain was walked past without a call.
+    fn skipped(&mut self, skipped: Skipped);
+
+    /// `connector_id` is about to be called: its attempt is written as
+    /// open, so a process killed during the call leaves it for the lease
+    /// sweep to close.
+    async fn open(&mut self, connector_id: &str) -> Result<(), StoreError>;
+
+    /// The open attempt ended, with the results of a call that answered.
+    /// `last`: nothing follows it in this walk.
+    async fn close(
+        &mut self,
+        end: &AttemptEnd,
+        results: Vec<ConnectorResult>,
+        last: bool,
+    ) -> Result<(), StoreError>;
+}
+
+/// What a walk fires at.
+pub(crate) struct Subject<'a> {
+    pub workspace_id: Option<i64>,
+    /// The workspace's lens as read with the scope (used without a workspace).
+    pub lens: &'a Lens,
+    pub intent: &'a Capability,
+    pub query: &'a str,
+    /// The options every call gets (secrets are added per connector).
+    pub opts: FireOpts,
+    pub priority: Priority,
+    /// A job's limit of paid fires per record, if it has one.
+    pub paid_cap: Option<PaidCap>,
+}
+
+/// At most `most` fires of paid connectors for `record_id` in job `job_id`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PaidCap {
+    pub job_id: i64,
+    pub record_id: i64,
+    pub most: u32,
+}
+
+impl Dispatcher {
+    /// Walks `to_try` in order and reports whether it was cancelled. A
+    /// database failure that outlasts its retries stops the walk with the
+    /// error.
+    pub(crate) async fn walk_chain(
+        &self,
+        ledger: &mut dyn Ledger,
+        to_try: &[String],
+        subject: Subject<'_>,
+        cancel: &CancellationToken,
+        first: &mut Option<Permit>,
+    ) -> Result<bool, StoreError> {
+        let Subject {
+            workspace_id,
+            lens: scope_lens,
+            intent,
+            query,
+            opts,
+            priority,
+            paid_cap,
+        } = subject;
+        // What the workspace's own keys met since the scope was read (a
+        // job reads it once per batch): its settings, from memory when fresh.
+        let fresh;
+        let lens = match workspace_id {
+            Some(ws) => {
+                fresh = Lens::from_settings(ws, &*self.store.workspace_settings(ws).await?);
+                &fresh
+            }
+            None => scope_lens,
+        };
+        // What other processes learned about the connectors.
+        self.registry.refresh_health().await;
+        let secrets = match workspace_id {
+            Some(ws) if lens.has_secrets() => retrying(|| self.workspace_secrets(ws)).await?,
+            _ => Secrets::default(),
+        };
+        let mut budget = self.config.retry_budget;
+        let last = to_try.len().saturating_sub(1);
+        'chain: for (position, connector_id) in to_try.iter().enumerate() {
+            // Only background work with nothing after this waits.
+            let waits = priority == Priority::Background && position == last;
+            let (handle, status) = match self
+                .once_lifted(connector_id, workspace_id, lens, waits, cancel)
+                .await
+            {
+                Lifted::Here(handle, status) => (*handle, status),
+                Lifted::Gone => {
+                    ledger.skipped(skip(connector_id, "unregistered while the fire ran"));
+                    continue;
+                }
+                Lifted::Cancelled => return Ok(true),
+            };
+            if !status.is_available() {
+                let reason = status.reason().unwrap_or_default();
+                ledger.skipped(Skipped {
+                    capped: matches!(status, ConnectorStatus::OverBudget { .. }),
+                    ..skip(connector_id, &reason)
+                });
+                continue;
+            }
+            let opts = FireOpts {
+                secrets: secrets.only(&handle.registration.profile.requires_env),
+                ..opts.clone()
+            };
+            let keyed_by = lens.key_owner(&handle);
+            let mut waited = 0;
+            loop {
+                let permit = match first.take() {
+                    Some(p) if p.connector() == connector_id.as_str() => Some(p),
+                    _ => self.flow.acquire(&handle, priority, cancel).await,
+                };
+                let Some(mut permit) = permit.filter(|_| !cancel.is_cancelled()) else {
+                    return Ok(true);
+                };
+                // The wait for the rate comes before the attempt opens, so
+                // an open attempt is a call on its way: a process killed
+                // while this waits leaves nothing that looks fired.
+                let paced = tokio::select! {
+                    () = self.pace(&handle, &mut permit, workspace_id, keyed_by) => true,
+                    () = cancel.cancelled() => false,
+                };
+                if !paced {
+                    return Ok(true);
+                }
+                let held = match self
+                    .hold(workspace_id, &handle, intent, keyed_by, paid_cap)
+                    .await?
+                {
+                    Ok(held) => held,
+                    Err(refused) => {
+                        ledger.skipped(refused);
+                        continue 'chain;
+                    }
+                };
+                ledger.open(connector_id).await?;
+                let (called, receipt) = self.call(&handle, intent, query, &opts, cancel).await;
+                permit.finish(called.signal());
+                let billed = called.billed(handle.registration.profile.cost.as_ref(), &receipt);
+                let (mut end, results, retry) = self
+                    .classify(&handle, keyed_by, called, &receipt, &mut budget)
+                    .await?;
+                end.receipt = Some(receipt);
+                if billed {
+                    end.charge = held.charge;
+                } else {
+                    self.release(&held).await;
+                }
+                let wait_out = match end.outcome {
+                    Some(FireOutcome::RateLimited) if waited < WAITS_OUT_PER_CONNECTOR => {
+                        wait_for(end.retry_after, waits)
+                    }
+                    _ => None,
+                };
+                let ends_walk = match end.outcome {
+                    Some(FireOutcome::Found | FireOutcome::Cancelled) => true,
+                    _ => !retry && wait_out.is_none() && position == last,
+                };
+                ledger.close(&end, results, ends_walk).await?;
+                // Background work asks the same connector again once the
+                // limit lifts.
+                if let Some(wait) = wait_out {
+                    waited += 1;
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => continue,
+                        () = cancel.cancelled() => return Ok(true),
+                    }
+                }
+                match end.outcome {
+                    Some(FireOutcome::Found) => break 'chain,
+                    Some(FireOutcome::Cancelled) => return Ok(true),
+                    // A connector the errors just suspended is not tried again.
+                    _ if retry
+                        && self
+                            .registry
+                            .by_id(connector_id)
+                            .is_some_and(|h| h.status.is_available()) =>
+                    {
+                        tokio::select! {
+                            () = tokio::time::sleep(self.config.retry_pause) => {}
+                            () = cancel.cancelled() => return Ok(true),
+                        }
+                    }
+                    _ => break,
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The connector as the walk finds it now; when the walk `waits`, once
+    /// a rate limit lifting within [`WAIT_OUT_AT_MOST`] has lifted.
+    async fn once_lifted(
+        &self,
+        connector_id: &str,
+        workspace_id: Option<i64>,
+        lens: &Lens,
+        waits: bool,
+        cancel: &CancellationToken,
+    ) -> Lifted {
+        loop {
+            let Some(handle) = self.registry.by_id_in(connector_id, workspace_id) else {
+                return Lifted::Gone;
+            };
+            let status = lens.status(&handle);
+            let until = match status {
+                ConnectorStatus::RateLimited { until, .. } => Some(until),
+                _ => None,
+            };
+            let Some(wait) = wait_for(until, waits) else {
+                return Lifted::Here(Box::new(handle), status);
+            };
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = cancel.cancelled() => return Lifted::Cancelled,
+            }
+        }
+    }
+
+    /// Takes what a call needs before it goes out, in order: its price
+    /// from the workspace's budgets, its place among a job's paid fires of
+    /// the record, its place under the connector's daily cap. The first
+    /// that refuses gives back what was taken and says why, as the walk's
+    /// skip; the budgets a call took past their warning line are told to
+    /// the workspace.
+    async fn hold(
+        &self,
+        workspace_id: Option<i64>,
+        handle: &ConnectorHandle,
+        intent: &Capability,
+        keyed_by: Option<i64>,
+        paid_cap: Option<PaidCap>,
+    ) -> Result<Result<Held, Skipped>, StoreError> {
+        let registration = &handle.registration;
+        let id = registration.profile.id.as_str();
+        let mut held = Held {
+            charge: registration.profile.cost.as_ref().map(|cost| Charge {
+                amount: cost.of_call(intent.name()),
+                unit: cost.unit.clone(),
+                paid_by: if keyed_by.is_some() {
+                    PaidBy::Workspace
+                } else {
+                    PaidBy::Server
+                },
+            }),
+            reserved: None,
+            paid: None,
+        };
+        // A call priced at nothing takes nothing from the budgets.
+        let priced = held.charge.as_ref().filter(|c| c.amount > Amount::ZERO);
+        if let (Some(price), Some(ws)) = (priced, workspace_id) {
+            match retrying(|| self.store.take_spend(ws, id, &price.unit, price.amount)).await? {
+                Taken::Taken {
+                    reservation,
+                    warnings,
+                } => {
+                    for budget in warnings {
+                        self.events
+                            .publish_in(Some(ws), EventKind::BudgetChanged { budget });
+                    }
+                    held.reserved = Some(reservation);
+                }
+                Taken::Refused(status) => {
+                    return Ok(Err(capped(
+                        id,
+                        &status.spent_reason(&registration.profile.display_name),
+                    )));
+                }
+            }
+        }
+        let paid = registration.profile.cost_tier == CostTier::Paid || priced.is_some();
+        if let Some(cap) = paid_cap.filter(|_| paid) {
+            if !retrying(|| {
+                self.store
+                    .take_paid_fire(cap.job_id, cap.record_id, cap.most)
+            })
+            .await?
+            {
+                self.release(&held).await;
+                return Ok(Err(capped(
+                    id,
+                    &format!("this fan-out allows {} paid fires per record", cap.most),
+                )));
+            }
+            held.paid = Some(cap);
+        }
+        if let Some(reached) = self.take_daily(handle, workspace_id, keyed_by).await? {
+            self.release(&held).await;
+            return Ok(Err(capped(id, &reached)));
+        }
+        Ok(Ok(held))
+    }
+
+    /// Takes a place under the connector's daily cap for one call with
+    /// `keyed_by`'s key and, with the server's key, under the share of it
+    /// one workspace may take ([`super::DispatchConfig::share_of`]). Says
+    /// which is reached when one is.
+    async fn take_daily(
+        &self,
+        handle: &ConnectorHandle,
+        workspace_id: Option<i64>,
+        keyed_by: Option<i64>,
+    ) -> Result<Option<String>, StoreError> {
+        let profile = &handle.registration.profile;
+        let Some(cap) = profile.rate_hints.daily_cap else {
+            return Ok(None);
+        };
+        let share = self.config.share_of(cap);
+        if let (None, Some(ws)) = (keyed_by, workspace_id.filter(|_| share < cap)) {
+            let counted = crate::connectors::lens::share_key(&profile.id, ws);
+            if !retrying(|| self.store.take_daily_fire(&counted, share)).await? {
+                return Ok(Some(format!(
+                    "this workspace's share of the daily cap is reached ({share} of {cap} fires)"
+                )));
+            }
+        }
+        let counted = crate::connectors::lens::usage_key(&profile.id, keyed_by);
+        if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
+            return Ok(Some(format!("daily cap of {cap} fires reached")));
+        }
+        Ok(None)
+    }
+
+    /// One call outside any chain (an admin's re-check of a connector),
+    /// under a walk's rules: the workspace's budgets and the daily cap
+    /// with its share are taken first, and given back when the provider
+    /// does not bill the answer. `Err` says which limit refused the call
+    /// (nothing went out); otherwise how the call ended and what it cost.
+    pub(crate) async fn call_once(
+        &self,
+        handle: &ConnectorHandle,
+        workspace_id: i64,
+        keyed_by: Option<i64>,
+        (intent, query, opts): (&Capability, &str, &FireOpts),
+    ) -> Result<Result<(Result<Found, FireError>, Option<Charge>), String>, StoreError> {
+        let held = match self
+            .hold(Some(workspace_id), handle, intent, keyed_by, None)
+            .await?
+        {
+            Ok(held) => held,
+            Err(refused) => return Ok(Err(refused.reason)),
+        };
+        // Paced as a walk paces a person's call: this process's throttle,
+        // then the deployment's rate slot on PostgreSQL.
+        let never = CancellationToken::new();
+        let mut permit = self.flow.acquire(handle, Priority::Person, &never).await;
+        if let Some(permit) = permit.as_mut() {
+            self.pace(handle, permit, Some(workspace_id), keyed_by)
+                .await;
+        }
+        let (called, receipt) = self.call(handle, intent, query, opts, &never).await;
+        if let Some(permit) = permit {
+            permit.finish(called.signal());
+        }
+        let charge = if called.billed(handle.registration.profile.cost.as_ref(), &receipt) {
+            held.charge.clone()
+        } else {
+            self.release(&held).await;
+            None
+        };
+        let ended = match called {
+            Called::Results(found) => Ok(found),
+            Called::Failed(e) => Err(e),
+            Called::Cancelled => Err(FireError::Timeout {
+                after: self.config.attempt_timeout,
+            }),
+        };
+        Ok(Ok((ended, charge)))
+    }
+
+    /// Gives back what a call that was not billed (or not made) held. A
+    /// give-back that fails leaves it counted: a budget or a limit may then
+    /// stop early, never late.
+    async fn release(&self, held: &Held) {
+        if let Some(reserved) = &held.reserved {
+            if let Err(e) = retrying(|| self.store.give_back(reserved)).await {
+                tracing::warn!(error = %e, connector = %reserved.connector_id, "Giving back an unbilled call's cost failed; it stays counted.");
+            }
+        }
+        if let Some(cap) = held.paid {
+            if let Err(e) =
+                retrying(|| self.store.give_back_paid_fire(cap.job_id, cap.record_id)).await
+            {
+                tracing::warn!(error = %e, job = cap.job_id, "Taking back an unbilled paid fire failed; it stays counted.");
+            }
+        }
+    }
+}
+
+/// A connector of the chain, as the walk comes to it.
+enum Lifted {
+    Here(Box<ConnectorHandle>, ConnectorStatus),
+    /// Unregistered while the fire ran.
+    Gone,
+    Cancelled,
+}
+
+/// What a call holds while it is made: the charge it will record if
+/// billed, its cost taken from the budgets, its place among the job's paid
+/// fires of the record.
+struct Held {
+    charge: Option<Charge>,
+    reserved: Option<Reservation>,
+    paid: Option<PaidCap>,
+}
+
+/// A skip because a spending limit stops the connector.
+fn capped(connector_id: &str, reason: &str) -> Skipped {
+    Skipped {
+        capped: true,
+        ..skip(connector_id, reason)
+    }
+}
