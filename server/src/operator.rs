@@ -42,7 +42,7 @@ fn piped_line() -> anyhow::Result<Option<String>> {
 
 /// Prints a set-password link, whole when the site's address is known.
 fn print_link(out: &mut impl Write, public_url: Option<&str>, link: &str) -> anyhow::Result<()> {
-    let days = engine::tenancy::accounts::PASSWORD_LINK_DAYS;
+    let days = engine::tenancy::credentials::PASSWORD_LINK_DAYS;
     match public_url {
         Some(base) => {
             writeln!(
@@ -146,7 +146,9 @@ pub async fn token(command: TokenCommand, out: &mut impl Write) -> anyhow::Resul
                         .context("--stdin: pipe the token value into standard input")?;
                     engine
                         .store
-                        .revoke_token_by_hash(&engine::tenancy::accounts::secret_hash(value.trim()))
+                        .revoke_token_by_hash(&engine::tenancy::credentials::secret_hash(
+                            value.trim(),
+                        ))
                         .await?
                 }
             };

@@ -244,7 +244,7 @@ async fn principal_of(
         (
             p,
             Credential::Session {
-                id_hash: engine::tenancy::accounts::secret_hash(&id.to_string()),
+                id_hash: engine::tenancy::credentials::secret_hash(&id.to_string()),
                 user_id,
                 workspace_id,
             },

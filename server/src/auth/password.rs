@@ -10,7 +10,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use engine::store::Principal;
-use engine::tenancy::accounts::{check_new_password, secret_hash, AccountError};
+use engine::tenancy::accounts::AccountError;
+use engine::tenancy::credentials::{check_new_password, secret_hash};
 use serde::Deserialize;
 use tower_sessions::Session;
 
@@ -18,7 +19,7 @@ use super::{encode, mark_browser, start_session};
 use crate::router::AppState;
 
 /// The page a set-password link opens (its secret follows `#`).
-pub const SET_PASSWORD_PAGE: &str = engine::tenancy::accounts::SET_PASSWORD_PATH;
+pub const SET_PASSWORD_PAGE: &str = engine::tenancy::credentials::SET_PASSWORD_PATH;
 
 #[derive(Debug, Deserialize)]
 pub struct SetPasswordForm {

@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use engine::store::Store;
-use engine::tenancy::accounts::secret_hash;
+use engine::tenancy::credentials::secret_hash;
 use time::OffsetDateTime;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{Error, Result};
