@@ -15,7 +15,7 @@ use axum::http::StatusCode;
 use axum::routing;
 use axum::Json;
 use common::{events_until, news_manifest, on_every_backend, TestServer};
-use engine::connectors::registry::SuspendPolicy;
+use engine::connectors::health::SuspendPolicy;
 use model::Role;
 use serde_json::{json, Value};
 

@@ -164,7 +164,7 @@ async fn a_connector_failing_again_and_again_is_suspended_and_skipped_then_comes
         .state
         .engine
         .registry
-        .set_suspend_policy(engine::connectors::registry::SuspendPolicy {
+        .set_suspend_policy(engine::connectors::health::SuspendPolicy {
             after: 3,
             base: Duration::from_millis(400),
             max: Duration::from_secs(5),

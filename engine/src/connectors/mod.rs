@@ -10,6 +10,7 @@
 pub mod builtin;
 pub mod env;
 pub mod guard;
+pub mod health;
 pub mod http;
 pub mod lens;
 pub mod manifest;

@@ -98,7 +98,7 @@ impl Engine {
 
     /// Clears what the server's key met for a connector (the operator's
     /// command): stored as available for every process, which follow within
-    /// [`crate::connectors::registry::HEALTH_FRESH_FOR`], and logged for every
+    /// [`crate::connectors::health::HEALTH_FRESH_FOR`], and logged for every
     /// workspace. Returns what it cleared, if anything.
     pub async fn clear_connector_health(
         &self,
