@@ -254,7 +254,7 @@ impl Store {
     ) -> Result<Closed, StoreError> {
         let now = now_ms();
         let mut batch = Batch::default();
-        let keys = super::items::push_results(
+        let keys = super::results::push_results(
             &mut batch,
             attempt.record_id,
             &attempt.intent,
@@ -310,7 +310,7 @@ impl Store {
                 vec![attempt.record_id.into(), attempt.intent.name().into()],
             );
         }
-        super::items::select_items(&mut batch, attempt.record_id, &attempt.intent, &keys);
+        super::results::select_items(&mut batch, attempt.record_id, &attempt.intent, &keys);
         let rows = batch.run(self).await?;
         let part =
             |row: &AnyRow, name: &str| row.try_get::<String, _>("part").is_ok_and(|p| p == name);
