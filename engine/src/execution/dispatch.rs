@@ -19,36 +19,30 @@
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use model::{
-    Capability, ChipState, FireOutcome, FireReport, HistoryEntry, Receipt, RecordSetSummary,
-    TriggeredBy,
-};
+use model::{Capability, FireReport, Receipt, TriggeredBy};
 use tokio_util::sync::CancellationToken;
 
 use crate::connectors::registry::{ConnectorHandle, Registry};
-use crate::connectors::seam::{FireError, FireOpts, Secrets};
+use crate::connectors::seam::{FireError, FireOpts};
 use crate::execution::flow::{Flow, Permit, Priority};
 use crate::execution::lease::{LeaseConfig, Owner};
 use crate::live::events::EventBus;
-use crate::packs::chain::Chain;
-use crate::packs::{Catalog, PackConfig};
-use crate::store::{
-    retrying, Backend, FireContext, FireEnd, FireStatus, Store, StoreError, StoredRecord,
-};
+use crate::packs::Catalog;
+use crate::store::{retrying, Backend, Store, StoreError};
 use crate::tenancy::secrets::Sealer;
-use crate::time::now_ms;
 
 mod chips;
 mod in_flight;
 mod ledger;
 mod prepare;
+mod run;
 mod scope;
 mod verdict;
 pub(crate) mod walk;
 
-use in_flight::{InFlight, InFlightTable};
-use ledger::FireLedger;
+use in_flight::InFlightTable;
 pub use prepare::Prepared;
+use run::Walk;
 use scope::{pack_in, skip};
 pub use scope::{RecordChainInputs, Scope};
 use verdict::Called;
@@ -195,56 +189,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A fire under way: what it has done so far.
-struct Walk {
-    report: FireReport,
-    ctx: FireContext,
-    task_id: Option<i64>,
-    fire_id: Option<i64>,
-    /// The attempt written but not yet closed, if any.
-    open: Option<HistoryEntry>,
-    cancel: CancellationToken,
-    cancelled: bool,
-    /// Set once the fire's end (with its task's, if any) is written.
-    closed: bool,
-    /// The chip as read with the end's write.
-    chip: Option<ChipState>,
-    in_flight: InFlight,
-}
-
-impl Walk {
-    /// The fire's end: cancelled or done, with its job task's outcome.
-    /// `pending` is the outcome of the attempt that closes with it, if one
-    /// does.
-    fn end(&self, fire_id: i64, cancelled: bool, pending: Option<FireOutcome>) -> FireEnd {
-        FireEnd {
-            fire_id,
-            status: if cancelled {
-                FireStatus::Cancelled
-            } else {
-                FireStatus::Done
-            },
-            open_attempt_error: None,
-            task: self
-                .task_id
-                .map(|t| (t, task_outcome(&self.report.attempts, pending, None))),
-        }
-    }
-}
-
-/// What a walk fires at.
-#[derive(Clone, Copy)]
-struct Target<'a> {
-    record: &'a StoredRecord,
-    set: &'a RecordSetSummary,
-    scope: &'a Scope,
-    pack: &'a PackConfig,
-    query: &'a str,
-    priority: Priority,
-    /// A job's limit of paid fires per record: the job, and the limit.
-    paid_cap: Option<(i64, u32)>,
-}
-
 impl Dispatcher {
     pub fn new(
         store: Store,
@@ -337,228 +281,6 @@ impl Dispatcher {
         Ok(self.run(prepared, None).await)
     }
 
-    /// Runs a prepared fire to its end and reports it. `first` is a place
-    /// already taken in the window of the chain's first connector (a job
-    /// waits for it before it starts the fire). Never fails: whatever goes
-    /// wrong ends the fire with an outcome that says so.
-    pub async fn run(&self, p: Prepared, mut first: Option<Permit>) -> FireReport {
-        let Prepared {
-            req,
-            record,
-            set,
-            scope,
-            pack,
-            chain,
-            query,
-        } = p;
-        let cancel = req
-            .parent
-            .as_ref()
-            .map_or_else(CancellationToken::new, CancellationToken::child_token);
-        let mut walk = Walk {
-            report: FireReport {
-                fire_id: None,
-                record_id: record.id,
-                pack_id: pack.pack_id.clone(),
-                intent: pack.intent.clone(),
-                chip: ChipState::Idle,
-                attempts: Vec::new(),
-                skipped: chain.skipped.clone(),
-                items: Vec::new(),
-                notes: chain.notes.clone(),
-            },
-            ctx: FireContext {
-                record_id: record.id,
-                pack_id: pack.pack_id.clone(),
-                intent: pack.intent.clone(),
-                triggered_by: req.triggered_by,
-                actor: req.actor.clone(),
-                job_id: req.job_id,
-            },
-            task_id: req.task_id,
-            fire_id: None,
-            open: None,
-            cancel,
-            cancelled: false,
-            closed: false,
-            chip: None,
-            in_flight: InFlight::default(),
-        };
-        let mut chip = None;
-        if chain.to_try.is_empty() {
-            walk.report.notes.push(if walk.report.skipped.iter().any(|s| s.reason.starts_with("already found")) {
-                "every connector that can fire has already found results for this record; pick one in the menu to fire it again".to_owned()
-            } else {
-                "no connector of this pack can fire now".to_owned()
-            });
-        } else if query.trim().is_empty() {
-            walk.report.notes.push(format!(
-                "the query {:?} is empty for this record (it lacks the fields it names)",
-                pack.query_template
-            ));
-        } else {
-            let target = Target {
-                record: &record,
-                set: &set,
-                scope: &scope,
-                pack: &pack,
-                query: &query,
-                priority: req.priority(),
-                paid_cap: req.job_id.zip(req.paid_per_record),
-            };
-            if let Err(e) = self.walk(&mut walk, &chain, target, &mut first).await {
-                chip = Some(self.broken(&mut walk, set.id, &e).await);
-            }
-        }
-        drop(first);
-        let read = match (chip, walk.chip.take()) {
-            (Some(chip), _) | (None, Some(chip)) => Ok(chip),
-            (None, None) => self.chip_of(&scope, record.id, &pack).await,
-        };
-        walk.report.chip = read.unwrap_or_else(|e| {
-            tracing::error!(record = record.id, error = %e, "Reading a chip after a fire failed.");
-            ChipState::Error {
-                reason: "the chip could not be read; reload the page".to_owned(),
-            }
-        });
-        self.end_task(&mut walk).await;
-        if let Some(fire_id) = walk.fire_id {
-            self.publish_chip(
-                set.id,
-                &record,
-                &pack.pack_id,
-                walk.report.chip.clone(),
-                &walk.ctx.actor,
-            );
-            tracing::info!(
-                fire = fire_id,
-                pack = %pack.pack_id,
-                attempts = walk.report.attempts.len(),
-                chip = walk.report.chip.name(),
-                "Fire finished."
-            );
-        }
-        walk.report
-    }
-
-    /// Walks a fire's chain ([`Dispatcher::walk_chain`]), writing its
-    /// attempts to the fire, then closes the fire if its last attempt did
-    /// not. A database failure that outlasts its retries stops the walk
-    /// with the error.
-    async fn walk(
-        &self,
-        walk: &mut Walk,
-        chain: &Chain,
-        target: Target<'_>,
-        first: &mut Option<Permit>,
-    ) -> Result<(), StoreError> {
-        let Target {
-            record,
-            set,
-            scope,
-            pack,
-            query,
-            priority,
-            paid_cap,
-        } = target;
-        let subject = walk::Subject {
-            workspace_id: set.workspace_id,
-            lens: &scope.lens,
-            intent: &pack.intent,
-            query,
-            opts: FireOpts {
-                record_name: record.name.clone(),
-                record_fields: record.field_map(),
-                max_results: self.config.max_results,
-                secrets: Secrets::default(),
-            },
-            priority,
-            paid_cap: paid_cap.map(|(job_id, most)| walk::PaidCap {
-                job_id,
-                record_id: record.id,
-                most,
-            }),
-        };
-        let cancel = walk.cancel.clone();
-        let cancelled = {
-            let mut ledger = FireLedger {
-                dispatcher: self,
-                walk: &mut *walk,
-                record,
-                set,
-                scope,
-                pack,
-            };
-            self.walk_chain(&mut ledger, &chain.to_try, subject, &cancel, first)
-                .await?
-        };
-        walk.cancelled |= cancelled;
-        if let (Some(fire_id), false) = (walk.fire_id, walk.closed) {
-            let end = walk.end(fire_id, walk.cancelled, None);
-            retrying(|| self.store.close_fire(&end)).await?;
-            walk.closed = true;
-        }
-        Ok(())
-    }
-
-    /// Ends a fire the database failed under: what is still open is closed
-    /// as an error if the database allows it now; if not, its lease expires
-    /// and whichever process notices closes it as interrupted.
-    async fn broken(&self, walk: &mut Walk, set_id: i64, error: &StoreError) -> ChipState {
-        tracing::error!(fire = walk.fire_id, record = walk.ctx.record_id, error = %error, "The database failed during a fire; closing it as an error.");
-        let reason = "stopped: the database failed while this fire was being stored".to_owned();
-        walk.report.notes.push(reason.clone());
-        if let (Some(fire_id), false) = (walk.fire_id, walk.closed) {
-            let end = FireEnd {
-                fire_id,
-                status: FireStatus::Error,
-                open_attempt_error: Some(reason.clone()),
-                task: walk
-                    .task_id
-                    .map(|t| (t, FireOutcome::Error.name().to_owned())),
-            };
-            match retrying(|| self.store.close_fire(&end)).await {
-                Ok(()) => walk.closed = true,
-                Err(e) => {
-                    tracing::error!(fire = fire_id, error = %e, "Closing a fire after a database failure failed too; its lease will expire.");
-                }
-            }
-        }
-        if let Some(mut open) = walk.open.take() {
-            open.outcome = Some(FireOutcome::Error);
-            open.error = Some(reason.clone());
-            open.finished_at = Some(now_ms());
-            self.publish_attempt(set_id, &open);
-            walk.report.attempts.push(open);
-        }
-        ChipState::Error { reason }
-    }
-
-    /// Ends a job's task the fire did not end in its own last write: one
-    /// that fired nothing is done with what its chip shows; one cancelled
-    /// before it fired goes back to its job's queue.
-    async fn end_task(&self, walk: &mut Walk) {
-        let Some(task_id) = walk.task_id else {
-            return;
-        };
-        if walk.closed {
-            return;
-        }
-        let written = if walk.fire_id.is_none() && walk.cancelled {
-            retrying(|| {
-                self.store
-                    .release_tasks(self.owner.as_str(), std::slice::from_ref(&task_id))
-            })
-            .await
-        } else {
-            let outcome = task_outcome(&walk.report.attempts, None, Some(&walk.report.chip));
-            retrying(|| self.store.finish_task(task_id, &outcome, walk.fire_id)).await
-        };
-        if let Err(e) = written {
-            tracing::error!(task = task_id, error = %e, "Ending a job task failed; its lease will expire and it will run again.");
-        }
-    }
-
     /// Waits until the connector's rate hint allows one more call: this
     /// process's throttle (a person's call ahead of background ones), then,
     /// on PostgreSQL, a slot of the whole deployment's rate for the key the
@@ -618,31 +340,4 @@ impl Dispatcher {
         };
         (called, receipt)
     }
-}
-
-/// The outcome a job task records for its fire: `found` when any attempt
-/// found results, else how the last attempt ended (`pending` is the one
-/// being written now). A fire that tried nothing (every connector already
-/// found results, say, after a crash between an attempt and the end of its
-/// fire) stands for what its chip shows.
-fn task_outcome(
-    attempts: &[HistoryEntry],
-    pending: Option<FireOutcome>,
-    chip: Option<&ChipState>,
-) -> String {
-    let outcomes = attempts.iter().filter_map(|a| a.outcome).chain(pending);
-    let mut last = None;
-    for outcome in outcomes {
-        if outcome == FireOutcome::Found {
-            return outcome.name().to_owned();
-        }
-        last = Some(outcome);
-    }
-    match (last, chip) {
-        (Some(outcome), _) => outcome.name(),
-        (None, Some(ChipState::Found { .. })) => FireOutcome::Found.name(),
-        (None, Some(ChipState::NotFound)) => FireOutcome::NotFound.name(),
-        (None, _) => "skipped",
-    }
-    .to_owned()
 }
