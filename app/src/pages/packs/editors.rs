@@ -1,104 +1,24 @@
-//! The packs page: the workspace's chips (packs) and their rosters
-//! (bundles), shipped or its own. Admins create a pack for any capability
-//! (a new dotted one included), give it a short label no other pack has,
-//! order its connector chain, and put it in a bundle (which may set its own
-//! chain for a chip): every open view of a record set under that bundle
-//! gets the chip at once.
+//! The packs page's editors: a pack's fields and connector chain, a
+//! bundle's roster with each member's chain, and the ordered lists they
+//! share, as drafts that stay text until they are saved.
 
 use leptos::prelude::*;
-use leptos::server_fn::codec::Json;
 use leptos::task::spawn_local;
-use leptos_meta::Title;
-use model::{BundleConfig, BundleMember, EventKind, PackConfig, WorkspaceCatalog};
-use serde::{Deserialize, Serialize};
+use model::{BundleConfig, BundleMember, PackConfig};
 
-use crate::error_view::{error_list, notice_line, Notice};
-use crate::pages::ViewerResource;
-
-/// A connector as the chain editor offers it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ConnectorChoice {
-    pub id: String,
-    pub display_name: String,
-    pub capabilities: Vec<String>,
-}
-
-/// The workspace's catalogue and the connectors a chain may name.
-#[server]
-pub async fn load_catalog() -> Result<(WorkspaceCatalog, Vec<ConnectorChoice>), ServerFnError> {
-    use crate::access::ssr;
-    let (engine, who) = (ssr::engine()?, ssr::caller()?);
-    let catalog = engine.workspace_catalog(&who).await.map_err(ssr::fail)?;
-    let connectors = engine
-        .connectors_in(who.workspace_id)
-        .await
-        .map_err(ssr::fail)?
-        .into_iter()
-        .map(|c| ConnectorChoice {
-            capabilities: c
-                .profile
-                .capabilities
-                .iter()
-                .map(|c| c.name().to_owned())
-                .collect(),
-            id: c.profile.id,
-            display_name: c.profile.display_name,
-        })
-        .collect();
-    Ok((catalog, connectors))
-}
-
-#[cfg(feature = "ssr")]
-fn edit_error(e: engine::packs::workspace::CatalogEditError) -> ServerFnError {
-    use engine::packs::workspace::CatalogEditError;
-    match e {
-        CatalogEditError::Store(e) => crate::access::ssr::fail(e),
-        other => ServerFnError::new(other.to_string()),
-    }
-}
-
-/// Saves a pack for the workspace (admins).
-#[server(input = Json)]
-pub async fn save_pack(pack: PackConfig) -> Result<PackConfig, ServerFnError> {
-    use crate::access::ssr;
-    let (engine, who) = (ssr::engine()?, ssr::admin()?);
-    engine.save_pack(&who, pack).await.map_err(edit_error)
-}
-
-/// Removes the workspace's own pack or its version of a shipped one (admins).
-#[server]
-pub async fn remove_pack(id: String) -> Result<(), ServerFnError> {
-    use crate::access::ssr;
-    let (engine, who) = (ssr::engine()?, ssr::admin()?);
-    engine.remove_pack(&who, &id).await.map_err(edit_error)
-}
-
-/// Saves a bundle for the workspace (admins).
-#[server(input = Json)]
-pub async fn save_bundle(bundle: BundleConfig) -> Result<BundleConfig, ServerFnError> {
-    use crate::access::ssr;
-    let (engine, who) = (ssr::engine()?, ssr::admin()?);
-    engine.save_bundle(&who, bundle).await.map_err(edit_error)
-}
-
-/// Removes the workspace's own bundle or its version of a shipped one (admins).
-#[server]
-pub async fn remove_bundle(id: String) -> Result<(), ServerFnError> {
-    use crate::access::ssr;
-    let (engine, who) = (ssr::engine()?, ssr::admin()?);
-    engine.remove_bundle(&who, &id).await.map_err(edit_error)
-}
+use super::{save_bundle, save_pack, ConnectorChoice};
+use crate::error_view::Notice;
 
 /// One change to an ordered list (move, take out, add).
-type ListChange = Box<dyn FnOnce(&mut Vec<String>)>;
+pub(super) type ListChange = Box<dyn FnOnce(&mut Vec<String>)>;
 
 /// A server call removing a pack or bundle by id.
-type RemoveCall =
+pub(super) type RemoveCall =
     fn(String) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ServerFnError>>>>;
 
 /// A pack being written: the intent stays text until it is saved.
 #[derive(Clone, Debug, Default, PartialEq)]
-struct PackDraft {
+pub(super) struct PackDraft {
     pack_id: String,
     display_name: String,
     short_label: String,
@@ -108,7 +28,7 @@ struct PackDraft {
 }
 
 impl PackDraft {
-    fn of(pack: &PackConfig) -> Self {
+    pub(super) fn of(pack: &PackConfig) -> Self {
         Self {
             pack_id: pack.pack_id.clone(),
             display_name: pack.display_name.clone(),
@@ -143,7 +63,7 @@ impl PackDraft {
 /// A bundle being written: its chips in order, and the chains it sets for
 /// some of them instead of their packs' own.
 #[derive(Clone, Debug, Default, PartialEq)]
-struct BundleDraft {
+pub(super) struct BundleDraft {
     bundle_id: String,
     display_name: String,
     description: String,
@@ -152,7 +72,7 @@ struct BundleDraft {
 }
 
 impl BundleDraft {
-    fn of(bundle: &BundleConfig) -> Self {
+    pub(super) fn of(bundle: &BundleConfig) -> Self {
         Self {
             bundle_id: bundle.bundle_id.clone(),
             display_name: bundle.display_name.clone(),
@@ -191,7 +111,7 @@ impl BundleDraft {
 }
 
 /// Moves the item at `i` one place up (`-1`) or down (`1`).
-fn shift(list: &mut [String], i: usize, up: bool) {
+pub(super) fn shift(list: &mut [String], i: usize, up: bool) {
     let j = if up { i.checked_sub(1) } else { Some(i + 1) };
     if let Some(j) = j.filter(|j| *j < list.len()) {
         list.swap(i, j);
@@ -199,7 +119,7 @@ fn shift(list: &mut [String], i: usize, up: bool) {
 }
 
 /// An ordered list with up, down and remove buttons, and a select to add.
-fn ordered_list(
+pub(super) fn ordered_list(
     name: String,
     items: Signal<Vec<String>>,
     label_of: impl Fn(&str) -> String + Clone + Send + Sync + 'static,
@@ -259,7 +179,7 @@ fn ordered_list(
     }
 }
 
-fn text_input(
+pub(super) fn text_input(
     label: &'static str,
     name: &'static str,
     value: impl Fn() -> String + Send + Sync + 'static,
@@ -274,7 +194,7 @@ fn text_input(
 }
 
 #[component]
-fn PackEditor(
+pub(super) fn PackEditor(
     draft: RwSignal<PackDraft>,
     connectors: Vec<ConnectorChoice>,
     notice: Notice,
@@ -337,7 +257,7 @@ fn PackEditor(
 }
 
 #[component]
-fn BundleEditor(
+pub(super) fn BundleEditor(
     draft: RwSignal<BundleDraft>,
     packs: Vec<PackConfig>,
     connectors: Vec<ConnectorChoice>,
@@ -407,7 +327,7 @@ fn BundleEditor(
 /// One member's chain in the bundle editor: its pack's own, or one the
 /// bundle sets (started from the pack's and edited like it).
 #[component]
-fn MemberChain(
+pub(super) fn MemberChain(
     pack_id: String,
     pack: Option<PackConfig>,
     draft: RwSignal<BundleDraft>,
@@ -504,7 +424,7 @@ fn MemberChain(
 }
 
 /// "shipped", "this workspace" or "changed here".
-fn origin(id: &str, own: &[String], shipped: &[String]) -> &'static str {
+pub(super) fn origin(id: &str, own: &[String], shipped: &[String]) -> &'static str {
     match (own.iter().any(|o| o == id), shipped.iter().any(|s| s == id)) {
         (true, true) => "changed here",
         (true, false) => "this workspace",
@@ -512,7 +432,7 @@ fn origin(id: &str, own: &[String], shipped: &[String]) -> &'static str {
     }
 }
 
-fn remove_button(
+pub(super) fn remove_button(
     label: &'static str,
     id: String,
     remove: RemoveCall,
@@ -530,124 +450,6 @@ fn remove_button(
                 version.update(|v| *v += 1);
             });
         }>{label}</button>
-    }
-}
-
-#[component]
-pub fn PacksPage() -> impl IntoView {
-    let ViewerResource(viewer) = expect_context::<ViewerResource>();
-    let version = RwSignal::new(0u32);
-    let notice: Notice = RwSignal::new(None);
-    let pack_draft = RwSignal::new(PackDraft::default());
-    let bundle_draft = RwSignal::new(BundleDraft::default());
-    crate::live::subscribe("/api/events", move |event| {
-        if matches!(
-            event.kind,
-            EventKind::CatalogChanged
-                | EventKind::ConnectorChanged { .. }
-                | EventKind::ConnectorRemoved { .. }
-        ) {
-            version.update(|v| *v += 1);
-        }
-    });
-    let catalog = crate::wire::resource(move || version.get(), |_| load_catalog());
-    view! {
-        <Title text="Packs"/>
-        <h1>"Packs and bundles"</h1>
-        <p class="muted">"A pack is one chip: what to find (its intent), the query, and which connectors to try in which order. A bundle is the row of chips a record set shows."</p>
-        {notice_line(notice)}
-        <Transition fallback=|| view! { <p>"Loading…"</p> }>
-            <ErrorBoundary fallback=error_list>
-                {move || Suspend::new(async move {
-                    let is_admin = matches!(viewer.await, Ok(Some(v)) if v.is_admin());
-                    catalog.await.map(|(cat, connectors)| {
-                        let WorkspaceCatalog { packs, bundles, own_packs, own_bundles, shipped_packs, shipped_bundles } = cat;
-                        let pack_rows = packs.iter().map(|p| {
-                            let from = origin(&p.pack_id, &own_packs, &shipped_packs);
-                            let actions = is_admin.then(|| {
-                                let draft = PackDraft::of(p);
-                                let undo = (from != "shipped").then(|| remove_button(
-                                    if from == "changed here" { "Revert" } else { "Remove" },
-                                    p.pack_id.clone(),
-                                    |id| Box::pin(remove_pack(id)),
-                                    notice,
-                                    version,
-                                ));
-                                view! {
-                                    <button type="button" on:click=move |_| pack_draft.set(draft.clone())>"Edit"</button>
-                                    {undo}
-                                }
-                            });
-                            view! {
-                                <tr data-pack=p.pack_id.clone() data-origin=from>
-                                    <td><span class="chip-label">{p.short_label.clone()}</span></td>
-                                    <td><strong>{p.display_name.clone()}</strong><div class="muted">{p.pack_id.clone()}</div></td>
-                                    <td class="caps">{p.intent.name().to_owned()}</td>
-                                    <td><code>{p.query_template.clone()}</code></td>
-                                    <td class="chain">{if p.preferred_connectors.is_empty() { "every connector serving it".to_owned() } else { p.preferred_connectors.join(" → ") }}</td>
-                                    <td class="origin">{from}</td>
-                                    <td>{actions}</td>
-                                </tr>
-                            }
-                            .into_any()
-                        }).collect_view();
-                        let labels: std::collections::HashMap<String, String> = packs.iter().map(|p| (p.pack_id.clone(), p.short_label.clone())).collect();
-                        let bundle_rows = bundles.iter().map(|b| {
-                            let from = origin(&b.bundle_id, &own_bundles, &shipped_bundles);
-                            let actions = is_admin.then(|| {
-                                let draft = BundleDraft::of(b);
-                                let undo = (from != "shipped").then(|| remove_button(
-                                    if from == "changed here" { "Revert" } else { "Remove" },
-                                    b.bundle_id.clone(),
-                                    |id| Box::pin(remove_bundle(id)),
-                                    notice,
-                                    version,
-                                ));
-                                view! {
-                                    <button type="button" on:click=move |_| bundle_draft.set(draft.clone())>"Edit"</button>
-                                    {undo}
-                                }
-                            });
-                            let chips = b.members.iter().map(|m| {
-                                let label = labels.get(&m.pack).cloned().unwrap_or_else(|| m.pack.clone());
-                                match &m.connector_chain_override {
-                                    Some(chain) => format!("{label} ({})", chain.join(" → ")),
-                                    None => label,
-                                }
-                            }).collect::<Vec<_>>().join(" · ");
-                            view! {
-                                <tr data-bundle=b.bundle_id.clone() data-origin=from>
-                                    <td><strong>{b.display_name.clone()}</strong><div class="muted">{b.bundle_id.clone()}</div></td>
-                                    <td class="members">{chips}</td>
-                                    <td class="origin">{from}</td>
-                                    <td>{actions}</td>
-                                </tr>
-                            }
-                            .into_any()
-                        }).collect_view();
-                        let editors = is_admin.then(|| view! {
-                            <div class="catalog-editors">
-                                <PackEditor draft=pack_draft connectors=connectors.clone() notice version/>
-                                <BundleEditor draft=bundle_draft packs=packs.clone() connectors=connectors.clone() notice version/>
-                            </div>
-                        });
-                        view! {
-                            <h2>"Packs"</h2>
-                            <table class="packs">
-                                <thead><tr><th>"Chip"</th><th>"Pack"</th><th>"Intent"</th><th>"Query"</th><th>"Chain"</th><th>"From"</th><th></th></tr></thead>
-                                <tbody>{pack_rows}</tbody>
-                            </table>
-                            <h2>"Bundles"</h2>
-                            <table class="bundles">
-                                <thead><tr><th>"Bundle"</th><th>"Chips"</th><th>"From"</th><th></th></tr></thead>
-                                <tbody>{bundle_rows}</tbody>
-                            </table>
-                            {editors}
-                        }
-                    })
-                })}
-            </ErrorBoundary>
-        </Transition>
     }
 }
 
