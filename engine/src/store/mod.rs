@@ -19,6 +19,7 @@ mod catalog;
 mod credentials;
 mod events;
 mod manifests;
+mod migrations;
 pub use accounts::{Owned, Principal, Removal, UserRow};
 pub use audit::StatusChange;
 pub use calls::{CallStatus, NewCall, StoredCall};
@@ -153,10 +154,7 @@ impl Store {
                 .execute(&pool)
                 .await?;
         }
-        match backend {
-            Backend::Sqlite => sqlx::migrate!("./migrations/sqlite").run(&pool).await?,
-            Backend::Postgres => sqlx::migrate!("./migrations/postgres").run(&pool).await?,
-        }
+        migrations::migrate(&pool, backend).await?;
         Ok(Self {
             pool,
             backend,
