@@ -45,154 +45,99 @@ const OPTIMISTIC_AFTER: Duration = Duration::from_secs(5);
 /// How long a touch must last to open the menu instead of firing.
 const LONG_PRESS: Duration = Duration::from_millis(500);
 
+/// A chip's own signals, beside its live state on the board: they last as
+/// long as its card.
+#[derive(Clone, Copy)]
+struct ChipLocal {
+    /// Why the last click did not fire, or failed.
+    error: RwSignal<Option<String>>,
+    /// No answer after [`OPTIMISTIC_AFTER`]: the chip looks not-found.
+    slow: RwSignal<bool>,
+    /// Clicked again while slow: the chip says it is still looking.
+    nudged: RwSignal<bool>,
+    /// The clock a rate-limited chip counts down with.
+    now: RwSignal<i64>,
+    /// A cancel clicked before the server said which fire is in flight.
+    cancel_wanted: RwSignal<bool>,
+}
+
+impl ChipLocal {
+    fn new() -> Self {
+        Self {
+            error: RwSignal::new(None),
+            slow: RwSignal::new(false),
+            nudged: RwSignal::new(false),
+            now: RwSignal::new(now_ms()),
+            cancel_wanted: RwSignal::new(false),
+        }
+    }
+
+    /// Keeps the chip's own signals in step with its live state: slow and
+    /// nudged end with the fire, a rate limit counts down, and a cancel
+    /// clicked early goes out once the fire's id is known.
+    fn follow(self, live: ChipSlot) {
+        let ChipSlot { state, fire, .. } = live;
+        Effect::new(move |_| {
+            if state.get() != ChipState::Firing {
+                self.slow.set(false);
+                self.nudged.set(false);
+            }
+        });
+        Effect::new(move |_| {
+            if let ChipState::RateLimited { until } = state.get() {
+                count_down(state, self.now, until);
+            }
+        });
+        Effect::new(move |_| {
+            let in_flight = fire.get();
+            if state.get() != ChipState::Firing {
+                self.cancel_wanted.set(false);
+            } else if let (Some(id), true) = (in_flight, self.cancel_wanted.get()) {
+                self.cancel_wanted.set(false);
+                spawn_local(async move {
+                    let _ = cancel_fire(id).await;
+                });
+            }
+        });
+    }
+
+    /// How long a rate-limited chip still waits.
+    fn waiting(self, state: RwSignal<ChipState>) -> Option<String> {
+        match state.get() {
+            ChipState::RateLimited { until } => Some(time_left(until, self.now.get())),
+            _ => None,
+        }
+    }
+}
+
 #[component]
 pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board) -> impl IntoView {
-    let ChipSlot {
-        state,
-        fire,
-        next,
-        held,
-    } = live;
+    let state = live.state;
     let name = pack.display_name.clone();
     let pack_id = pack.pack_id.clone();
     let label = pack.short_label.clone();
-    let error = RwSignal::new(None::<String>);
-    // After 5 s without an answer the chip looks not-found while the fire goes
-    // on; the answer corrects it. A click then says "still looking".
-    let slow = RwSignal::new(false);
-    let nudged = RwSignal::new(false);
-    Effect::new(move |_| {
-        if state.get() != ChipState::Firing {
-            slow.set(false);
-            nudged.set(false);
-        }
-    });
-    // A rate-limited chip counts the wait down and is clickable again when
-    // it ends, as the server's chip would be on a reload.
-    let now = RwSignal::new(now_ms());
-    Effect::new(move |_| {
-        if let ChipState::RateLimited { until } = state.get() {
-            count_down(state, now, until);
-        }
-    });
-    // A cancel clicked before the server has said which fire is in flight
-    // waits for the fire's id, then cancels it.
-    let cancel_wanted = RwSignal::new(false);
-    Effect::new(move |_| {
-        let in_flight = fire.get();
-        if state.get() != ChipState::Firing {
-            cancel_wanted.set(false);
-        } else if let (Some(id), true) = (in_flight, cancel_wanted.get()) {
-            cancel_wanted.set(false);
-            spawn_local(async move {
-                let _ = cancel_fire(id).await;
-            });
-        }
-    });
+    let local = ChipLocal::new();
+    local.follow(live);
+    let slow = local.slow;
+    // After 5 s without an answer the chip looks not-found while the fire
+    // goes on; the answer corrects it.
     let shown = move || match state.get() {
         ChipState::Firing if slow.get() => ChipState::NotFound,
         s => s,
     };
-    let waiting = move || match state.get() {
-        ChipState::RateLimited { until } => Some(time_left(until, now.get())),
-        _ => None,
-    };
-
-    let tooltip = {
-        let name = name.clone();
-        move || {
-            let s = state.get();
-            let what = match (&s, next.get()) {
-                (ChipState::Firing, _) if slow.get() => {
-                    "Nothing found yet; still looking (right-click to cancel)".to_owned()
-                }
-                (ChipState::Firing, _) => "Click to cancel".to_owned(),
-                (ChipState::NeedsEnv { vars }, _) => {
-                    format!("Needs {} to activate", vars.join(", "))
-                }
-                (ChipState::RateLimited { .. }, _) => format!(
-                    "Rate-limited: {name} can fire again in {}",
-                    waiting().unwrap_or_default()
-                ),
-                (_, Some(connector)) => match held.get() {
-                    Some(why) => format!("Fire {name} through {connector} ({why})"),
-                    None => format!("Fire {name} through {connector}"),
-                },
-                (_, None) => {
-                    "No connector fires on a click now; right-click to see each one".to_owned()
-                }
-            };
-            match error.get() {
-                Some(e) => format!("{what}. {e}"),
-                None => format!("{what}. Now: {}.", describe(&s)),
-            }
-        }
-    };
-    // A long press opens the menu; the click that ends it does not fire.
-    let pressed = StoredValue::new(0u32);
-    let long_pressed = StoredValue::new(false);
-    let on_click = {
-        let pack_id = pack_id.clone();
-        move |_| {
-            if long_pressed.get_value() {
-                long_pressed.set_value(false);
-                return;
-            }
-            match state.get_untracked() {
-                ChipState::NeedsEnv { .. } | ChipState::RateLimited { .. } => return,
-                ChipState::Firing if slow.get_untracked() => {
-                    nudged.set(true);
-                    return;
-                }
-                ChipState::Firing => {
-                    match fire.get_untracked() {
-                        Some(id) => spawn_local(async move {
-                            let _ = cancel_fire(id).await;
-                        }),
-                        None => cancel_wanted.set(true),
-                    }
-                    return;
-                }
-                _ => {}
-            }
-            error.set(None);
-            state.set(ChipState::Firing);
-            slow.set(false);
-            set_timeout(
-                move || {
-                    // The card may be gone (another page) by now.
-                    if state.try_get_untracked() == Some(ChipState::Firing) {
-                        slow.try_set(true);
-                    }
-                },
-                OPTIMISTIC_AFTER,
-            );
-            let pack_id = pack_id.clone();
-            spawn_local(async move {
-                match fire_chip(record_id, pack_id, None).await {
-                    Ok(fired) => {
-                        fire.set(None);
-                        state.set(fired.chip);
-                        for item in fired.items {
-                            board.put_item(item);
-                        }
-                        if fired.not_fired.is_some() {
-                            error.try_set(fired.not_fired);
-                        }
-                    }
-                    Err(e) => {
-                        error.try_set(Some(e.to_string()));
-                        state.set(ChipState::Error {
-                            reason: e.to_string(),
-                        });
-                    }
-                }
-            });
-        }
-    };
+    let waiting = move || local.waiting(state);
+    let long_press = LongPress::new();
     let open_menu = {
         let pack_id = pack_id.clone();
         move || board.menu.set(Some((record_id, pack_id.clone())))
+    };
+    let on_click = {
+        let pack_id = pack_id.clone();
+        move |_| {
+            if !long_press.ended_one() {
+                click(record_id, &pack_id, live, local, board);
+            }
+        }
     };
     let on_contextmenu = {
         let open_menu = open_menu.clone();
@@ -203,38 +148,9 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
     };
     let on_pointerdown = {
         let open_menu = open_menu.clone();
-        move |ev: leptos::ev::PointerEvent| {
-            if ev.pointer_type() != "touch" {
-                return;
-            }
-            let press = pressed.get_value().wrapping_add(1);
-            pressed.set_value(press);
-            let open_menu = open_menu.clone();
-            set_timeout(
-                move || {
-                    if pressed.try_get_value() == Some(press) {
-                        long_pressed.try_set_value(true);
-                        open_menu();
-                    }
-                },
-                LONG_PRESS,
-            );
-        }
+        move |ev: leptos::ev::PointerEvent| long_press.start(&ev, open_menu.clone())
     };
-    let press_ends = move |_: leptos::ev::PointerEvent| {
-        pressed.update_value(|p| *p = p.wrapping_add(1));
-    };
-    let aria = {
-        let name = name.clone();
-        move || match (state.get(), slow.get()) {
-            (ChipState::Firing, true) => format!("{name}: nothing found yet, still looking"),
-            (ChipState::RateLimited { .. }, _) => format!(
-                "{name}: rate-limited, can fire again in {}",
-                waiting().unwrap_or_default()
-            ),
-            (s, _) => format!("{name}: {}", describe(&s)),
-        }
-    };
+    let press_ends = move |_: leptos::ev::PointerEvent| long_press.cancel();
     view! {
         <span class="chip-wrap">
             <button
@@ -246,8 +162,8 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
                     ChipState::Found { count } => Some(count.to_string()),
                     _ => None,
                 }
-                aria-label=aria
-                title=tooltip
+                aria-label=aria(name.clone(), state, local)
+                title=tooltip(name.clone(), live, local)
                 disabled=move || {
                     matches!(state.get(), ChipState::NeedsEnv { .. } | ChipState::RateLimited { .. })
                 }
@@ -277,10 +193,163 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
             >
                 "▾"
             </button>
-            <Show when=move || nudged.get() && slow.get()>
+            <Show when=move || local.nudged.get() && slow.get()>
                 <span class="chip-note" role="status">"still looking…"</span>
             </Show>
         </span>
+    }
+}
+
+/// What a click on the chip does: nothing while it cannot fire; while it
+/// fires, cancel (or, once it looks not-found, say it is still looking);
+/// otherwise fire the next connector.
+fn click(record_id: i64, pack_id: &str, live: ChipSlot, local: ChipLocal, board: Board) {
+    let ChipSlot { state, fire, .. } = live;
+    match state.get_untracked() {
+        ChipState::NeedsEnv { .. } | ChipState::RateLimited { .. } => return,
+        ChipState::Firing if local.slow.get_untracked() => {
+            local.nudged.set(true);
+            return;
+        }
+        ChipState::Firing => {
+            match fire.get_untracked() {
+                Some(id) => spawn_local(async move {
+                    let _ = cancel_fire(id).await;
+                }),
+                None => local.cancel_wanted.set(true),
+            }
+            return;
+        }
+        _ => {}
+    }
+    local.error.set(None);
+    state.set(ChipState::Firing);
+    local.slow.set(false);
+    set_timeout(
+        move || {
+            // The card may be gone (another page) by now.
+            if state.try_get_untracked() == Some(ChipState::Firing) {
+                local.slow.try_set(true);
+            }
+        },
+        OPTIMISTIC_AFTER,
+    );
+    let pack_id = pack_id.to_owned();
+    spawn_local(async move {
+        match fire_chip(record_id, pack_id, None).await {
+            Ok(fired) => {
+                fire.set(None);
+                state.set(fired.chip);
+                for item in fired.items {
+                    board.put_item(item);
+                }
+                if fired.not_fired.is_some() {
+                    local.error.try_set(fired.not_fired);
+                }
+            }
+            Err(e) => {
+                local.error.try_set(Some(e.to_string()));
+                state.set(ChipState::Error {
+                    reason: e.to_string(),
+                });
+            }
+        }
+    });
+}
+
+/// The chip's tooltip: what a click would do now, and the state or the
+/// last error.
+fn tooltip(name: String, live: ChipSlot, local: ChipLocal) -> impl Fn() -> String {
+    let ChipSlot {
+        state, next, held, ..
+    } = live;
+    move || {
+        let s = state.get();
+        let what = match (&s, next.get()) {
+            (ChipState::Firing, _) if local.slow.get() => {
+                "Nothing found yet; still looking (right-click to cancel)".to_owned()
+            }
+            (ChipState::Firing, _) => "Click to cancel".to_owned(),
+            (ChipState::NeedsEnv { vars }, _) => {
+                format!("Needs {} to activate", vars.join(", "))
+            }
+            (ChipState::RateLimited { .. }, _) => format!(
+                "Rate-limited: {name} can fire again in {}",
+                local.waiting(state).unwrap_or_default()
+            ),
+            (_, Some(connector)) => match held.get() {
+                Some(why) => format!("Fire {name} through {connector} ({why})"),
+                None => format!("Fire {name} through {connector}"),
+            },
+            (_, None) => {
+                "No connector fires on a click now; right-click to see each one".to_owned()
+            }
+        };
+        match local.error.get() {
+            Some(e) => format!("{what}. {e}"),
+            None => format!("{what}. Now: {}.", describe(&s)),
+        }
+    }
+}
+
+/// What a screen reader hears for the chip.
+fn aria(name: String, state: RwSignal<ChipState>, local: ChipLocal) -> impl Fn() -> String {
+    move || match (state.get(), local.slow.get()) {
+        (ChipState::Firing, true) => format!("{name}: nothing found yet, still looking"),
+        (ChipState::RateLimited { .. }, _) => format!(
+            "{name}: rate-limited, can fire again in {}",
+            local.waiting(state).unwrap_or_default()
+        ),
+        (s, _) => format!("{name}: {}", describe(&s)),
+    }
+}
+
+/// A touch held for [`LONG_PRESS`] opens the menu; the click that ends it
+/// does not fire.
+#[derive(Clone, Copy)]
+struct LongPress {
+    /// Counts presses, so a timer knows whether its press still lasts.
+    pressed: StoredValue<u32>,
+    /// A long press opened the menu; the click that ends it is not a click.
+    opened: StoredValue<bool>,
+}
+
+impl LongPress {
+    fn new() -> Self {
+        Self {
+            pressed: StoredValue::new(0),
+            opened: StoredValue::new(false),
+        }
+    }
+
+    fn start(self, ev: &leptos::ev::PointerEvent, open_menu: impl Fn() + 'static) {
+        if ev.pointer_type() != "touch" {
+            return;
+        }
+        let press = self.pressed.get_value().wrapping_add(1);
+        self.pressed.set_value(press);
+        set_timeout(
+            move || {
+                if self.pressed.try_get_value() == Some(press) {
+                    self.opened.try_set_value(true);
+                    open_menu();
+                }
+            },
+            LONG_PRESS,
+        );
+    }
+
+    fn cancel(self) {
+        self.pressed.update_value(|p| *p = p.wrapping_add(1));
+    }
+
+    /// Whether this click ends a long press (and so does not fire).
+    fn ended_one(self) -> bool {
+        let opened = self.opened.get_value();
+        if opened {
+            self.opened.set_value(false);
+        }
+        opened
     }
 }
 
