@@ -213,85 +213,40 @@ impl Door {
                 json!({ "record_sets": e.record_sets(who).await.map_err(failed)? })
             }
             "list_records" => {
-                #[derive(Deserialize)]
-                struct A {
-                    set_id: i64,
-                    #[serde(default)]
-                    filter: RecordFilter,
-                    #[serde(default)]
-                    search: String,
-                    #[serde(default)]
-                    offset: i64,
-                    #[serde(default = "fifty")]
-                    limit: i64,
-                }
-                fn fifty() -> i64 {
-                    50
-                }
-                let a: A = arguments(args)?;
+                let a: ListRecordsArgs = arguments(args)?;
                 json!(e
                     .records_of(who, a.set_id, a.filter, &a.search, a.offset, a.limit)
                     .await
                     .map_err(failed)?)
             }
             "fire_pack" => {
-                #[derive(Deserialize)]
-                struct A {
-                    record_id: i64,
-                    pack: String,
-                    connector: Option<String>,
-                }
-                let a: A = arguments(args)?;
+                let a: FirePackArgs = arguments(args)?;
                 json!(e
                     .fire_pack_envelope(who, a.record_id, &a.pack, a.connector.as_deref())
                     .await
                     .map_err(failed)?)
             }
             "start_fanout" => {
-                #[derive(Deserialize)]
-                struct A {
-                    set_id: i64,
-                    packs: Option<Vec<String>>,
-                    paid_per_record: Option<u32>,
-                }
-                let a: A = arguments(args)?;
+                let a: StartFanoutArgs = arguments(args)?;
                 json!(e
                     .start_fanout(who, a.set_id, a.packs, a.paid_per_record)
                     .await
                     .map_err(failed)?)
             }
             "read_job" => {
-                #[derive(Deserialize)]
-                struct A {
-                    job_id: i64,
-                }
-                let a: A = arguments(args)?;
+                let a: ReadJobArgs = arguments(args)?;
                 json!(e.job_of(who, a.job_id).await.map_err(failed)?)
             }
             "read_call" => {
-                #[derive(Deserialize)]
-                struct A {
-                    call_id: i64,
-                }
-                let a: A = arguments(args)?;
+                let a: ReadCallArgs = arguments(args)?;
                 json!(e.call_envelope(who, a.call_id).await.map_err(failed)?)
             }
             "list_items" => {
-                #[derive(Deserialize)]
-                struct A {
-                    record_id: i64,
-                }
-                let a: A = arguments(args)?;
+                let a: ListItemsArgs = arguments(args)?;
                 json!({ "items": e.record_items(who, a.record_id).await.map_err(failed)? })
             }
             "triage_item" => {
-                #[derive(Deserialize)]
-                struct A {
-                    item_id: i64,
-                    verb: TriageVerb,
-                    version: i64,
-                }
-                let a: A = arguments(args)?;
+                let a: TriageItemArgs = arguments(args)?;
                 json!(e
                     .triage_item(who, a.item_id, a.verb, a.version)
                     .await
@@ -312,6 +267,67 @@ impl Door {
         };
         Ok(answer)
     }
+}
+
+/// `list_records`: a page of a set's records, filtered and searched.
+#[derive(Deserialize)]
+struct ListRecordsArgs {
+    set_id: i64,
+    #[serde(default)]
+    filter: RecordFilter,
+    #[serde(default)]
+    search: String,
+    #[serde(default)]
+    offset: i64,
+    #[serde(default = "fifty")]
+    limit: i64,
+}
+
+/// A page of records when the agent names no limit.
+fn fifty() -> i64 {
+    50
+}
+
+/// `fire_pack`: a pack fired for one record, optionally through one connector.
+#[derive(Deserialize)]
+struct FirePackArgs {
+    record_id: i64,
+    pack: String,
+    connector: Option<String>,
+}
+
+/// `start_fanout`: packs over every record of a set, as a job.
+#[derive(Deserialize)]
+struct StartFanoutArgs {
+    set_id: i64,
+    packs: Option<Vec<String>>,
+    paid_per_record: Option<u32>,
+}
+
+/// `read_job`: a fan-out job.
+#[derive(Deserialize)]
+struct ReadJobArgs {
+    job_id: i64,
+}
+
+/// `read_call`: a capability call.
+#[derive(Deserialize)]
+struct ReadCallArgs {
+    call_id: i64,
+}
+
+/// `list_items`: a record's items.
+#[derive(Deserialize)]
+struct ListItemsArgs {
+    record_id: i64,
+}
+
+/// `triage_item`: a triage verb on an item at the version the caller saw.
+#[derive(Deserialize)]
+struct TriageItemArgs {
+    item_id: i64,
+    verb: TriageVerb,
+    version: i64,
 }
 
 /// A tool's arguments as the operation takes them; a bad one names what.

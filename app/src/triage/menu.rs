@@ -158,80 +158,87 @@ fn MenuItems(menu: ConnectorMenu, board: Board) -> impl IntoView {
     let entries = menu
         .entries
         .into_iter()
-        .map(|entry| {
-            let id = entry.connector.profile.id.clone();
-            let name = entry.connector.profile.display_name.clone();
-            let available = entry.connector.status.is_available();
-            let status = entry
-                .connector
-                .status_reason
-                .clone()
-                .unwrap_or_else(|| "available".to_owned());
-            let tier = entry.connector.profile.cost_tier;
-            let fire = {
-                let (id, pack_id) = (id.clone(), pack_id.clone());
-                move |_| {
-                    let (id, pack_id) = (id.clone(), pack_id.clone());
-                    board.menu.set(None);
-                    spawn_local(async move {
-                        if let Ok(fired) = fire_chip(record_id, pack_id, Some(id)).await {
-                            for item in fired.items {
-                                board.put_item(item);
-                            }
-                        }
-                    });
-                }
-            };
-            let already = entry.record_override;
-            let start_with = {
-                let (id, pack_id) = (id.clone(), pack_id.clone());
-                move |_| {
-                    let (id, pack_id) = (id.clone(), pack_id.clone());
-                    board.menu.set(None);
-                    spawn_local(async move {
-                        let _ = set_start_with(record_id, pack_id, if already { None } else { Some(id) }).await;
-                    });
-                }
-            };
-            let start_label = if already {
-                format!("Stop always starting with {name} for this record")
-            } else {
-                format!("Always start with {name} for this record")
-            };
-            view! {
-                <div class="menu-entry" data-connector=id.clone() data-next=entry.next.then_some("true")>
-                    <button
-                        role="menuitem"
-                        class="menu-fire"
-                        disabled=!available
-                        aria-label=format!("Fire through {name}")
-                        title=format!("Fire through {name} ({})", tier.name())
-                        on:click=fire
-                    >
-                        <span class=format!("cost cost-{}", tier.name()) title=tier.name()>
-                            <span aria-hidden="true">{cost_icon(tier)}</span>
-                            <span class="sr">{tier.name()}</span>
-                        </span>
-                        <span class="menu-name">{name.clone()}</span>
-                        {entry.next.then(|| view! { <span class="badge">"next"</span> })}
-                        <span class=format!("menu-status status-{}", entry.connector.status.kind())>{status}</span>
-                        <span class="menu-last" title=last_fire_detail(&entry)>{last_fire(&entry)}</span>
-                    </button>
-                    <button
-                        role="menuitemcheckbox"
-                        aria-checked=if already { "true" } else { "false" }
-                        class="menu-pin"
-                        aria-label=start_label.clone()
-                        title=start_label
-                        on:click=start_with
-                    >
-                        {if already { "★" } else { "☆" }}
-                    </button>
-                </div>
-            }
-        })
+        .map(|entry| view! { <MenuEntryView entry record_id pack_id=pack_id.clone() board/> })
         .collect_view();
     view! { {cancel} {entries} }
+}
+
+/// One connector of the menu: fire through it, with its cost tier, status
+/// and last fire for this record; and whether this record always starts
+/// with it.
+#[component]
+fn MenuEntryView(entry: MenuEntry, record_id: i64, pack_id: String, board: Board) -> impl IntoView {
+    let id = entry.connector.profile.id.clone();
+    let name = entry.connector.profile.display_name.clone();
+    let available = entry.connector.status.is_available();
+    let status = entry
+        .connector
+        .status_reason
+        .clone()
+        .unwrap_or_else(|| "available".to_owned());
+    let tier = entry.connector.profile.cost_tier;
+    let fire = {
+        let (id, pack_id) = (id.clone(), pack_id.clone());
+        move |_| {
+            let (id, pack_id) = (id.clone(), pack_id.clone());
+            board.menu.set(None);
+            spawn_local(async move {
+                if let Ok(fired) = fire_chip(record_id, pack_id, Some(id)).await {
+                    for item in fired.items {
+                        board.put_item(item);
+                    }
+                }
+            });
+        }
+    };
+    let already = entry.record_override;
+    let start_with = {
+        let (id, pack_id) = (id.clone(), pack_id.clone());
+        move |_| {
+            let (id, pack_id) = (id.clone(), pack_id.clone());
+            board.menu.set(None);
+            spawn_local(async move {
+                let _ =
+                    set_start_with(record_id, pack_id, if already { None } else { Some(id) }).await;
+            });
+        }
+    };
+    let start_label = if already {
+        format!("Stop always starting with {name} for this record")
+    } else {
+        format!("Always start with {name} for this record")
+    };
+    view! {
+        <div class="menu-entry" data-connector=id.clone() data-next=entry.next.then_some("true")>
+            <button
+                role="menuitem"
+                class="menu-fire"
+                disabled=!available
+                aria-label=format!("Fire through {name}")
+                title=format!("Fire through {name} ({})", tier.name())
+                on:click=fire
+            >
+                <span class=format!("cost cost-{}", tier.name()) title=tier.name()>
+                    <span aria-hidden="true">{cost_icon(tier)}</span>
+                    <span class="sr">{tier.name()}</span>
+                </span>
+                <span class="menu-name">{name.clone()}</span>
+                {entry.next.then(|| view! { <span class="badge">"next"</span> })}
+                <span class=format!("menu-status status-{}", entry.connector.status.kind())>{status}</span>
+                <span class="menu-last" title=last_fire_detail(&entry)>{last_fire(&entry)}</span>
+            </button>
+            <button
+                role="menuitemcheckbox"
+                aria-checked=if already { "true" } else { "false" }
+                class="menu-pin"
+                aria-label=start_label.clone()
+                title=start_label
+                on:click=start_with
+            >
+                {if already { "★" } else { "☆" }}
+            </button>
+        </div>
+    }
 }
 
 /// The CSS selector of a record's chip for a pack.

@@ -146,56 +146,73 @@ fn Cards(
             </p>
             <Together board/>
             <FanoutBar set_id board/>
-            <div class="toolbar">
-                <label>
-                    "Show "
-                    <select
-                        aria-label="Filter"
-                        on:change=move |ev| {
-                            let f = match event_target_value(&ev).as_str() {
-                                "unreviewed" => RecordFilter::Unreviewed,
-                                "nothing_found" => RecordFilter::NothingFound,
-                                "errors" => RecordFilter::Errors,
-                                "changed" => RecordFilter::Changed,
-                                _ => RecordFilter::All,
-                            };
-                            offset.set(0);
-                            filter.set(f);
-                        }
-                    >
-                        <option value="all" selected=move || filter.get() == RecordFilter::All>"all"</option>
-                        <option value="unreviewed" selected=move || filter.get() == RecordFilter::Unreviewed>"has unreviewed"</option>
-                        <option value="nothing_found" selected=move || filter.get() == RecordFilter::NothingFound>"nothing found"</option>
-                        <option value="errors" selected=move || filter.get() == RecordFilter::Errors>"errors"</option>
-                        <option value="changed" selected=move || filter.get() == RecordFilter::Changed>"new since my last visit"</option>
-                    </select>
-                </label>
-                <input
-                    type="search"
-                    placeholder="Search by name"
-                    aria-label="Search by name"
-                    prop:value=move || typed.get()
-                    on:input=move |ev| typed.set(event_target_value(&ev))
-                    on:change=move |_| {
-                        offset.set(0);
-                        search.set(typed.get_untracked());
-                    }
-                    on:keydown=move |ev| {
-                        // Enter searches at once (change waits for the field to lose focus).
-                        if ev.key() == "Enter" {
-                            offset.set(0);
-                            search.set(typed.get_untracked());
-                        }
-                    }
-                />
-                <span class="muted">{format!("{}–{} of {total}", (shown_from + 1).min(total), shown_to)}</span>
-                <button disabled={shown_from == 0} on:click=move |_| offset.update(|o| *o = (*o - PAGE_SIZE).max(0))>"← Previous"</button>
-                <button disabled={shown_to >= total} on:click=move |_| offset.update(|o| *o += PAGE_SIZE)>"Next →"</button>
-            </div>
+            <Toolbar filter search typed offset shown_from shown_to total/>
         </div>
         <div class="cards">{cards}</div>
         <ConnectorMenuView board/>
         <keys::KeyHelp open=help labels/>
+    }
+}
+
+/// The set's filter, name search and paging: any change starts again at
+/// the first page.
+#[component]
+fn Toolbar(
+    filter: RwSignal<RecordFilter>,
+    search: RwSignal<String>,
+    typed: RwSignal<String>,
+    offset: RwSignal<i64>,
+    shown_from: i64,
+    shown_to: i64,
+    total: i64,
+) -> impl IntoView {
+    view! {
+        <div class="toolbar">
+            <label>
+                "Show "
+                <select
+                    aria-label="Filter"
+                    on:change=move |ev| {
+                        let f = match event_target_value(&ev).as_str() {
+                            "unreviewed" => RecordFilter::Unreviewed,
+                            "nothing_found" => RecordFilter::NothingFound,
+                            "errors" => RecordFilter::Errors,
+                            "changed" => RecordFilter::Changed,
+                            _ => RecordFilter::All,
+                        };
+                        offset.set(0);
+                        filter.set(f);
+                    }
+                >
+                    <option value="all" selected=move || filter.get() == RecordFilter::All>"all"</option>
+                    <option value="unreviewed" selected=move || filter.get() == RecordFilter::Unreviewed>"has unreviewed"</option>
+                    <option value="nothing_found" selected=move || filter.get() == RecordFilter::NothingFound>"nothing found"</option>
+                    <option value="errors" selected=move || filter.get() == RecordFilter::Errors>"errors"</option>
+                    <option value="changed" selected=move || filter.get() == RecordFilter::Changed>"new since my last visit"</option>
+                </select>
+            </label>
+            <input
+                type="search"
+                placeholder="Search by name"
+                aria-label="Search by name"
+                prop:value=move || typed.get()
+                on:input=move |ev| typed.set(event_target_value(&ev))
+                on:change=move |_| {
+                    offset.set(0);
+                    search.set(typed.get_untracked());
+                }
+                on:keydown=move |ev| {
+                    // Enter searches at once (change waits for the field to lose focus).
+                    if ev.key() == "Enter" {
+                        offset.set(0);
+                        search.set(typed.get_untracked());
+                    }
+                }
+            />
+            <span class="muted">{format!("{}–{} of {total}", (shown_from + 1).min(total), shown_to)}</span>
+            <button disabled={shown_from == 0} on:click=move |_| offset.update(|o| *o = (*o - PAGE_SIZE).max(0))>"← Previous"</button>
+            <button disabled={shown_to >= total} on:click=move |_| offset.update(|o| *o += PAGE_SIZE)>"Next →"</button>
+        </div>
     }
 }
 

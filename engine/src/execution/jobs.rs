@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use model::{EventKind, Job, JobStatus, RecordSetSummary};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -37,6 +38,16 @@ pub struct JobRunner {
     owner: Owner,
     leases: LeaseConfig,
     running: Arc<Mutex<HashMap<i64, Running>>>,
+}
+
+/// What driving one job keeps while it claims and starts its tasks.
+struct Driving<'a> {
+    job: Job,
+    /// Who its fires are by: the person who started it, and the job.
+    actor: String,
+    set: Arc<RecordSetSummary>,
+    running: &'a Running,
+    progress: &'a Arc<Progress>,
 }
 
 /// A job running in this process.
@@ -266,16 +277,22 @@ impl JobRunner {
         running: &Running,
         progress: &Arc<Progress>,
     ) -> Result<(), StoreError> {
-        let (cancel, stop) = (&running.cancel, &running.stop);
+        let stop = &running.stop;
         let job = retrying(|| self.store.job(job_id)).await?;
-        let actor = format!("{} (job {job_id})", job.created_by);
         let set = Arc::new(retrying(|| self.store.record_set(job.record_set_id)).await?);
+        let driving = Driving {
+            actor: format!("{} (job {job_id})", job.created_by),
+            job,
+            set,
+            running,
+            progress,
+        };
         let mut fires = JoinSet::new();
         let result = loop {
             while let Some(ended) = fires.try_join_next() {
                 log_fire_end(job_id, ended);
             }
-            let Some(mut places) = self.flow.ceiling(BATCH, stop).await else {
+            let Some(places) = self.flow.ceiling(BATCH, stop).await else {
                 break Ok(());
             };
             let tasks = match retrying(|| {
@@ -288,85 +305,13 @@ impl JobRunner {
                 Err(e) => break Err(e),
             };
             if tasks.is_empty() {
-                // Nothing left to claim. The job is done when every task is:
-                // this process's fires end first, and a task another
-                // process holds (one that died, say, until its lease runs
-                // out) comes back to the queue or ends there.
                 drop(places);
-                while let Some(ended) = fires.join_next().await {
-                    log_fire_end(job_id, ended);
-                }
-                match retrying(|| self.store.unfinished_tasks(job_id)).await {
-                    Ok(0) => break Ok(()),
-                    Ok(_) => {}
-                    Err(e) => break Err(e),
-                }
-                tokio::select! {
-                    () = tokio::time::sleep(self.leases.heartbeat.min(LOOK_AGAIN)) => continue,
-                    () = stop.cancelled() => break Ok(()),
+                match self.nothing_to_claim(job_id, &mut fires, stop).await {
+                    Some(result) => break result,
+                    None => continue,
                 }
             }
-            lock(&running.tasks).extend(tasks.iter().map(|t| t.id));
-            let batch = match self.read_batch(job_id, &set, &tasks).await {
-                Ok(batch) => batch,
-                Err(e) => break Err(e),
-            };
-            let mut failed = None;
-            for task in tasks {
-                let place = places.split(1);
-                if stop.is_cancelled() {
-                    break;
-                }
-                let req = FireRequest {
-                    record_id: task.record_id,
-                    pack_id: task.pack_id.clone(),
-                    connector: None,
-                    triggered_by: job.triggered_by,
-                    actor: actor.clone(),
-                    job_id: Some(job_id),
-                    task_id: Some(task.id),
-                    parent: Some(cancel.clone()),
-                    paid_per_record: job.paid_per_record,
-                };
-                let prepared = match self.plan(&batch, &set, &task, req).await {
-                    Ok(Some(prepared)) => prepared,
-                    Ok(None) => {
-                        lock(&running.tasks).remove(&task.id);
-                        progress.tick().await;
-                        continue;
-                    }
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                };
-                // Its turn in the first connector's window comes before the
-                // fire starts, so no chip says "firing" while it only waits.
-                let first = match prepared
-                    .first_connector()
-                    .and_then(|c| self.dispatcher.handle(c, set.workspace_id))
-                {
-                    Some(handle) => {
-                        match self.flow.acquire(&handle, Priority::Background, stop).await {
-                            Some(permit) if !stop.is_cancelled() => Some(permit),
-                            _ => break,
-                        }
-                    }
-                    None => None,
-                };
-                let (dispatcher, tasks, progress) = (
-                    self.dispatcher.clone(),
-                    running.tasks.clone(),
-                    progress.clone(),
-                );
-                fires.spawn(async move {
-                    let _place = place;
-                    dispatcher.run(prepared, first).await;
-                    lock(&tasks).remove(&task.id);
-                    progress.tick().await;
-                });
-            }
-            if let Some(e) = failed {
+            if let Err(e) = self.start_fires(&driving, tasks, places, &mut fires).await {
                 break Err(e);
             }
         };
@@ -375,6 +320,100 @@ impl JobRunner {
             log_fire_end(job_id, ended);
         }
         result
+    }
+
+    /// Nothing is left to claim. The job is done when every task is: this
+    /// process's fires end first, and a task another process holds (one
+    /// that died, say, until its lease runs out) comes back to the queue or
+    /// ends there. `None`: look again.
+    async fn nothing_to_claim(
+        &self,
+        job_id: i64,
+        fires: &mut JoinSet<()>,
+        stop: &CancellationToken,
+    ) -> Option<Result<(), StoreError>> {
+        while let Some(ended) = fires.join_next().await {
+            log_fire_end(job_id, ended);
+        }
+        match retrying(|| self.store.unfinished_tasks(job_id)).await {
+            Ok(0) => return Some(Ok(())),
+            Ok(_) => {}
+            Err(e) => return Some(Err(e)),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(self.leases.heartbeat.min(LOOK_AGAIN)) => None,
+            () = stop.cancelled() => Some(Ok(())),
+        }
+    }
+
+    /// Starts a fire for each claimed task, each in one of `places`, once
+    /// it has its turn in its first connector's window; stops starting when
+    /// the job is stopped.
+    async fn start_fires(
+        &self,
+        driving: &Driving<'_>,
+        tasks: Vec<Task>,
+        mut places: OwnedSemaphorePermit,
+        fires: &mut JoinSet<()>,
+    ) -> Result<(), StoreError> {
+        let Driving {
+            job,
+            actor,
+            set,
+            running,
+            progress,
+        } = driving;
+        let stop = &running.stop;
+        lock(&running.tasks).extend(tasks.iter().map(|t| t.id));
+        let batch = self.read_batch(job.id, set, &tasks).await?;
+        for task in tasks {
+            let place = places.split(1);
+            if stop.is_cancelled() {
+                break;
+            }
+            let req = FireRequest {
+                record_id: task.record_id,
+                pack_id: task.pack_id.clone(),
+                connector: None,
+                triggered_by: job.triggered_by,
+                actor: actor.clone(),
+                job_id: Some(job.id),
+                task_id: Some(task.id),
+                parent: Some(running.cancel.clone()),
+                paid_per_record: job.paid_per_record,
+            };
+            let Some(prepared) = self.plan(&batch, set, &task, req).await? else {
+                lock(&running.tasks).remove(&task.id);
+                progress.tick().await;
+                continue;
+            };
+            // Its turn in the first connector's window comes before the
+            // fire starts, so no chip says "firing" while it only waits.
+            let first = match prepared
+                .first_connector()
+                .and_then(|c| self.dispatcher.handle(c, set.workspace_id))
+            {
+                Some(handle) => {
+                    match self.flow.acquire(&handle, Priority::Background, stop).await {
+                        Some(permit) if !stop.is_cancelled() => Some(permit),
+                        _ => break,
+                    }
+                }
+                None => None,
+            };
+            let (dispatcher, tasks, progress) = (
+                self.dispatcher.clone(),
+                running.tasks.clone(),
+                Arc::clone(progress),
+            );
+            fires.spawn(async move {
+                let _place = place;
+                dispatcher.run(prepared, first).await;
+                lock(&tasks).remove(&task.id);
+                progress.tick().await;
+            });
+        }
+        Ok(())
     }
 
     /// Reads what a batch of tasks needs, in one read each: the workspace's

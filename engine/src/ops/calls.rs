@@ -76,6 +76,14 @@ fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
 }
 
+/// A call's request, checked (see [`Engine::asked`]).
+struct Asked {
+    intent: Capability,
+    query: String,
+    max_results: u32,
+    explicit: Option<String>,
+}
+
 impl Engine {
     /// Walks `capability`'s chain for a query on behalf of the caller's
     /// workspace and answers the envelope (see the module's doc).
@@ -86,40 +94,13 @@ impl Engine {
         req: CallRequest,
     ) -> Result<Envelope<CallResult>, OpError> {
         let ws = who.workspace_id;
-        let intent: Capability = capability
-            .parse()
-            .map_err(|e| OpError::NotFound(format!("capability: {e}")))?;
-        let query = req.query.trim().to_owned();
-        if query.is_empty() || query.chars().count() > MAX_QUERY_CHARS {
-            return Err(OpError::Invalid(format!(
-                "query: give 1 to {MAX_QUERY_CHARS} characters to look for"
-            )));
-        }
-        let max_results = req.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
-        if !(1..=MAX_RESULTS).contains(&max_results) {
-            return Err(OpError::Invalid(format!(
-                "max_results: ask for 1 to {MAX_RESULTS} results"
-            )));
-        }
-        let explicit = req
-            .connector
-            .as_deref()
-            .map(str::trim)
-            .filter(|c| !c.is_empty());
-        if let Some(id) = explicit {
-            let handle = self.registry.by_id_in(id, Some(ws)).ok_or_else(|| {
-                OpError::Invalid(format!("connector: no connector {id:?} is registered"))
-            })?;
-            if !handle.registration.profile.capabilities.contains(&intent) {
-                return Err(OpError::Invalid(format!(
-                    "connector: {id:?} does not serve {intent}"
-                )));
-            }
-        } else if self.registry.serving(&intent, Some(ws)).is_empty() {
-            return Err(OpError::NotFound(format!(
-                "capability: no connector serves {intent} in this workspace"
-            )));
-        }
+        let Asked {
+            intent,
+            query,
+            max_results,
+            explicit,
+        } = self.asked(ws, capability, &req)?;
+        let explicit = explicit.as_deref();
         let slot = self.calls_by_workspace.take_or_refuse(
             ws,
             MAX_CALLS_IN_FLIGHT,
@@ -204,6 +185,53 @@ impl Engine {
             }
             Err(_) => Ok(pending),
         }
+    }
+
+    /// What a call asks for, checked: a known capability, a query and a
+    /// number of results in bounds, and a connector (if one is named) that
+    /// the workspace has and that serves the capability, or else some
+    /// connector that does.
+    fn asked(&self, ws: i64, capability: &str, req: &CallRequest) -> Result<Asked, OpError> {
+        let intent: Capability = capability
+            .parse()
+            .map_err(|e| OpError::NotFound(format!("capability: {e}")))?;
+        let query = req.query.trim().to_owned();
+        if query.is_empty() || query.chars().count() > MAX_QUERY_CHARS {
+            return Err(OpError::Invalid(format!(
+                "query: give 1 to {MAX_QUERY_CHARS} characters to look for"
+            )));
+        }
+        let max_results = req.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+        if !(1..=MAX_RESULTS).contains(&max_results) {
+            return Err(OpError::Invalid(format!(
+                "max_results: ask for 1 to {MAX_RESULTS} results"
+            )));
+        }
+        let explicit = req
+            .connector
+            .as_deref()
+            .map(str::trim)
+            .filter(|c| !c.is_empty());
+        if let Some(id) = explicit {
+            let handle = self.registry.by_id_in(id, Some(ws)).ok_or_else(|| {
+                OpError::Invalid(format!("connector: no connector {id:?} is registered"))
+            })?;
+            if !handle.registration.profile.capabilities.contains(&intent) {
+                return Err(OpError::Invalid(format!(
+                    "connector: {id:?} does not serve {intent}"
+                )));
+            }
+        } else if self.registry.serving(&intent, Some(ws)).is_empty() {
+            return Err(OpError::NotFound(format!(
+                "capability: no connector serves {intent} in this workspace"
+            )));
+        }
+        Ok(Asked {
+            intent,
+            query,
+            max_results,
+            explicit: explicit.map(str::to_owned),
+        })
     }
 
     /// Walks a stored call's chain and stores how it ended.

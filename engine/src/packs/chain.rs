@@ -71,34 +71,12 @@ pub struct Chain {
 
 /// Resolves the chain for one fire. `connectors` is every registered connector.
 pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
-    let intent = req.intent;
-    let find = |id: &str| connectors.iter().find(|c| c.id == id);
-    // Why a connector cannot fire for this intent now, if it cannot.
-    let unfit = |id: &str| -> Option<String> {
-        match find(id) {
-            None => Some("not registered".to_owned()),
-            Some(c) if intent.is_some_and(|i| !c.serves.contains(i)) => Some(format!(
-                "does not serve {}",
-                intent.map(Capability::name).unwrap_or_default()
-            )),
-            Some(c) => c.status.reason(),
-        }
-    };
-    // Background work waits for these when nothing else can fire.
-    let lifts_soon = |id: &str| {
-        find(id).is_some_and(|c| match c.status {
-            ConnectorStatus::RateLimited { until, .. } => {
-                req.waits_out_until.is_some_and(|t| until <= t)
-            }
-            _ => false,
-        }) && !req.already_found.iter().any(|f| f == id)
-    };
-
+    let fit = Fitness { req, connectors };
     let mut notes = Vec::new();
     let mut skipped = Vec::new();
 
     if let Some(id) = req.explicit {
-        match unfit(id) {
+        match fit.unfit(id) {
             None => {
                 return Chain {
                     to_try: vec![id.to_owned()],
@@ -120,26 +98,11 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
         }
     }
 
-    let (base, source): (Vec<String>, ChainSource) = if let Some(chain) = req.bundle_override {
-        (chain.to_vec(), ChainSource::BundleOverride)
-    } else if !req.pack_preferred.is_empty() {
-        (req.pack_preferred.to_vec(), ChainSource::PackPreferred)
-    } else {
-        let mut serving: Vec<&Candidate> = connectors
-            .iter()
-            .filter(|c| intent.is_none_or(|i| c.serves.contains(i)))
-            .collect();
-        serving.sort_by(|a, b| (a.cost_tier, &a.id).cmp(&(b.cost_tier, &b.id)));
-        (
-            serving.into_iter().map(|c| c.id.clone()).collect(),
-            ChainSource::CostTierDefault,
-        )
-    };
-
+    let (base, source) = base_chain(req, connectors);
     let mut ordered: Vec<String> = Vec::with_capacity(base.len() + 1);
     if let Some(first) = req.record_override {
         if req.explicit != Some(first) {
-            match unfit(first) {
+            match fit.unfit(first) {
                 None => ordered.push(first.to_owned()),
                 Some(reason) => {
                     notes.push(format!(
@@ -162,41 +125,104 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
             ordered.push(id);
         }
     }
-
-    let mut to_try = Vec::with_capacity(ordered.len());
-    let mut waits_for = Vec::new();
-    for id in ordered {
-        if let Some(reason) = unfit(&id) {
-            if lifts_soon(&id) {
-                waits_for.push(id.clone());
-            }
-            // A spent budget is a spending limit, not the connector's state.
-            let capped =
-                find(&id).is_some_and(|c| matches!(c.status, ConnectorStatus::OverBudget { .. }));
-            skipped.push(Skipped {
-                connector_id: id,
-                reason,
-                capped,
-            });
-        } else if req.already_found.contains(&id) {
-            skipped.push(Skipped {
-                connector_id: id,
-                reason: "already found results for this record".to_owned(),
-                capped: false,
-            });
-        } else {
-            to_try.push(id);
-        }
-    }
-    if to_try.is_empty() && !waits_for.is_empty() {
-        skipped.retain(|s| !waits_for.contains(&s.connector_id));
-        to_try = waits_for;
-    }
     Chain {
-        to_try,
+        to_try: fit.sift(ordered, &mut skipped),
         skipped,
         notes,
         source,
+    }
+}
+
+/// The chain before the record's and the fire's own choices: the bundle's
+/// override, else the pack's preferred connectors, else every connector
+/// serving the intent by cost tier, then id.
+fn base_chain(req: &ChainRequest<'_>, connectors: &[Candidate]) -> (Vec<String>, ChainSource) {
+    if let Some(chain) = req.bundle_override {
+        (chain.to_vec(), ChainSource::BundleOverride)
+    } else if !req.pack_preferred.is_empty() {
+        (req.pack_preferred.to_vec(), ChainSource::PackPreferred)
+    } else {
+        let mut serving: Vec<&Candidate> = connectors
+            .iter()
+            .filter(|c| req.intent.is_none_or(|i| c.serves.contains(i)))
+            .collect();
+        serving.sort_by(|a, b| (a.cost_tier, &a.id).cmp(&(b.cost_tier, &b.id)));
+        (
+            serving.into_iter().map(|c| c.id.clone()).collect(),
+            ChainSource::CostTierDefault,
+        )
+    }
+}
+
+/// Which connectors can fire for a request now, and why not.
+struct Fitness<'a> {
+    req: &'a ChainRequest<'a>,
+    connectors: &'a [Candidate],
+}
+
+impl Fitness<'_> {
+    fn find(&self, id: &str) -> Option<&Candidate> {
+        self.connectors.iter().find(|c| c.id == id)
+    }
+
+    /// Why a connector cannot fire for this intent now, if it cannot.
+    fn unfit(&self, id: &str) -> Option<String> {
+        let intent = self.req.intent;
+        match self.find(id) {
+            None => Some("not registered".to_owned()),
+            Some(c) if intent.is_some_and(|i| !c.serves.contains(i)) => Some(format!(
+                "does not serve {}",
+                intent.map(Capability::name).unwrap_or_default()
+            )),
+            Some(c) => c.status.reason(),
+        }
+    }
+
+    /// A rate limit background work waits for when nothing else can fire.
+    fn lifts_soon(&self, id: &str) -> bool {
+        self.find(id).is_some_and(|c| match c.status {
+            ConnectorStatus::RateLimited { until, .. } => {
+                self.req.waits_out_until.is_some_and(|t| until <= t)
+            }
+            _ => false,
+        }) && !self.req.already_found.iter().any(|f| f == id)
+    }
+
+    /// The connectors of `ordered` that can fire, in order; the others go
+    /// to `skipped` with the reason. When none can, those whose rate limit
+    /// lifts soon, for background work to wait for.
+    fn sift(&self, ordered: Vec<String>, skipped: &mut Vec<Skipped>) -> Vec<String> {
+        let mut to_try = Vec::with_capacity(ordered.len());
+        let mut waits_for = Vec::new();
+        for id in ordered {
+            if let Some(reason) = self.unfit(&id) {
+                if self.lifts_soon(&id) {
+                    waits_for.push(id.clone());
+                }
+                // A spent budget is a spending limit, not the connector's state.
+                let capped = self
+                    .find(&id)
+                    .is_some_and(|c| matches!(c.status, ConnectorStatus::OverBudget { .. }));
+                skipped.push(Skipped {
+                    connector_id: id,
+                    reason,
+                    capped,
+                });
+            } else if self.req.already_found.contains(&id) {
+                skipped.push(Skipped {
+                    connector_id: id,
+                    reason: "already found results for this record".to_owned(),
+                    capped: false,
+                });
+            } else {
+                to_try.push(id);
+            }
+        }
+        if to_try.is_empty() && !waits_for.is_empty() {
+            skipped.retain(|s| !waits_for.contains(&s.connector_id));
+            to_try = waits_for;
+        }
+        to_try
     }
 }
 

@@ -130,37 +130,19 @@ impl Store {
                     ..b.clone()
                 })
             };
-            let taken: Option<i64> = if amount.micros() > limit {
+            let count = Count {
+                workspace_id,
+                connector_id: scope,
+                unit,
+                month: &month,
+            };
+            let taken = if amount.micros() > limit {
                 None
             } else {
-                sqlx::query_scalar(
-                    "INSERT INTO spend (workspace_id, connector_id, unit, month, spent_micros) \
-                     VALUES ($1, $2, $3, $4, $5) \
-                     ON CONFLICT (workspace_id, connector_id, unit, month) DO UPDATE \
-                     SET spent_micros = spend.spent_micros + excluded.spent_micros \
-                     WHERE spend.spent_micros + excluded.spent_micros <= $6 \
-                     RETURNING spent_micros",
-                )
-                .bind(workspace_id)
-                .bind(scope)
-                .bind(unit)
-                .bind(&month)
-                .bind(amount.micros())
-                .bind(limit)
-                .fetch_optional(&mut *tx)
-                .await?
+                count.add(&mut tx, amount, limit).await?
             };
             let Some(after) = taken else {
-                let spent: Option<i64> = sqlx::query_scalar(
-                    "SELECT spent_micros FROM spend WHERE workspace_id = $1 \
-                     AND connector_id = $2 AND unit = $3 AND month = $4",
-                )
-                .bind(workspace_id)
-                .bind(scope)
-                .bind(unit)
-                .bind(&month)
-                .fetch_optional(&mut *tx)
-                .await?;
+                let spent = count.spent(&mut tx).await?;
                 tx.rollback().await?;
                 // Chips and menus read the budgets again.
                 self.settings_changed(workspace_id);
@@ -359,93 +341,39 @@ impl Store {
         month: &str,
     ) -> Result<model::SpendReport, StoreError> {
         let (from, until) = crate::time::month_bounds(month).map_err(StoreError::Corrupt)?;
-        // One grouping per breakdown; `k` is the bucket's key: text, or
-        // for days the day's number since 1970.
-        let grouped = |key: String, days: bool| {
-            let sql = format!(
-                "SELECT unit, {key} AS k, CAST(SUM(amount_micros) AS BIGINT) AS total, COUNT(*) AS n \
-                 FROM charges WHERE workspace_id = $1 AND at >= $2 AND at < $3 \
-                 GROUP BY unit, {key} ORDER BY total DESC, k"
-            );
-            async move {
-                let rows = sqlx::query(&sql)
-                    .bind(workspace_id)
-                    .bind(from)
-                    .bind(until)
-                    .fetch_all(self.pool())
-                    .await?;
-                rows.iter()
-                    .map(|row| -> Result<(String, String, i64, i64), StoreError> {
-                        let k = if days {
-                            crate::time::utc_date(row.try_get::<i64, _>("k")? * 86_400_000)
-                        } else {
-                            row.try_get("k")?
-                        };
-                        Ok((
-                            row.try_get("unit")?,
-                            k,
-                            row.try_get("total")?,
-                            row.try_get("n")?,
-                        ))
-                    })
-                    .collect::<Result<Vec<_>, _>>()
+        let charges = |key: String, days: bool| ChargesBy {
+            workspace_id,
+            from,
+            until,
+            key,
+            days,
+        };
+        let breakdowns = Breakdowns {
+            by_key: self.grouped(charges("paid_by".into(), false)).await?,
+            by_day: self.grouped(charges("at / 86400000".into(), true)).await?,
+            by_connector: self.grouped(charges("connector_id".into(), false)).await?,
+            by_person: self.grouped(charges("person".into(), false)).await?,
+            by_set: self
+                .grouped(charges(
+                    format!("COALESCE(record_set_name, '{CALLS}')"),
+                    false,
+                ))
+                .await?,
+            days: (0..)
+                .map(|d| from + d * 86_400_000)
+                .take_while(|at| *at < until)
+                .map(crate::time::utc_date)
+                .collect(),
+        };
+        let mut units: Vec<String> = Vec::new();
+        for group in &breakdowns.by_key {
+            if !units.contains(&group.unit) {
+                units.push(group.unit.clone());
             }
-        };
-        let by_key = grouped("paid_by".into(), false).await?;
-        let by_day = grouped("at / 86400000".into(), true).await?;
-        let by_connector = grouped("connector_id".into(), false).await?;
-        let by_person = grouped("person".into(), false).await?;
-        let by_set = grouped(format!("COALESCE(record_set_name, '{CALLS}')"), false).await?;
-        let bucket = |(_, key, total, n): &(String, String, i64, i64)| model::SpendBucket {
-            key: key.clone(),
-            amount: Amount::from_micros(*total),
-            attempts: u64::try_from(*n).unwrap_or(0),
-        };
-        let of = |rows: &[(String, String, i64, i64)], unit: &str| -> Vec<model::SpendBucket> {
-            rows.iter().filter(|r| r.0 == unit).map(bucket).collect()
-        };
-        let days: Vec<String> = (0..)
-            .map(|d| from + d * 86_400_000)
-            .take_while(|at| *at < until)
-            .map(crate::time::utc_date)
-            .collect();
-        let mut units: Vec<model::UnitSpend> = by_key
-            .iter()
-            .map(|r| r.0.clone())
-            .fold(Vec::<String>::new(), |mut seen, unit| {
-                if !seen.contains(&unit) {
-                    seen.push(unit);
-                }
-                seen
-            })
+        }
+        let mut units: Vec<model::UnitSpend> = units
             .into_iter()
-            .map(|unit| {
-                let by_key = of(&by_key, &unit);
-                let spent = of(&by_day, &unit);
-                model::UnitSpend {
-                    total: by_key
-                        .iter()
-                        .fold(Amount::ZERO, |sum, b| sum.saturating_add(b.amount)),
-                    attempts: by_key.iter().map(|b| b.attempts).sum(),
-                    by_day: days
-                        .iter()
-                        .map(|day| {
-                            spent.iter().find(|b| &b.key == day).cloned().unwrap_or(
-                                model::SpendBucket {
-                                    key: day.clone(),
-                                    amount: Amount::ZERO,
-                                    attempts: 0,
-                                },
-                            )
-                        })
-                        .collect(),
-                    by_connector: of(&by_connector, &unit),
-                    by_person: of(&by_person, &unit),
-                    by_record_set: of(&by_set, &unit),
-                    by_key,
-                    unit,
-                }
-            })
+            .map(|unit| breakdowns.unit(unit))
             .collect();
         units.sort_by(|a, b| {
             b.attempts
@@ -456,6 +384,158 @@ impl Store {
             month: month.to_owned(),
             units,
         })
+    }
+
+    /// A month's charges grouped by unit and one key, largest first.
+    async fn grouped(&self, by: ChargesBy) -> Result<Vec<Group>, StoreError> {
+        let key = &by.key;
+        let sql = format!(
+            "SELECT unit, {key} AS k, CAST(SUM(amount_micros) AS BIGINT) AS total, COUNT(*) AS n \
+             FROM charges WHERE workspace_id = $1 AND at >= $2 AND at < $3 \
+             GROUP BY unit, {key} ORDER BY total DESC, k"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(by.workspace_id)
+            .bind(by.from)
+            .bind(by.until)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| {
+                // For days the key is the day's number since 1970.
+                let key = if by.days {
+                    crate::time::utc_date(row.try_get::<i64, _>("k")? * 86_400_000)
+                } else {
+                    row.try_get("k")?
+                };
+                Ok(Group {
+                    unit: row.try_get("unit")?,
+                    bucket: model::SpendBucket {
+                        key,
+                        amount: Amount::from_micros(row.try_get("total")?),
+                        attempts: u64::try_from(row.try_get::<i64, _>("n")?).unwrap_or(0),
+                    },
+                })
+            })
+            .collect()
+    }
+}
+
+/// One grouping of a month's charges: of which workspace, between when,
+/// by which SQL key (`days`: the key is a day's number since 1970).
+struct ChargesBy {
+    workspace_id: i64,
+    from: i64,
+    until: i64,
+    key: String,
+    days: bool,
+}
+
+/// One unit's charges under one key.
+struct Group {
+    unit: String,
+    bucket: model::SpendBucket,
+}
+
+/// A month's charges grouped every way the report shows them, and the
+/// month's days.
+struct Breakdowns {
+    by_key: Vec<Group>,
+    by_day: Vec<Group>,
+    by_connector: Vec<Group>,
+    by_person: Vec<Group>,
+    by_set: Vec<Group>,
+    days: Vec<String>,
+}
+
+impl Breakdowns {
+    /// One unit's part of the report; every day of the month has a bucket.
+    fn unit(&self, unit: String) -> model::UnitSpend {
+        let of = |groups: &[Group]| -> Vec<model::SpendBucket> {
+            groups
+                .iter()
+                .filter(|g| g.unit == unit)
+                .map(|g| g.bucket.clone())
+                .collect()
+        };
+        let by_key = of(&self.by_key);
+        let spent = of(&self.by_day);
+        model::UnitSpend {
+            total: by_key
+                .iter()
+                .fold(Amount::ZERO, |sum, b| sum.saturating_add(b.amount)),
+            attempts: by_key.iter().map(|b| b.attempts).sum(),
+            by_day: self
+                .days
+                .iter()
+                .map(|day| {
+                    spent
+                        .iter()
+                        .find(|b| &b.key == day)
+                        .cloned()
+                        .unwrap_or(model::SpendBucket {
+                            key: day.clone(),
+                            amount: Amount::ZERO,
+                            attempts: 0,
+                        })
+                })
+                .collect(),
+            by_connector: of(&self.by_connector),
+            by_person: of(&self.by_person),
+            by_record_set: of(&self.by_set),
+            by_key,
+            unit,
+        }
+    }
+}
+
+/// One spend count: a workspace's spend on a connector (or on every
+/// connector) in a unit, this month.
+struct Count<'a> {
+    workspace_id: i64,
+    connector_id: &'a str,
+    unit: &'a str,
+    month: &'a str,
+}
+
+impl Count<'_> {
+    /// Adds `amount` unless the count would pass `limit`; the count after.
+    async fn add(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        amount: Amount,
+        limit: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "INSERT INTO spend (workspace_id, connector_id, unit, month, spent_micros) \
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (workspace_id, connector_id, unit, month) DO UPDATE \
+             SET spent_micros = spend.spent_micros + excluded.spent_micros \
+             WHERE spend.spent_micros + excluded.spent_micros <= $6 \
+             RETURNING spent_micros",
+        )
+        .bind(self.workspace_id)
+        .bind(self.connector_id)
+        .bind(self.unit)
+        .bind(self.month)
+        .bind(amount.micros())
+        .bind(limit)
+        .fetch_optional(conn)
+        .await?)
+    }
+
+    /// What the count holds, if anything was spent yet.
+    async fn spent(&self, conn: &mut sqlx::AnyConnection) -> Result<Option<i64>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT spent_micros FROM spend WHERE workspace_id = $1 \
+             AND connector_id = $2 AND unit = $3 AND month = $4",
+        )
+        .bind(self.workspace_id)
+        .bind(self.connector_id)
+        .bind(self.unit)
+        .bind(self.month)
+        .fetch_optional(conn)
+        .await?)
     }
 }
 

@@ -15,7 +15,9 @@ use crate::error_view::{error_list, notice_line, Notice};
 use crate::pages::ViewerResource;
 
 mod editors;
-use editors::{origin, remove_button, BundleDraft, BundleEditor, PackDraft, PackEditor};
+use editors::{
+    origin, remove_button, BundleDraft, BundleEditor, PackDraft, PackEditor, RemoveCall,
+};
 
 /// A connector as the chain editor offers it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -98,6 +100,12 @@ pub fn PacksPage() -> impl IntoView {
     let notice: Notice = RwSignal::new(None);
     let pack_draft = RwSignal::new(PackDraft::default());
     let bundle_draft = RwSignal::new(BundleDraft::default());
+    let editing = Editing {
+        pack_draft,
+        bundle_draft,
+        notice,
+        version,
+    };
     crate::live::subscribe("/api/events", move |event| {
         if matches!(
             event.kind,
@@ -121,67 +129,11 @@ pub fn PacksPage() -> impl IntoView {
                     catalog.await.map(|(cat, connectors)| {
                         let WorkspaceCatalog { packs, bundles, own_packs, own_bundles, shipped_packs, shipped_bundles } = cat;
                         let pack_rows = packs.iter().map(|p| {
-                            let from = origin(&p.pack_id, &own_packs, &shipped_packs);
-                            let actions = is_admin.then(|| {
-                                let draft = PackDraft::of(p);
-                                let undo = (from != "shipped").then(|| remove_button(
-                                    if from == "changed here" { "Revert" } else { "Remove" },
-                                    p.pack_id.clone(),
-                                    |id| Box::pin(remove_pack(id)),
-                                    notice,
-                                    version,
-                                ));
-                                view! {
-                                    <button type="button" on:click=move |_| pack_draft.set(draft.clone())>"Edit"</button>
-                                    {undo}
-                                }
-                            });
-                            view! {
-                                <tr data-pack=p.pack_id.clone() data-origin=from>
-                                    <td><span class="chip-label">{p.short_label.clone()}</span></td>
-                                    <td><strong>{p.display_name.clone()}</strong><div class="muted">{p.pack_id.clone()}</div></td>
-                                    <td class="caps">{p.intent.name().to_owned()}</td>
-                                    <td><code>{p.query_template.clone()}</code></td>
-                                    <td class="chain">{if p.preferred_connectors.is_empty() { "every connector serving it".to_owned() } else { p.preferred_connectors.join(" → ") }}</td>
-                                    <td class="origin">{from}</td>
-                                    <td>{actions}</td>
-                                </tr>
-                            }
-                            .into_any()
+                            pack_row(p, origin(&p.pack_id, &own_packs, &shipped_packs), is_admin.then_some(editing))
                         }).collect_view();
                         let labels: std::collections::HashMap<String, String> = packs.iter().map(|p| (p.pack_id.clone(), p.short_label.clone())).collect();
                         let bundle_rows = bundles.iter().map(|b| {
-                            let from = origin(&b.bundle_id, &own_bundles, &shipped_bundles);
-                            let actions = is_admin.then(|| {
-                                let draft = BundleDraft::of(b);
-                                let undo = (from != "shipped").then(|| remove_button(
-                                    if from == "changed here" { "Revert" } else { "Remove" },
-                                    b.bundle_id.clone(),
-                                    |id| Box::pin(remove_bundle(id)),
-                                    notice,
-                                    version,
-                                ));
-                                view! {
-                                    <button type="button" on:click=move |_| bundle_draft.set(draft.clone())>"Edit"</button>
-                                    {undo}
-                                }
-                            });
-                            let chips = b.members.iter().map(|m| {
-                                let label = labels.get(&m.pack).cloned().unwrap_or_else(|| m.pack.clone());
-                                match &m.connector_chain_override {
-                                    Some(chain) => format!("{label} ({})", chain.join(" → ")),
-                                    None => label,
-                                }
-                            }).collect::<Vec<_>>().join(" · ");
-                            view! {
-                                <tr data-bundle=b.bundle_id.clone() data-origin=from>
-                                    <td><strong>{b.display_name.clone()}</strong><div class="muted">{b.bundle_id.clone()}</div></td>
-                                    <td class="members">{chips}</td>
-                                    <td class="origin">{from}</td>
-                                    <td>{actions}</td>
-                                </tr>
-                            }
-                            .into_any()
+                            bundle_row(b, origin(&b.bundle_id, &own_bundles, &shipped_bundles), &labels, is_admin.then_some(editing))
                         }).collect_view();
                         let editors = is_admin.then(|| view! {
                             <div class="catalog-editors">
@@ -207,4 +159,118 @@ pub fn PacksPage() -> impl IntoView {
             </ErrorBoundary>
         </Transition>
     }
+}
+
+/// What an admin's buttons on the tables change: the drafts the editors
+/// show, the notice line, and the catalogue's version (to read it again).
+#[derive(Clone, Copy)]
+struct Editing {
+    pack_draft: RwSignal<PackDraft>,
+    bundle_draft: RwSignal<BundleDraft>,
+    notice: Notice,
+    version: RwSignal<u32>,
+}
+
+/// "Edit", and "Revert" or "Remove" for what is not as shipped.
+fn row_actions(
+    from: &'static str,
+    id: String,
+    remove: RemoveCall,
+    edit: impl Fn() + 'static,
+    editing: Editing,
+) -> impl IntoView {
+    let undo = (from != "shipped").then(|| {
+        remove_button(
+            if from == "changed here" {
+                "Revert"
+            } else {
+                "Remove"
+            },
+            id,
+            remove,
+            editing.notice,
+            editing.version,
+        )
+    });
+    view! {
+        <button type="button" on:click=move |_| edit()>"Edit"</button>
+        {undo}
+    }
+}
+
+/// One pack in the packs table; `editing` for admins.
+fn pack_row(p: &PackConfig, from: &'static str, editing: Option<Editing>) -> AnyView {
+    let actions = editing.map(|editing| {
+        let draft = PackDraft::of(p);
+        let edit = move || editing.pack_draft.set(draft.clone());
+        row_actions(
+            from,
+            p.pack_id.clone(),
+            |id| Box::pin(remove_pack(id)),
+            edit,
+            editing,
+        )
+    });
+    let chain = if p.preferred_connectors.is_empty() {
+        "every connector serving it".to_owned()
+    } else {
+        p.preferred_connectors.join(" → ")
+    };
+    view! {
+        <tr data-pack=p.pack_id.clone() data-origin=from>
+            <td><span class="chip-label">{p.short_label.clone()}</span></td>
+            <td><strong>{p.display_name.clone()}</strong><div class="muted">{p.pack_id.clone()}</div></td>
+            <td class="caps">{p.intent.name().to_owned()}</td>
+            <td><code>{p.query_template.clone()}</code></td>
+            <td class="chain">{chain}</td>
+            <td class="origin">{from}</td>
+            <td>{actions}</td>
+        </tr>
+    }
+    .into_any()
+}
+
+/// One bundle in the bundles table, its chips by label with the chains it
+/// sets; `editing` for admins.
+fn bundle_row(
+    b: &BundleConfig,
+    from: &'static str,
+    labels: &std::collections::HashMap<String, String>,
+    editing: Option<Editing>,
+) -> AnyView {
+    let actions = editing.map(|editing| {
+        let draft = BundleDraft::of(b);
+        let edit = move || editing.bundle_draft.set(draft.clone());
+        row_actions(
+            from,
+            b.bundle_id.clone(),
+            |id| Box::pin(remove_bundle(id)),
+            edit,
+            editing,
+        )
+    });
+    let chips = b
+        .members
+        .iter()
+        .map(|m| {
+            let label = labels
+                .get(&m.pack)
+                .cloned()
+                .unwrap_or_else(|| m.pack.clone());
+            match &m.connector_chain_override {
+                Some(chain) => format!("{label} ({})", chain.join(" → ")),
+                None => label,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" · ");
+    view! {
+        <tr data-bundle=b.bundle_id.clone() data-origin=from>
+            <td><strong>{b.display_name.clone()}</strong><div class="muted">{b.bundle_id.clone()}</div></td>
+            <td class="members">{chips}</td>
+            <td class="origin">{from}</td>
+            <td>{actions}</td>
+        </tr>
+    }
+    .into_any()
 }

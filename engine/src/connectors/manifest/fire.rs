@@ -156,6 +156,46 @@ impl ManifestConnector {
         }
     }
 
+    /// The request's address: its URL template and query parameters filled
+    /// in (a parameter of only optional settings that are unset is left
+    /// out), and the page asked for.
+    fn address(
+        &self,
+        query: &str,
+        opts: &FireOpts,
+        page_param: Option<(String, String)>,
+        fill: &dyn Fn(&str) -> Result<String, FireError>,
+    ) -> Result<Url, FireError> {
+        let spec = &self.manifest.spec.http.request;
+        let optional = &self.manifest.spec.http.optional_env;
+        let who = self.who();
+        let address = render_url(
+            &spec.url,
+            query,
+            opts.max_results,
+            &opts.record_fields,
+            &opts.record_name,
+        )
+        .map_err(|e| unfilled(who, e))?;
+        let mut url = Url::parse(&address).map_err(|e| FireError::Malformed {
+            reason: format!("{who}: the address is not valid once filled in: {e}"),
+        })?;
+        {
+            let mut pairs = url.query_pairs_mut();
+            for (name, value) in &spec.query {
+                let filled = fill(value)?;
+                if filled.is_empty() && only_optional(value, optional) {
+                    continue;
+                }
+                pairs.append_pair(name, &filled);
+            }
+            if let Some((name, value)) = &page_param {
+                pairs.append_pair(name, value);
+            }
+        }
+        Ok(url)
+    }
+
     /// One request; returns the parsed answer.
     async fn fetch(
         &self,
@@ -181,30 +221,7 @@ impl ManifestConnector {
             )
             .map_err(|e| unfilled(who, e))
         };
-        let address = render_url(
-            &spec.url,
-            query,
-            opts.max_results,
-            &opts.record_fields,
-            &opts.record_name,
-        )
-        .map_err(|e| unfilled(who, e))?;
-        let mut url = Url::parse(&address).map_err(|e| FireError::Malformed {
-            reason: format!("{who}: the address is not valid once filled in: {e}"),
-        })?;
-        {
-            let mut pairs = url.query_pairs_mut();
-            for (name, value) in &spec.query {
-                let filled = fill(value)?;
-                if filled.is_empty() && only_optional(value, optional) {
-                    continue;
-                }
-                pairs.append_pair(name, &filled);
-            }
-            if let Some((name, value)) = &page_param {
-                pairs.append_pair(name, value);
-            }
-        }
+        let url = self.address(query, opts, page_param, &fill)?;
         let method = if spec.method.eq_ignore_ascii_case("POST") {
             reqwest::Method::POST
         } else {
@@ -235,37 +252,23 @@ impl ManifestConnector {
                 ),
             });
         }
-        let rules = &self.manifest.spec.http.errors;
-        let text = if rules.is_empty() {
-            std::borrow::Cow::Borrowed("")
-        } else {
-            String::from_utf8_lossy(&body)
-        };
-        for rule in rules {
-            let status_matches = rule.status.is_none_or(|s| s == status.as_u16());
-            let body_matches = rule
-                .body_contains
-                .as_deref()
-                .is_none_or(|t| text.contains(t));
-            if status_matches && body_matches {
-                let reason = redact(
-                    &format!(
-                        "{who} HTTP {}: matched an error rule ({:?})",
-                        status.as_u16(),
-                        rule.means
-                    ),
-                    secrets,
-                );
-                return match rule.means {
-                    Meaning::NotFound => Ok(None),
-                    Meaning::RateLimited => Err(FireError::RateLimited {
-                        retry_after: retry_after(&headers),
-                        reason,
-                    }),
-                    Meaning::AuthFailed => Err(FireError::AuthFailed { reason }),
-                    Meaning::Upstream => Err(FireError::Upstream { reason }),
-                };
-            }
+        if let Some(means) = self.error_rule(status.as_u16(), &body) {
+            let reason = redact(
+                &format!(
+                    "{who} HTTP {}: matched an error rule ({means:?})",
+                    status.as_u16()
+                ),
+                secrets,
+            );
+            return match means {
+                Meaning::NotFound => Ok(None),
+                Meaning::RateLimited => Err(FireError::RateLimited {
+                    retry_after: retry_after(&headers),
+                    reason,
+                }),
+                Meaning::AuthFailed => Err(FireError::AuthFailed { reason }),
+                Meaning::Upstream => Err(FireError::Upstream { reason }),
+            };
         }
         if let Some(e) = classify_status(who, status, &headers, &body, secrets) {
             return Err(e);
@@ -275,6 +278,26 @@ impl ManifestConnector {
             return Ok(None);
         }
         Ok(Some(Answer { headers, body }))
+    }
+
+    /// What the first of the manifest's error rules that matches an answer
+    /// says it means, if one does.
+    fn error_rule(&self, status: u16, body: &[u8]) -> Option<Meaning> {
+        let rules = &self.manifest.spec.http.errors;
+        if rules.is_empty() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(body);
+        rules
+            .iter()
+            .find(|rule| {
+                rule.status.is_none_or(|s| s == status)
+                    && rule
+                        .body_contains
+                        .as_deref()
+                        .is_none_or(|t| text.contains(t))
+            })
+            .map(|rule| rule.means)
     }
 }
 

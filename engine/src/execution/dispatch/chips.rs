@@ -7,11 +7,86 @@ use model::{Chip, ChipState, EventKind, FireOutcome, HistoryEntry, Item, RecordS
 
 use super::scope::{candidates_of, pack_in, pack_needs_env};
 use super::{DispatchError, Dispatcher, Scope, Walk};
-use crate::packs::chain::{self, ChainRequest};
+use crate::packs::chain::{self, Candidate, ChainRequest};
 use crate::packs::chip::{chip_state, ChipInputs};
 use crate::packs::PackConfig;
 use crate::store::{StoreError, StoredRecord};
 use crate::time::now_ms;
+
+/// What the chips of one read share: one registry snapshot (the
+/// candidates and the names they show), the records' overrides and item
+/// counts, and the bundle's chains.
+struct ChipReading<'a> {
+    candidates: &'a [Candidate],
+    display: &'a HashMap<&'a str, &'a str>,
+    overrides: &'a HashMap<(i64, String), String>,
+    counts: &'a HashMap<(i64, String), u32>,
+    bundle_chains: &'a HashMap<String, Option<Vec<String>>>,
+    now: i64,
+}
+
+impl ChipReading<'_> {
+    /// The chip of `pack` on a record with these attempts: its state, the
+    /// connector a plain click fires first, and why one before it is held.
+    fn chip(
+        &self,
+        record_id: i64,
+        pack: &PackConfig,
+        needs_env: Option<&[String]>,
+        attempts: &[HistoryEntry],
+    ) -> Chip {
+        let mine: Vec<HistoryEntry> = attempts
+            .iter()
+            .filter(|a| a.intent == pack.intent)
+            .cloned()
+            .collect();
+        let found: Vec<String> = mine
+            .iter()
+            .filter(|a| a.outcome == Some(FireOutcome::Found))
+            .map(|a| a.connector_id.clone())
+            .collect();
+        let chain = chain::resolve(
+            &ChainRequest {
+                intent: Some(&pack.intent),
+                record_override: self
+                    .overrides
+                    .get(&(record_id, pack.pack_id.clone()))
+                    .map(String::as_str),
+                bundle_override: self
+                    .bundle_chains
+                    .get(&pack.pack_id)
+                    .and_then(|c| c.as_deref()),
+                pack_preferred: &pack.preferred_connectors,
+                already_found: &found,
+                ..Default::default()
+            },
+            self.candidates,
+        );
+        Chip {
+            pack_id: pack.pack_id.clone(),
+            next: chain.to_try.first().map(|c| {
+                self.display
+                    .get(c.as_str())
+                    .map_or_else(|| c.clone(), |n| (*n).to_owned())
+            }),
+            held: chain
+                .skipped
+                .iter()
+                .find(|s| s.capped)
+                .map(|s| s.reason.clone()),
+            state: chip_state(ChipInputs {
+                attempts: &mine,
+                item_count: self
+                    .counts
+                    .get(&(record_id, pack.intent.name().to_owned()))
+                    .copied()
+                    .unwrap_or(0),
+                needs_env,
+                now: self.now,
+            }),
+        }
+    }
+}
 
 impl Dispatcher {
     /// Tells every viewer about the items an attempt's results became.
@@ -98,7 +173,14 @@ impl Dispatcher {
                 )
             })
             .collect();
-        let now = now_ms();
+        let reading = ChipReading {
+            candidates: &candidates,
+            display: &display,
+            overrides: &overrides,
+            counts: &counts,
+            bundle_chains: &bundle_chains,
+            now: now_ms(),
+        };
         let empty: Vec<HistoryEntry> = Vec::new();
         let mut out = HashMap::with_capacity(record_ids.len());
         for id in record_ids {
@@ -106,55 +188,7 @@ impl Dispatcher {
             let chips = packs
                 .iter()
                 .zip(&needs_env)
-                .map(|(pack, needs)| {
-                    let mine: Vec<HistoryEntry> = attempts
-                        .iter()
-                        .filter(|a| a.intent == pack.intent)
-                        .cloned()
-                        .collect();
-                    let found: Vec<String> = mine
-                        .iter()
-                        .filter(|a| a.outcome == Some(FireOutcome::Found))
-                        .map(|a| a.connector_id.clone())
-                        .collect();
-                    let chain = chain::resolve(
-                        &ChainRequest {
-                            intent: Some(&pack.intent),
-                            record_override: overrides
-                                .get(&(*id, pack.pack_id.clone()))
-                                .map(String::as_str),
-                            bundle_override: bundle_chains
-                                .get(&pack.pack_id)
-                                .and_then(|c| c.as_deref()),
-                            pack_preferred: &pack.preferred_connectors,
-                            already_found: &found,
-                            ..Default::default()
-                        },
-                        &candidates,
-                    );
-                    Chip {
-                        pack_id: pack.pack_id.clone(),
-                        next: chain.to_try.first().map(|c| {
-                            display
-                                .get(c.as_str())
-                                .map_or_else(|| c.clone(), |n| (*n).to_owned())
-                        }),
-                        held: chain
-                            .skipped
-                            .iter()
-                            .find(|s| s.capped)
-                            .map(|s| s.reason.clone()),
-                        state: chip_state(ChipInputs {
-                            attempts: &mine,
-                            item_count: counts
-                                .get(&(*id, pack.intent.name().to_owned()))
-                                .copied()
-                                .unwrap_or(0),
-                            needs_env: needs.as_deref(),
-                            now,
-                        }),
-                    }
-                })
+                .map(|(pack, needs)| reading.chip(*id, pack, needs.as_deref(), attempts))
                 .collect();
             out.insert(*id, chips);
         }

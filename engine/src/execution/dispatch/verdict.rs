@@ -62,108 +62,127 @@ impl Dispatcher {
         receipt: &Receipt,
         budget: &mut u32,
     ) -> Result<(AttemptEnd, Vec<ConnectorResult>, bool), StoreError> {
+        Ok(match called {
+            Called::Cancelled => (
+                attempt_failed(FireOutcome::Cancelled, "cancelled by a person".to_owned()),
+                Vec::new(),
+                false,
+            ),
+            Called::Results(found) => {
+                let (end, results) = self.answered(handle, keyed_by, found).await;
+                (end, results, false)
+            }
+            Called::Failed(e) => {
+                let (end, retry) = self.refused(handle, keyed_by, e, receipt, budget).await?;
+                (end, Vec::new(), retry)
+            }
+        })
+    }
+
+    /// A call that answered: the key it used is healthy again, and the
+    /// attempt found what has a web address among the results.
+    async fn answered(
+        &self,
+        handle: &ConnectorHandle,
+        keyed_by: Option<i64>,
+        Found { results, partial }: Found,
+    ) -> (AttemptEnd, Vec<ConnectorResult>) {
         let id = &handle.registration.profile.id;
-        let failed = |outcome, error: String| AttemptEnd {
-            outcome: Some(outcome),
-            result_count: None,
-            error: Some(error),
+        match keyed_by {
+            Some(ws) => self.registry.record_workspace_answer(id, ws),
+            None => self.registry.record_answer(id).await,
+        }
+        let usable = crate::store::usable_results(&results);
+        let end = AttemptEnd {
+            outcome: Some(if usable == 0 {
+                FireOutcome::NotFound
+            } else {
+                FireOutcome::Found
+            }),
+            result_count: Some(u32::try_from(usable).unwrap_or(u32::MAX)),
+            error: partial.or_else(|| {
+                (usable == 0 && !results.is_empty()).then(|| {
+                    format!(
+                        "{} results without a web address were dropped",
+                        results.len()
+                    )
+                })
+            }),
             retry_after: None,
             charge: None,
             receipt: None,
         };
-        Ok(match called {
-            Called::Cancelled => (
-                failed(FireOutcome::Cancelled, "cancelled by a person".to_owned()),
-                Vec::new(),
-                false,
-            ),
-            Called::Results(Found { results, partial }) => {
+        (end, results)
+    }
+
+    /// A call that failed: whose problem it is (the key's owner, the
+    /// provider, or the request's own), what that changes, and whether to
+    /// retry the same connector (an error the retry budget still covers).
+    async fn refused(
+        &self,
+        handle: &ConnectorHandle,
+        keyed_by: Option<i64>,
+        e: FireError,
+        receipt: &Receipt,
+        budget: &mut u32,
+    ) -> Result<(AttemptEnd, bool), StoreError> {
+        let id = &handle.registration.profile.id;
+        let reason = e.to_string();
+        // What every workspace on the server's key may be shown.
+        let ours = e.in_our_words(receipt.requests.last().and_then(|r| r.status));
+        Ok(match e {
+            FireError::RateLimited { retry_after, .. } => {
+                let wait = retry_after
+                    .unwrap_or(self.config.default_retry_after)
+                    .min(crate::connectors::seam::MAX_RETRY_AFTER);
+                let until = now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
                 match keyed_by {
-                    Some(ws) => self.registry.record_workspace_answer(id, ws),
-                    None => self.registry.record_answer(id).await,
+                    // The workspace's own key is limited: only it waits.
+                    Some(ws) => {
+                        let status = ConnectorStatus::RateLimited {
+                            until,
+                            reason: format!("{reason} (this workspace's key)"),
+                        };
+                        retrying(|| self.set_for_workspace(handle, ws, &status)).await?;
+                    }
+                    None => self.registry.mark_rate_limited(id, wait, &ours).await,
                 }
-                let usable = crate::store::usable_results(&results);
-                let end = AttemptEnd {
-                    outcome: Some(if usable == 0 {
-                        FireOutcome::NotFound
-                    } else {
-                        FireOutcome::Found
-                    }),
-                    result_count: Some(u32::try_from(usable).unwrap_or(u32::MAX)),
-                    error: partial.or_else(|| {
-                        (usable == 0 && !results.is_empty()).then(|| {
-                            format!(
-                                "{} results without a web address were dropped",
-                                results.len()
-                            )
-                        })
-                    }),
-                    retry_after: None,
-                    charge: None,
-                    receipt: None,
-                };
-                (end, results, false)
+                let mut end = attempt_failed(FireOutcome::RateLimited, reason);
+                end.retry_after = Some(until);
+                (end, false)
             }
-            Called::Failed(e) => {
-                let reason = e.to_string();
-                // What every workspace on the server's key may be shown.
-                let ours = e.in_our_words(receipt.requests.last().and_then(|r| r.status));
-                match e {
-                    FireError::RateLimited { retry_after, .. } => {
-                        let wait = retry_after
-                            .unwrap_or(self.config.default_retry_after)
-                            .min(crate::connectors::seam::MAX_RETRY_AFTER);
-                        let until =
-                            now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
-                        match keyed_by {
-                            // The workspace's own key is limited: only it waits.
-                            Some(ws) => {
-                                let status = ConnectorStatus::RateLimited {
-                                    until,
-                                    reason: format!("{reason} (this workspace's key)"),
-                                };
-                                retrying(|| self.set_for_workspace(handle, ws, &status)).await?;
-                            }
-                            None => self.registry.mark_rate_limited(id, wait, &ours).await,
-                        }
-                        let mut end = failed(FireOutcome::RateLimited, reason);
-                        end.retry_after = Some(until);
-                        (end, Vec::new(), false)
+            FireError::AuthFailed { .. } => {
+                match keyed_by {
+                    // A key the workspace set was refused: that workspace's
+                    // problem, not everyone's, so only it loses the
+                    // connector until the key is set again.
+                    Some(ws) => {
+                        let status = ConnectorStatus::AuthFailed {
+                            at: now_ms(),
+                            reason: format!(
+                                "{reason} (with this workspace's key; set it again to retry)"
+                            ),
+                        };
+                        retrying(|| self.set_for_workspace(handle, ws, &status)).await?;
                     }
-                    FireError::AuthFailed { .. } => {
-                        match keyed_by {
-                            // A key the workspace set was refused: that
-                            // workspace's problem, not everyone's, so only
-                            // it loses the connector until the key is set again.
-                            Some(ws) => {
-                                let status = ConnectorStatus::AuthFailed {
-                                    at: now_ms(),
-                                    reason: format!(
-                                        "{reason} (with this workspace's key; set it again to retry)"
-                                    ),
-                                };
-                                retrying(|| self.set_for_workspace(handle, ws, &status)).await?;
-                            }
-                            None => self.registry.mark_auth_failed(id, &ours).await,
-                        }
-                        self.raise_attention(id, keyed_by).await;
-                        (failed(FireOutcome::Error, reason), Vec::new(), false)
-                    }
-                    FireError::Timeout { .. } | FireError::Upstream { .. } => {
-                        let streak = if keyed_by.is_some() { &reason } else { &ours };
-                        self.failed(handle, keyed_by, streak).await?;
-                        let retry = *budget > 0;
-                        if retry {
-                            *budget -= 1;
-                        }
-                        (failed(FireOutcome::Error, reason), Vec::new(), retry)
-                    }
-                    // The request's own: its attempt says why, and no
-                    // status, streak or suspension changes for anyone.
-                    FireError::Malformed { .. } | FireError::Request { .. } => {
-                        (failed(FireOutcome::Error, reason), Vec::new(), false)
-                    }
+                    None => self.registry.mark_auth_failed(id, &ours).await,
                 }
+                self.raise_attention(id, keyed_by).await;
+                (attempt_failed(FireOutcome::Error, reason), false)
+            }
+            FireError::Timeout { .. } | FireError::Upstream { .. } => {
+                let streak = if keyed_by.is_some() { &reason } else { &ours };
+                self.failed(handle, keyed_by, streak).await?;
+                let retry = *budget > 0;
+                if retry {
+                    *budget -= 1;
+                }
+                (attempt_failed(FireOutcome::Error, reason), retry)
+            }
+            // The request's own: its attempt says why, and no status,
+            // streak or suspension changes for anyone.
+            FireError::Malformed { .. } | FireError::Request { .. } => {
+                (attempt_failed(FireOutcome::Error, reason), false)
             }
         })
     }
@@ -242,5 +261,17 @@ impl Dispatcher {
             EventKind::ConnectorChanged { connector },
         );
         Ok(())
+    }
+}
+
+/// The end of an attempt that found nothing, and why.
+fn attempt_failed(outcome: FireOutcome, error: String) -> AttemptEnd {
+    AttemptEnd {
+        outcome: Some(outcome),
+        result_count: None,
+        error: Some(error),
+        retry_after: None,
+        charge: None,
+        receipt: None,
     }
 }

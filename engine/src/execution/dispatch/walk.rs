@@ -102,142 +102,204 @@ impl Dispatcher {
         cancel: &CancellationToken,
         first: &mut Option<Permit>,
     ) -> Result<bool, StoreError> {
-        let Subject {
-            workspace_id,
-            lens: scope_lens,
-            intent,
-            query,
-            opts,
-            priority,
-            paid_cap,
-        } = subject;
-        // What the workspace's own keys met since the scope was read (a
-        // job reads it once per batch): its settings, from memory when fresh.
-        let fresh;
-        let lens = match workspace_id {
-            Some(ws) => {
-                fresh = Lens::from_settings(ws, &*self.store.workspace_settings(ws).await?);
-                &fresh
-            }
-            None => scope_lens,
-        };
-        // What other processes learned about the connectors.
-        self.registry.refresh_health().await;
-        let secrets = match workspace_id {
-            Some(ws) if lens.has_secrets() => retrying(|| self.workspace_secrets(ws)).await?,
-            _ => Secrets::default(),
-        };
+        let (fresh, secrets) = self
+            .walk_context(subject.workspace_id, subject.lens)
+            .await?;
+        let lens = fresh.as_ref().unwrap_or(subject.lens);
         let mut budget = self.config.retry_budget;
         let last = to_try.len().saturating_sub(1);
-        'chain: for (position, connector_id) in to_try.iter().enumerate() {
+        for (position, connector_id) in to_try.iter().enumerate() {
             // Only background work with nothing after this waits.
-            let waits = priority == Priority::Background && position == last;
-            let (handle, status) = match self
-                .once_lifted(connector_id, workspace_id, lens, waits, cancel)
+            let waits = subject.priority == Priority::Background && position == last;
+            let handle = match self
+                .once_lifted(connector_id, subject.workspace_id, lens, waits, cancel)
                 .await
             {
-                Lifted::Here(handle, status) => (*handle, status),
+                Lifted::Here(handle, status) if status.is_available() => *handle,
+                Lifted::Here(_, status) => {
+                    let reason = status.reason().unwrap_or_default();
+                    ledger.skipped(Skipped {
+                        capped: matches!(status, ConnectorStatus::OverBudget { .. }),
+                        ..skip(connector_id, &reason)
+                    });
+                    continue;
+                }
                 Lifted::Gone => {
                     ledger.skipped(skip(connector_id, "unregistered while the fire ran"));
                     continue;
                 }
                 Lifted::Cancelled => return Ok(true),
             };
-            if !status.is_available() {
-                let reason = status.reason().unwrap_or_default();
-                ledger.skipped(Skipped {
-                    capped: matches!(status, ConnectorStatus::OverBudget { .. }),
-                    ..skip(connector_id, &reason)
-                });
-                continue;
-            }
-            let opts = FireOpts {
-                secrets: secrets.only(&handle.registration.profile.requires_env),
-                ..opts.clone()
+            let turn = Turn {
+                connector_id,
+                opts: FireOpts {
+                    secrets: secrets.only(&handle.registration.profile.requires_env),
+                    ..subject.opts.clone()
+                },
+                keyed_by: lens.key_owner(&handle),
+                handle: &handle,
+                last: position == last,
+                waits,
             };
-            let keyed_by = lens.key_owner(&handle);
-            let mut waited = 0;
-            loop {
-                let permit = match first.take() {
-                    Some(p) if p.connector() == connector_id.as_str() => Some(p),
-                    _ => self.flow.acquire(&handle, priority, cancel).await,
-                };
-                let Some(mut permit) = permit.filter(|_| !cancel.is_cancelled()) else {
-                    return Ok(true);
-                };
-                // The wait for the rate comes before the attempt opens, so
-                // an open attempt is a call on its way: a process killed
-                // while this waits leaves nothing that looks fired.
-                let paced = tokio::select! {
-                    () = self.pace(&handle, &mut permit, workspace_id, keyed_by) => true,
-                    () = cancel.cancelled() => false,
-                };
-                if !paced {
-                    return Ok(true);
-                }
-                let held = match self
-                    .hold(workspace_id, &handle, intent, keyed_by, paid_cap)
-                    .await?
-                {
-                    Ok(held) => held,
-                    Err(refused) => {
-                        ledger.skipped(refused);
-                        continue 'chain;
-                    }
-                };
-                ledger.open(connector_id).await?;
-                let (called, receipt) = self.call(&handle, intent, query, &opts, cancel).await;
-                permit.finish(called.signal());
-                let billed = called.billed(handle.registration.profile.cost.as_ref(), &receipt);
-                let (mut end, results, retry) = self
-                    .classify(&handle, keyed_by, called, &receipt, &mut budget)
-                    .await?;
-                end.receipt = Some(receipt);
-                if billed {
-                    end.charge = held.charge;
-                } else {
-                    self.release(&held).await;
-                }
-                let wait_out = match end.outcome {
-                    Some(FireOutcome::RateLimited) if waited < WAITS_OUT_PER_CONNECTOR => {
-                        wait_for(end.retry_after, waits)
-                    }
-                    _ => None,
-                };
-                let ends_walk = match end.outcome {
-                    Some(FireOutcome::Found | FireOutcome::Cancelled) => true,
-                    _ => !retry && wait_out.is_none() && position == last,
-                };
-                ledger.close(&end, results, ends_walk).await?;
-                // Background work asks the same connector again once the
-                // limit lifts.
-                if let Some(wait) = wait_out {
-                    waited += 1;
-                    tokio::select! {
-                        () = tokio::time::sleep(wait) => continue,
-                        () = cancel.cancelled() => return Ok(true),
-                    }
-                }
-                match end.outcome {
-                    Some(FireOutcome::Found) => break 'chain,
-                    Some(FireOutcome::Cancelled) => return Ok(true),
-                    // A connector the errors just suspended is not tried again.
-                    _ if retry
-                        && self
-                            .registry
-                            .by_id(connector_id)
-                            .is_some_and(|h| h.status.is_available()) =>
-                    {
-                        tokio::select! {
-                            () = tokio::time::sleep(self.config.retry_pause) => {}
-                            () = cancel.cancelled() => return Ok(true),
-                        }
-                    }
-                    _ => break,
-                }
+            match self
+                .take_turn(ledger, &subject, &turn, cancel, first, &mut budget)
+                .await?
+            {
+                Then::Found => break,
+                Then::Cancelled => return Ok(true),
+                Then::NextConnector => {}
             }
         }
         Ok(false)
+    }
+
+    /// What a walk reads once, before its first connector: the workspace's
+    /// settings as they are now (a job reads its scope once per batch;
+    /// they come from memory when fresh), what other processes learned
+    /// about the connectors, and the workspace's secrets if it has any.
+    async fn walk_context(
+        &self,
+        workspace_id: Option<i64>,
+        scope_lens: &Lens,
+    ) -> Result<(Option<Lens>, Secrets), StoreError> {
+        let fresh = match workspace_id {
+            Some(ws) => Some(Lens::from_settings(
+                ws,
+                &*self.store.workspace_settings(ws).await?,
+            )),
+            None => None,
+        };
+        self.registry.refresh_health().await;
+        let secrets = match workspace_id {
+            Some(ws) if fresh.as_ref().unwrap_or(scope_lens).has_secrets() => {
+                retrying(|| self.workspace_secrets(ws)).await?
+            }
+            _ => Secrets::default(),
+        };
+        Ok((fresh, secrets))
+    }
+
+    /// A place in the connector's flow window (the one the walk was handed,
+    /// if it is this connector's), once the connector's rate allows the
+    /// call; `None` when the walk is cancelled meanwhile. The wait for the
+    /// rate comes before the attempt opens, so an open attempt is a call on
+    /// its way: a process killed while this waits leaves nothing that looks
+    /// fired.
+    async fn paced_permit(
+        &self,
+        turn: &Turn<'_>,
+        subject: &Subject<'_>,
+        cancel: &CancellationToken,
+        first: &mut Option<Permit>,
+    ) -> Option<Permit> {
+        let permit = match first.take() {
+            Some(p) if p.connector() == turn.connector_id => Some(p),
+            _ => {
+                self.flow
+                    .acquire(turn.handle, subject.priority, cancel)
+                    .await
+            }
+        };
+        let mut permit = permit.filter(|_| !cancel.is_cancelled())?;
+        tokio::select! {
+            () = self.pace(turn.handle, &mut permit, subject.workspace_id, turn.keyed_by) => Some(permit),
+            () = cancel.cancelled() => None,
+        }
+    }
+
+    /// One connector's turn in the walk: attempts until it finds results,
+    /// fails for good, is refused or the walk is cancelled. A retryable
+    /// error is tried again after a pause (while the retry budget lasts);
+    /// background work waits out a rate limit of its last connector.
+    async fn take_turn(
+        &self,
+        ledger: &mut dyn Ledger,
+        subject: &Subject<'_>,
+        turn: &Turn<'_>,
+        cancel: &CancellationToken,
+        first: &mut Option<Permit>,
+        budget: &mut u32,
+    ) -> Result<Then, StoreError> {
+        let Turn {
+            connector_id,
+            handle,
+            keyed_by,
+            ..
+        } = *turn;
+        let mut waited = 0;
+        loop {
+            let Some(permit) = self.paced_permit(turn, subject, cancel, first).await else {
+                return Ok(Then::Cancelled);
+            };
+            let held = match self
+                .hold(
+                    subject.workspace_id,
+                    handle,
+                    subject.intent,
+                    keyed_by,
+                    subject.paid_cap,
+                )
+                .await?
+            {
+                Ok(held) => held,
+                Err(refused) => {
+                    ledger.skipped(refused);
+                    return Ok(Then::NextConnector);
+                }
+            };
+            ledger.open(connector_id).await?;
+            let (called, receipt) = self
+                .call(handle, subject.intent, subject.query, &turn.opts, cancel)
+                .await;
+            permit.finish(called.signal());
+            let billed = called.billed(handle.registration.profile.cost.as_ref(), &receipt);
+            let (mut end, results, retry) = self
+                .classify(handle, keyed_by, called, &receipt, budget)
+                .await?;
+            end.receipt = Some(receipt);
+            if billed {
+                end.charge = held.charge;
+            } else {
+                self.release(&held).await;
+            }
+            let wait_out = match end.outcome {
+                Some(FireOutcome::RateLimited) if waited < WAITS_OUT_PER_CONNECTOR => {
+                    wait_for(end.retry_after, turn.waits)
+                }
+                _ => None,
+            };
+            let ends_walk = match end.outcome {
+                Some(FireOutcome::Found | FireOutcome::Cancelled) => true,
+                _ => !retry && wait_out.is_none() && turn.last,
+            };
+            ledger.close(&end, results, ends_walk).await?;
+            // Background work asks the same connector again once the
+            // limit lifts.
+            if let Some(wait) = wait_out {
+                waited += 1;
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => continue,
+                    () = cancel.cancelled() => return Ok(Then::Cancelled),
+                }
+            }
+            match end.outcome {
+                Some(FireOutcome::Found) => return Ok(Then::Found),
+                Some(FireOutcome::Cancelled) => return Ok(Then::Cancelled),
+                // A connector the errors just suspended is not tried again.
+                _ if retry
+                    && self
+                        .registry
+                        .by_id(connector_id)
+                        .is_some_and(|h| h.status.is_available()) =>
+                {
+                    tokio::select! {
+                        () = tokio::time::sleep(self.config.retry_pause) => {}
+                        () = cancel.cancelled() => return Ok(Then::Cancelled),
+                    }
+                }
+                _ => return Ok(Then::NextConnector),
+            }
+        }
     }
 
     /// The connector as the walk finds it now; when the walk `waits`, once
@@ -437,6 +499,28 @@ impl Dispatcher {
             }
         }
     }
+}
+
+/// One connector's turn in a walk: the connector as the walk found it,
+/// the options its calls get (with its secrets), whose key it uses, and
+/// where it stands in the chain.
+struct Turn<'a> {
+    connector_id: &'a str,
+    handle: &'a ConnectorHandle,
+    opts: FireOpts,
+    keyed_by: Option<i64>,
+    /// Nothing follows it in the chain.
+    last: bool,
+    /// Background work that waits out this connector's rate limits.
+    waits: bool,
+}
+
+/// How a connector's turn ended, for the walk.
+enum Then {
+    Found,
+    Cancelled,
+    /// Refused, failed for good or out of retries: the next connector.
+    NextConnector,
 }
 
 /// A connector of the chain, as the walk comes to it.
