@@ -12,6 +12,7 @@ use server_fn::ServerFn;
 use engine::import::MAX_IMPORT_BYTES;
 
 use crate::api::ApiError;
+use engine::ops::OpError;
 
 /// The body limit of every request without a larger one of its own.
 pub const DEFAULT_BODY_BYTES: usize = 2 * 1024 * 1024;
@@ -47,7 +48,7 @@ pub async fn limit_body(req: Request, next: Next) -> Response {
 fn too_large(path: &str, declared: u64, limit: usize) -> Response {
     let detail = format!("the request body is {declared} bytes; the limit here is {limit} bytes");
     if path.starts_with("/api/") {
-        ApiError::TooLarge(detail).into_response()
+        ApiError::from(OpError::TooLarge(detail)).into_response()
     } else {
         (StatusCode::PAYLOAD_TOO_LARGE, detail).into_response()
     }

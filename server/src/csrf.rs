@@ -14,12 +14,16 @@ use axum::response::{IntoResponse, Response};
 
 use crate::api::ApiError;
 use crate::auth::{cookie, SESSION_COOKIE};
+use engine::ops::OpError;
 
 /// Refuses a cross-site state change with 403 naming why.
 pub async fn same_origin_only(req: Request, next: Next) -> Response {
     if let Err(why) = check(req.method(), req.uri().path(), req.headers()) {
         tracing::warn!(path = req.uri().path(), why, "Cross-site request refused.");
-        return ApiError::Forbidden(format!("cross-site request refused: {why}")).into_response();
+        return ApiError::from(OpError::Forbidden(format!(
+            "cross-site request refused: {why}"
+        )))
+        .into_response();
     }
     next.run(req).await
 }

@@ -44,10 +44,7 @@ pub async fn save_pack_label(pack_id: String, label: String) -> Result<(), Serve
     engine
         .set_pack_label(&who, &pack_id, Some(&label))
         .await
-        .map_err(|e| match e {
-            engine::tenancy::accounts::AccountError::Invalid(m) => ServerFnError::new(m),
-            other => ssr::fail(other),
-        })
+        .map_err(ssr::fail)
 }
 
 /// The viewer, loaded once per page and shared through context.

@@ -13,14 +13,6 @@ use crate::access::ssr;
 use crate::error_view::{error_list, notice_line};
 use crate::pages::ViewerResource;
 
-#[cfg(feature = "ssr")]
-fn account_error(e: engine::tenancy::accounts::AccountError) -> ServerFnError {
-    match e {
-        engine::tenancy::accounts::AccountError::Invalid(m) => ServerFnError::new(m),
-        other => ssr::fail(other),
-    }
-}
-
 #[server]
 pub async fn list_members() -> Result<Vec<Member>, ServerFnError> {
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
@@ -35,7 +27,7 @@ pub async fn add_member(email: String, role: Role) -> Result<Option<String>, Ser
     let added = engine
         .add_member(&who, &email, role)
         .await
-        .map_err(account_error)?;
+        .map_err(ssr::fail)?;
     Ok(added.set_password_link)
 }
 
@@ -59,16 +51,13 @@ pub async fn set_member_role(user_id: i64, role: Role) -> Result<(), ServerFnErr
     engine
         .set_member_role(&who, user_id, role)
         .await
-        .map_err(account_error)
+        .map_err(ssr::fail)
 }
 
 #[server]
 pub async fn remove_member(user_id: i64) -> Result<(), ServerFnError> {
     let (engine, who) = (ssr::engine()?, ssr::admin()?);
-    engine
-        .remove_member(&who, user_id)
-        .await
-        .map_err(account_error)
+    engine.remove_member(&who, user_id).await.map_err(ssr::fail)
 }
 
 #[component]

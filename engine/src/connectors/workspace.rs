@@ -14,6 +14,7 @@ use crate::connectors::lens::Lens;
 use crate::connectors::manifest::report;
 use crate::connectors::registry::RegistryError;
 use crate::connectors::seam::{FireError, FireOpts};
+use crate::ops::OpError;
 use crate::store::{Principal, StatusChange, StoreError};
 use crate::Engine;
 
@@ -88,12 +89,13 @@ impl Engine {
         &self,
         workspace_id: i64,
         id: &str,
-    ) -> Result<ConnectorInfo, SwitchError> {
-        self.connectors_in(workspace_id)
+    ) -> Result<ConnectorInfo, OpError> {
+        Ok(self
+            .connectors_in(workspace_id)
             .await?
             .into_iter()
             .find(|c| c.profile.id == id)
-            .ok_or_else(|| SwitchError::Registry(RegistryError::Unknown(id.to_owned())))
+            .ok_or_else(|| SwitchError::Registry(RegistryError::Unknown(id.to_owned())))?)
     }
 
     /// Clears what the server's key met for a connector (the operator's
@@ -137,7 +139,7 @@ impl Engine {
         who: &Principal,
         id: &str,
         reason: &str,
-    ) -> Result<ConnectorInfo, SwitchError> {
+    ) -> Result<ConnectorInfo, OpError> {
         crate::ops::require_admin(who)?;
         if self.registry.by_id_in(id, Some(who.workspace_id)).is_none() {
             return Err(RegistryError::Unknown(id.to_owned()).into());
@@ -180,7 +182,7 @@ impl Engine {
         &self,
         who: &Principal,
         id: &str,
-    ) -> Result<ConnectorInfo, SwitchError> {
+    ) -> Result<ConnectorInfo, OpError> {
         crate::ops::require_admin(who)?;
         if self.registry.by_id_in(id, Some(who.workspace_id)).is_none() {
             return Err(RegistryError::Unknown(id.to_owned()).into());
@@ -202,7 +204,7 @@ impl Engine {
         &self,
         workspace_id: i64,
         id: &str,
-    ) -> Result<ConnectorInfo, SwitchError> {
+    ) -> Result<ConnectorInfo, OpError> {
         let info = self.connector_in(workspace_id, id).await?;
         self.events.publish_in(
             Some(workspace_id),
@@ -228,7 +230,7 @@ impl Engine {
         &self,
         who: &Principal,
         id: &str,
-    ) -> Result<(ConnectorInfo, TestReport), SwitchError> {
+    ) -> Result<(ConnectorInfo, TestReport), OpError> {
         crate::ops::require_admin(who)?;
         let Some(handle) = self.registry.by_id_in(id, Some(who.workspace_id)) else {
             return Err(RegistryError::Unknown(id.to_owned()).into());
@@ -327,7 +329,7 @@ impl Engine {
         &self,
         who: &Principal,
         id: &str,
-    ) -> Result<Vec<StatusChange>, SwitchError> {
+    ) -> Result<Vec<StatusChange>, OpError> {
         if self.registry.by_id_in(id, Some(who.workspace_id)).is_none() {
             return Err(RegistryError::Unknown(id.to_owned()).into());
         }

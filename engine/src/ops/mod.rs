@@ -46,6 +46,13 @@ pub enum OpError {
         detail: String,
         current: Option<Box<Item>>,
     },
+    /// Input that reads but does not check (a manifest): every mistake,
+    /// each named by its field.
+    #[error("{detail}")]
+    Unchecked {
+        detail: String,
+        problems: Vec<model::Problem>,
+    },
     /// Over a size or count limit.
     #[error("{0}")]
     TooLarge(String),
@@ -70,6 +77,7 @@ impl OpError {
             OpError::Forbidden(_) => "forbidden",
             OpError::NotFound(_) => "not_found",
             OpError::Conflict { .. } => "conflict",
+            OpError::Unchecked { .. } => "invalid",
             OpError::TooLarge(_) => "too_large",
             OpError::Limited { .. } => "rate_limited",
             OpError::Internal(_) => "internal",
@@ -83,6 +91,7 @@ impl OpError {
             OpError::Forbidden(_) => 403,
             OpError::NotFound(_) => 404,
             OpError::Conflict { .. } => 409,
+            OpError::Unchecked { .. } => 422,
             OpError::TooLarge(_) => 413,
             OpError::Limited { .. } => 429,
             OpError::Internal(_) => 500,
@@ -215,9 +224,10 @@ impl From<crate::connectors::manifest::SaveError> for OpError {
     fn from(e: crate::connectors::manifest::SaveError) -> Self {
         use crate::connectors::manifest::SaveError;
         match e {
-            SaveError::Invalid(invalid) => {
-                OpError::Invalid(format!("the manifest does not check: {invalid}"))
-            }
+            SaveError::Invalid(invalid) => OpError::Unchecked {
+                detail: format!("the manifest does not check: {invalid}"),
+                problems: invalid.0,
+            },
             SaveError::Taken { .. } => OpError::Conflict {
                 detail: e.to_string(),
                 current: None,

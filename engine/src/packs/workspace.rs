@@ -6,6 +6,7 @@
 
 use model::{BundleConfig, EventKind, PackConfig, WorkspaceCatalog};
 
+use crate::ops::OpError;
 use crate::packs::Catalog;
 use crate::store::{CatalogKind, Principal, StoreError};
 use crate::Engine;
@@ -31,7 +32,7 @@ impl Engine {
     }
 
     /// The caller's workspace's catalogue, telling its own from the shipped.
-    pub async fn workspace_catalog(&self, who: &Principal) -> Result<WorkspaceCatalog, StoreError> {
+    pub async fn workspace_catalog(&self, who: &Principal) -> Result<WorkspaceCatalog, OpError> {
         let catalog = self.catalog_in(Some(who.workspace_id)).await?;
         let (packs, bundles) = self.store.workspace_catalog(who.workspace_id).await?;
         let (shipped_packs, shipped_bundles) = {
@@ -119,7 +120,7 @@ impl Engine {
         &self,
         who: &Principal,
         pack: PackConfig,
-    ) -> Result<PackConfig, CatalogEditError> {
+    ) -> Result<PackConfig, OpError> {
         crate::ops::require_admin(who)?;
         self.check_chain(who, "preferred_connectors", &pack.preferred_connectors)?;
         let (mut packs, bundles) = self.store.workspace_catalog(who.workspace_id).await?;
@@ -142,15 +143,15 @@ impl Engine {
             .await?;
         tracing::info!(workspace = who.workspace_id, pack = %pack.pack_id, by = %who.email, "Pack saved.");
         self.catalog_changed(who.workspace_id);
-        merged
+        Ok(merged
             .pack(&pack.pack_id)
             .cloned()
-            .ok_or_else(|| CatalogEditError::NotFound(format!("pack {:?}", pack.pack_id)))
+            .ok_or_else(|| CatalogEditError::NotFound(format!("pack {:?}", pack.pack_id)))?)
     }
 
     /// Removes the caller's workspace's own pack, or its version of a
     /// shipped pack (which comes back as shipped) (admins).
-    pub async fn remove_pack(&self, who: &Principal, id: &str) -> Result<(), CatalogEditError> {
+    pub async fn remove_pack(&self, who: &Principal, id: &str) -> Result<(), OpError> {
         crate::ops::require_admin(who)?;
         let (mut packs, bundles) = self.store.workspace_catalog(who.workspace_id).await?;
         let before = packs.len();
@@ -158,7 +159,7 @@ impl Engine {
         if packs.len() == before {
             return Err(CatalogEditError::NotFound(format!(
                 "this workspace has no pack {id:?} of its own (shipped packs can be changed, not removed)"
-            )));
+            )).into());
         }
         self.overlay(packs, bundles).map_err(|e| {
             CatalogEditError::Invalid(format!("{e}; take the pack out of its bundles first"))
@@ -175,7 +176,7 @@ impl Engine {
         &self,
         who: &Principal,
         bundle: BundleConfig,
-    ) -> Result<BundleConfig, CatalogEditError> {
+    ) -> Result<BundleConfig, OpError> {
         crate::ops::require_admin(who)?;
         for (i, member) in bundle.members.iter().enumerate() {
             if let Some(chain) = &member.connector_chain_override {
@@ -211,7 +212,7 @@ impl Engine {
     /// Removes the caller's workspace's own bundle, or its version of a
     /// shipped one (admins). A bundle of its own that a record set uses
     /// stays.
-    pub async fn remove_bundle(&self, who: &Principal, id: &str) -> Result<(), CatalogEditError> {
+    pub async fn remove_bundle(&self, who: &Principal, id: &str) -> Result<(), OpError> {
         crate::ops::require_admin(who)?;
         let (packs, mut bundles) = self.store.workspace_catalog(who.workspace_id).await?;
         let before = bundles.len();
@@ -219,7 +220,7 @@ impl Engine {
         if bundles.len() == before {
             return Err(CatalogEditError::NotFound(format!(
                 "this workspace has no bundle {id:?} of its own (shipped bundles can be changed, not removed)"
-            )));
+            )).into());
         }
         if self.catalog().bundle(id).is_none() {
             let sets = self.store.list_record_sets(who.workspace_id).await?;
@@ -227,7 +228,8 @@ impl Engine {
                 return Err(CatalogEditError::Invalid(format!(
                     "bundle {id:?}: the record set {:?} uses it; delete the set or keep the bundle",
                     set.name
-                )));
+                ))
+                .into());
             }
         }
         self.overlay(packs, bundles)?;

@@ -8,6 +8,7 @@ use model::{Role, Viewer};
 use super::credentials::{
     check_new_password, generate_password, hash_password_blocking, NO_PASSWORD,
 };
+use crate::ops::OpError;
 use crate::store::{Owned, Principal, Removal, StoreError};
 use crate::Engine;
 
@@ -80,7 +81,7 @@ impl Engine {
         workspace: &str,
         role: Role,
         password: Option<String>,
-    ) -> Result<AddedUser, AccountError> {
+    ) -> Result<AddedUser, OpError> {
         let email = normalize_email(email)?;
         let workspace = check_workspace_name(workspace)?;
         if let Some(password) = &password {
@@ -139,7 +140,7 @@ impl Engine {
         who: &Principal,
         email: &str,
         role: Role,
-    ) -> Result<AddedUser, AccountError> {
+    ) -> Result<AddedUser, OpError> {
         crate::ops::require_admin(who)?;
         let normalized = normalize_email(email)?;
         if let Some(user) = self.store.user_by_email(&normalized).await? {
@@ -178,30 +179,32 @@ impl Engine {
         who: &Principal,
         user_id: i64,
         role: Role,
-    ) -> Result<(), AccountError> {
+    ) -> Result<(), OpError> {
         crate::ops::require_admin(who)?;
         let member = self.member(who, user_id).await?;
-        self.set_membership(
-            user_id,
-            who.workspace_id,
-            &who.workspace_name,
-            &member.email,
-            role,
-        )
-        .await
+        Ok(self
+            .set_membership(
+                user_id,
+                who.workspace_id,
+                &who.workspace_name,
+                &member.email,
+                role,
+            )
+            .await?)
     }
 
     /// Takes a member out of the caller's workspace (admins): their sessions
     /// and tokens there stop working at once. The last admin stays.
-    pub async fn remove_member(&self, who: &Principal, user_id: i64) -> Result<(), AccountError> {
+    pub async fn remove_member(&self, who: &Principal, user_id: i64) -> Result<(), OpError> {
         crate::ops::require_admin(who)?;
         let member = self.member(who, user_id).await?;
-        self.remove_from(who.workspace_id, &who.workspace_name, &member)
-            .await
+        Ok(self
+            .remove_from(who.workspace_id, &who.workspace_name, &member)
+            .await?)
     }
 
     /// Takes `email` out of `workspace` (the operator's `user remove`).
-    pub async fn remove_user(&self, email: &str, workspace: &str) -> Result<(), AccountError> {
+    pub async fn remove_user(&self, email: &str, workspace: &str) -> Result<(), OpError> {
         let email = normalize_email(email)?;
         let workspace_id = self.store.workspace_id(workspace).await?.ok_or_else(|| {
             AccountError::Invalid(format!("workspace {workspace:?}: no such workspace"))
@@ -215,7 +218,7 @@ impl Engine {
             .ok_or_else(|| {
                 AccountError::Invalid(format!("{email} is not a member of {workspace:?}"))
             })?;
-        self.remove_from(workspace_id, workspace, &member).await
+        Ok(self.remove_from(workspace_id, workspace, &member).await?)
     }
 
     async fn remove_from(
@@ -290,12 +293,12 @@ impl Engine {
     }
 
     /// Fails with not found unless `owned` is in the caller's workspace.
-    pub async fn authorize(&self, who: &Principal, owned: Owned) -> Result<(), StoreError> {
-        self.store.check_owner(who.workspace_id, owned).await
+    pub async fn authorize(&self, who: &Principal, owned: Owned) -> Result<(), OpError> {
+        Ok(self.store.check_owner(who.workspace_id, owned).await?)
     }
 
     /// The signed-in person as the pages need them.
-    pub async fn viewer(&self, who: &Principal) -> Result<Viewer, StoreError> {
+    pub async fn viewer(&self, who: &Principal) -> Result<Viewer, OpError> {
         Ok(Viewer {
             email: who.email.clone(),
             workspace: who.workspace(),
@@ -309,7 +312,7 @@ impl Engine {
         &self,
         who: &Principal,
         packs: &mut [model::PackConfig],
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), OpError> {
         let labels = self.store.pack_labels(who.user_id).await?;
         for pack in packs {
             if let Some(label) = labels.get(&pack.pack_id) {
@@ -326,15 +329,15 @@ impl Engine {
         who: &Principal,
         pack_id: &str,
         label: Option<&str>,
-    ) -> Result<(), AccountError> {
+    ) -> Result<(), OpError> {
         let label = label.map(str::trim).filter(|l| !l.is_empty());
         let labels = self.store.pack_labels(who.user_id).await?;
         {
             let catalog = self.catalog_in(Some(who.workspace_id)).await?;
             let Some(pack) = catalog.pack(pack_id) else {
-                return Err(AccountError::Invalid(format!(
-                    "pack {pack_id:?}: no such pack"
-                )));
+                return Err(
+                    AccountError::Invalid(format!("pack {pack_id:?}: no such pack")).into(),
+                );
             };
             if let Some(label) = label {
                 model::account::check_pack_label(label).map_err(AccountError::Invalid)?;
@@ -352,7 +355,8 @@ impl Engine {
                 return Err(AccountError::Invalid(format!(
                     "label {shown:?} is already what you see for pack {:?}; pick another",
                     other.pack_id
-                )));
+                ))
+                .into());
             }
         }
         self.store
@@ -369,7 +373,7 @@ impl Engine {
         &self,
         email: &str,
         workspace: &str,
-    ) -> Result<Option<(AddedUser, String, u64)>, AccountError> {
+    ) -> Result<Option<(AddedUser, String, u64)>, OpError> {
         if self.store.user_count().await? > 0 {
             return Ok(None);
         }
@@ -414,7 +418,7 @@ mod tests {
             let short = engine
                 .add_user("a@example.org", "one", Role::Admin, Some("short".into()))
                 .await;
-            assert!(matches!(short, Err(AccountError::Invalid(m)) if m.contains("password")));
+            assert!(matches!(short, Err(OpError::Invalid(m)) if m.contains("password")));
 
             let ada = engine
                 .add_user("Ada@example.org", "one", Role::Admin, None)
@@ -474,7 +478,7 @@ mod tests {
                 .authorize(&ada_in_one, Owned::RecordSet(set_two))
                 .await
                 .unwrap_err();
-            assert!(matches!(err, StoreError::NotFound(_)), "{err}");
+            assert!(matches!(err, OpError::NotFound(_)), "{err}");
 
             let (id, token) = engine.create_token("bob@example.org", "two").await.unwrap();
             let bob_by_token = engine.principal_by_token(&token).await.unwrap().unwrap();
@@ -776,9 +780,7 @@ mod tests {
                 assert_eq!(admins, 1, "{} round {round}: {a:?} {b:?}", db.kind());
                 let refused = [&a, &b]
                     .iter()
-                    .filter(
-                        |r| matches!(r, Err(AccountError::Invalid(m)) if m.contains("last admin")),
-                    )
+                    .filter(|r| matches!(r, Err(OpError::Invalid(m)) if m.contains("last admin")))
                     .count();
                 assert_eq!(refused, 1, "{} round {round}: {a:?} {b:?}", db.kind());
             }

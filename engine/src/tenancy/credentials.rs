@@ -15,6 +15,7 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 
 use super::accounts::{normalize_email, AccountError};
+use crate::ops::OpError;
 use crate::store::{Principal, StoreError};
 use crate::Engine;
 
@@ -163,7 +164,7 @@ impl Engine {
 
     /// A set-password link for `email` (the operator's `user link`, for a
     /// forgotten password): the account's password stays until it is used.
-    pub async fn password_link_for(&self, email: &str) -> Result<String, AccountError> {
+    pub async fn password_link_for(&self, email: &str) -> Result<String, OpError> {
         let email = normalize_email(email)?;
         let user = self
             .store
@@ -179,7 +180,7 @@ impl Engine {
         &self,
         token: &str,
         password: String,
-    ) -> Result<i64, AccountError> {
+    ) -> Result<i64, OpError> {
         check_new_password(&password)?;
         let user_id = self
             .store
@@ -205,7 +206,7 @@ impl Engine {
         current: &str,
         new: String,
         keep: Option<&str>,
-    ) -> Result<(), AccountError> {
+    ) -> Result<(), OpError> {
         check_new_password(&new)?;
         let user = self
             .store
@@ -215,7 +216,8 @@ impl Engine {
         if !verify_in_turn(current, Some(user.password_hash)).await {
             return Err(AccountError::Invalid(
                 "current password: it is not this account's password".to_owned(),
-            ));
+            )
+            .into());
         }
         self.set_password(user_id, new).await?;
         self.store.retire_password_links(user_id).await?;
@@ -293,7 +295,7 @@ impl Engine {
         &self,
         email: &str,
         workspace: &str,
-    ) -> Result<(i64, String), AccountError> {
+    ) -> Result<(i64, String), OpError> {
         let email = normalize_email(email)?;
         let user = self
             .store
@@ -306,7 +308,8 @@ impl Engine {
         if self.store.principal(user.id, workspace_id).await?.is_none() {
             return Err(AccountError::Invalid(format!(
                 "{email} is not a member of workspace {workspace:?}"
-            )));
+            ))
+            .into());
         }
         let (token, hash) = generate_token();
         let id = self

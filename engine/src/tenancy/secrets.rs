@@ -14,6 +14,7 @@ use base64::Engine as _;
 use model::{check_secret_name, EventKind, SecretInfo};
 
 use crate::connectors::seam::Secrets;
+use crate::ops::OpError;
 use crate::store::{Principal, Store, StoreError};
 use crate::Engine;
 
@@ -175,8 +176,8 @@ pub async fn open_all(
 
 impl Engine {
     /// The names of the caller's workspace's secrets, who set them and when.
-    pub async fn secrets(&self, who: &Principal) -> Result<Vec<SecretInfo>, StoreError> {
-        self.store.secrets_of(who.workspace_id).await
+    pub async fn secrets(&self, who: &Principal) -> Result<Vec<SecretInfo>, OpError> {
+        Ok(self.store.secrets_of(who.workspace_id).await?)
     }
 
     /// Sets (or replaces) a secret of the caller's workspace (admins).
@@ -185,7 +186,7 @@ impl Engine {
         who: &Principal,
         name: &str,
         value: &str,
-    ) -> Result<SecretInfo, SecretsError> {
+    ) -> Result<SecretInfo, OpError> {
         crate::ops::require_admin(who)?;
         check_secret_name(name).map_err(SecretsError::Invalid)?;
         let value = check_value(value)?;
@@ -219,19 +220,20 @@ impl Engine {
             }
         }
         self.announce_users_of(who.workspace_id, name).await?;
-        self.store
+        Ok(self
+            .store
             .secrets_of(who.workspace_id)
             .await?
             .into_iter()
             .find(|s| s.name == name)
-            .ok_or_else(|| SecretsError::NotSet(name.to_owned()))
+            .ok_or_else(|| SecretsError::NotSet(name.to_owned()))?)
     }
 
     /// Clears a secret of the caller's workspace (admins).
-    pub async fn clear_secret(&self, who: &Principal, name: &str) -> Result<(), SecretsError> {
+    pub async fn clear_secret(&self, who: &Principal, name: &str) -> Result<(), OpError> {
         crate::ops::require_admin(who)?;
         if !self.store.delete_secret(who.workspace_id, name).await? {
-            return Err(SecretsError::NotSet(name.to_owned()));
+            return Err(SecretsError::NotSet(name.to_owned()).into());
         }
         tracing::info!(workspace = who.workspace_id, secret = %name, by = %who.email, "Workspace secret cleared.");
         self.announce_users_of(who.workspace_id, name).await?;

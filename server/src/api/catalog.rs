@@ -153,7 +153,7 @@ fn same_id(path: &str, body: &str, field: &str) -> Result<(), ApiError> {
     if path == body {
         Ok(())
     } else {
-        Err(ApiError::BadRequest(format!(
+        Err(ApiError::invalid(format!(
             "{field}: {body:?} differs from the address's {path:?}"
         )))
     }

@@ -11,48 +11,19 @@ use engine::store::{StoreError, TriageError};
 use model::Item;
 use serde::Serialize;
 
-/// An error answered as `{"error": kind, "detail": sentence}`.
+/// Why a REST request failed: what the operations layer answered, or
+/// what only HTTP has (credentials, media types).
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    /// Bad input; the detail names the field.
-    #[error("{0}")]
-    BadRequest(String),
-    /// Nobody signed in and no valid token.
+    /// The operation's own answer, with the status of its kind.
+    #[error(transparent)]
+    Op(#[from] OpError),
+    /// No credentials, or ones that are no longer good.
     #[error("{0}")]
     Unauthorized(String),
-    /// Signed in, but the role does not allow it.
-    #[error("{0}")]
-    Forbidden(String),
-    #[error("{0}")]
-    NotFound(String),
-    /// Someone acted first; `current` is the item as it is now.
-    #[error("{detail}")]
-    Conflict {
-        detail: String,
-        current: Option<Box<Item>>,
-    },
-    #[error("{0}")]
-    TooLarge(String),
     /// A body in a media type the route does not take.
     #[error("{0}")]
     UnsupportedMediaType(String),
-    /// Well-formed but wrong (a manifest that does not check): every
-    /// mistake, each naming its field.
-    #[error("{detail}")]
-    Invalid {
-        detail: String,
-        problems: Vec<model::Problem>,
-    },
-    /// A cap or limit stops the request for now; ask again after
-    /// `retry_after` (sent as `Retry-After`).
-    #[error("{detail}")]
-    TooManyRequests {
-        detail: String,
-        retry_after: std::time::Duration,
-    },
-    /// Something failed inside; the detail is logged, never sent.
-    #[error("internal error")]
-    Internal(#[source] anyhow::Error),
 }
 
 /// Every error of the REST door.
@@ -76,40 +47,40 @@ pub struct ErrorBody {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, error) = match &self {
-            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
-            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            ApiError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
-            ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
-            ApiError::UnsupportedMediaType(_) => {
-                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+        let op = match self {
+            ApiError::Op(op) => op,
+            ApiError::Unauthorized(detail) => {
+                return body(StatusCode::UNAUTHORIZED, "unauthorized", detail);
             }
-            ApiError::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
-            ApiError::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-            ApiError::Internal(source) => {
-                tracing::error!(error = %source, "Request failed inside the server.");
-                (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+            ApiError::UnsupportedMediaType(detail) => {
+                return body(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "unsupported_media_type",
+                    detail,
+                );
             }
         };
-        let detail = match &self {
-            ApiError::Internal(_) => "the server could not complete the request".to_owned(),
+        let status = StatusCode::from_u16(op.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let kind = op.kind();
+        let detail = match &op {
+            OpError::Internal(source) => {
+                tracing::error!(error = %source, "Request failed inside the server.");
+                "the server could not complete the request".to_owned()
+            }
             other => other.to_string(),
         };
-        let retry_after = match &self {
-            ApiError::TooManyRequests { retry_after, .. } => Some(retry_after.as_secs().max(1)),
-            _ => None,
-        };
-        let (current, problems) = match self {
-            ApiError::Conflict { current, .. } => (current, Vec::new()),
-            ApiError::Invalid { problems, .. } => (None, problems),
-            _ => (None, Vec::new()),
+        let (current, problems, retry_after) = match op {
+            OpError::Conflict { current, .. } => (current, Vec::new(), None),
+            OpError::Unchecked { problems, .. } => (None, problems, None),
+            OpError::Limited { retry_after, .. } => {
+                (None, Vec::new(), Some(retry_after.as_secs().max(1)))
+            }
+            _ => (None, Vec::new(), None),
         };
         let mut response = (
             status,
             Json(ErrorBody {
-                error,
+                error: kind,
                 detail,
                 current,
                 problems,
@@ -125,24 +96,25 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<OpError> for ApiError {
-    fn from(e: OpError) -> Self {
-        match e {
-            OpError::Invalid(m) => ApiError::BadRequest(m),
-            OpError::Forbidden(m) => ApiError::Forbidden(m),
-            OpError::NotFound(m) => ApiError::NotFound(m),
-            OpError::Conflict { detail, current } => ApiError::Conflict { detail, current },
-            OpError::TooLarge(m) => ApiError::TooLarge(m),
-            OpError::Limited {
-                detail,
-                retry_after,
-            } => ApiError::TooManyRequests {
-                detail,
-                retry_after,
-            },
-            OpError::Internal(source) => ApiError::Internal(source),
-        }
+impl ApiError {
+    /// Bad input; the detail names the field (as the operations say it).
+    pub fn invalid(detail: impl Into<String>) -> Self {
+        OpError::Invalid(detail.into()).into()
     }
+}
+
+/// An error answer with nothing but its kind and detail.
+fn body(status: StatusCode, error: &'static str, detail: String) -> Response {
+    (
+        status,
+        Json(ErrorBody {
+            error,
+            detail,
+            current: None,
+            problems: Vec::new(),
+        }),
+    )
+        .into_response()
 }
 
 /// The engine's errors reach the REST door through the operations layer's
@@ -163,43 +135,19 @@ through_op_error!(
     DispatchError,
     RegistryError,
     TriageError,
-    engine::connectors::workspace::SwitchError,
-    engine::tenancy::accounts::AccountError,
-    engine::tenancy::secrets::SecretsError,
-    engine::packs::workspace::CatalogEditError,
 );
 
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> Self {
         match e {
-            JsonRejection::BytesRejection(_) => ApiError::TooLarge(e.body_text()),
-            _ => ApiError::BadRequest(format!("request body: {}", e.body_text())),
+            JsonRejection::BytesRejection(_) => OpError::TooLarge(e.body_text()).into(),
+            _ => OpError::Invalid(format!("request body: {}", e.body_text())).into(),
         }
     }
 }
 
 impl From<QueryRejection> for ApiError {
     fn from(e: QueryRejection) -> Self {
-        ApiError::BadRequest(format!("query string: {}", e.body_text()))
-    }
-}
-
-impl From<engine::connectors::manifest::SaveError> for ApiError {
-    fn from(e: engine::connectors::manifest::SaveError) -> Self {
-        use engine::connectors::manifest::SaveError;
-        match e {
-            SaveError::Invalid(invalid) => ApiError::Invalid {
-                detail: format!("the manifest does not check: {invalid}"),
-                problems: invalid.0,
-            },
-            SaveError::Taken { .. } => ApiError::Conflict {
-                detail: e.to_string(),
-                current: None,
-            },
-            SaveError::NotFound(_) => ApiError::NotFound(e.to_string()),
-            SaveError::Registry(e) => e.into(),
-            SaveError::Store(e) => e.into(),
-            SaveError::NotAdmin(e) => OpError::from(e).into(),
-        }
+        OpError::Invalid(format!("query string: {}", e.body_text())).into()
     }
 }

@@ -6,6 +6,7 @@ use axum::http::request::Parts;
 use engine::store::Principal;
 
 use super::ApiError;
+use engine::ops::OpError;
 
 /// A JSON body; a bad one is a 400 naming what is wrong.
 #[derive(Debug, FromRequest)]
@@ -48,10 +49,10 @@ impl<S: Send + Sync> FromRequestParts<S> for AdminCaller {
         if who.is_admin() {
             Ok(AdminCaller(who))
         } else {
-            Err(ApiError::Forbidden(format!(
+            Err(ApiError::from(OpError::Forbidden(format!(
                 "only an admin of workspace {:?} may do this",
                 who.workspace_name
-            )))
+            ))))
         }
     }
 }
@@ -79,12 +80,12 @@ impl<S: Send + Sync> FromRequest<S> for ApiBytes {
             .await
             .map_err(|e| {
                 if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::TooLarge(format!(
+                    ApiError::from(OpError::TooLarge(format!(
                         "the request body is over the limit: {}",
                         e.body_text()
-                    ))
+                    )))
                 } else {
-                    ApiError::BadRequest(format!("request body: {}", e.body_text()))
+                    ApiError::invalid(format!("request body: {}", e.body_text()))
                 }
             })?;
         Ok(ApiBytes { bytes, media_type })
@@ -122,6 +123,6 @@ impl ApiBytes {
         }
         self.media_type(&["application/json"])?;
         serde_json::from_slice(&self.bytes)
-            .map_err(|e| ApiError::BadRequest(format!("request body: {e}")))
+            .map_err(|e| ApiError::invalid(format!("request body: {e}")))
     }
 }

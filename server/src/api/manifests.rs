@@ -20,7 +20,7 @@ use crate::router::AppState;
 /// as `application/json`.
 fn manifest_body(body: &ApiBytes) -> Result<(String, ManifestFormat), ApiError> {
     if body.is_blank() {
-        return Err(ApiError::BadRequest(
+        return Err(ApiError::invalid(
             "request body: send the manifest (TOML as application/toml, or JSON as application/json)"
                 .to_owned(),
         ));
@@ -30,7 +30,7 @@ fn manifest_body(body: &ApiBytes) -> Result<(String, ManifestFormat), ApiError> 
         _ => ManifestFormat::Toml,
     };
     let text = std::str::from_utf8(&body.bytes).map_err(|_| {
-        ApiError::BadRequest("request body: the manifest is not UTF-8 text".to_owned())
+        ApiError::invalid("request body: the manifest is not UTF-8 text".to_owned())
     })?;
     Ok((text.to_owned(), format))
 }
@@ -142,7 +142,7 @@ pub async fn set_secret(
     AdminCaller(who): AdminCaller,
     ApiJson(body): ApiJson<SecretValue>,
 ) -> Result<Json<SecretInfo>, ApiError> {
-    check_secret_name(&name).map_err(|m| ApiError::BadRequest(format!("name: {m}")))?;
+    check_secret_name(&name).map_err(|m| ApiError::invalid(format!("name: {m}")))?;
     Ok(Json(
         state.engine.set_secret(&who, &name, &body.value).await?,
     ))

@@ -141,7 +141,11 @@ pub fn router() -> Router<AppState> {
     routes()
         .into_iter()
         .fold(Router::new(), |router, r| router.route(r.path, r.handler))
-        .fallback(|| async { ApiError::NotFound("no such API route".to_owned()) })
+        .fallback(|| async {
+            ApiError::from(engine::ops::OpError::NotFound(
+                "no such API route".to_owned(),
+            ))
+        })
 }
 
 /// `GET /api/health`: the process answers and its database is reachable.

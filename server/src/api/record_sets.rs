@@ -12,6 +12,7 @@ use super::error::ErrorBody;
 use super::extract::{ApiBytes, ApiQuery, Caller};
 use super::ApiError;
 use crate::router::AppState;
+use engine::ops::OpError;
 
 /// `GET /api/record-sets`
 #[utoipa::path(
@@ -141,7 +142,7 @@ pub async fn export(
 ) -> Result<Response, ApiError> {
     let format = params.format.to_ascii_lowercase();
     if format != "csv" && format != "json" {
-        return Err(ApiError::BadRequest(format!(
+        return Err(ApiError::invalid(format!(
             "format: expected csv or json, not {:?}",
             params.format
         )));
@@ -162,7 +163,7 @@ pub async fn export(
         let disposition = format!("attachment; filename=\"{stem}.json\"");
         return Ok(([(header::CONTENT_DISPOSITION, disposition)], Json(exported)).into_response());
     }
-    let csv = to_csv(&exported).map_err(|e| ApiError::Internal(e.into()))?;
+    let csv = to_csv(&exported).map_err(|e| ApiError::from(OpError::Internal(e.into())))?;
     let disposition = format!("attachment; filename=\"{stem}.csv\"");
     Ok((
         [

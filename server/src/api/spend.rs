@@ -13,6 +13,7 @@ use super::error::ErrorBody;
 use super::extract::{AdminCaller, ApiJson, ApiQuery, Caller};
 use super::ApiError;
 use crate::router::AppState;
+use engine::ops::OpError;
 
 /// `GET /api/budgets`: the workspace's budgets, each with this month's spend.
 #[utoipa::path(
@@ -120,7 +121,7 @@ pub async fn export(
         .engine
         .charges_of(&who, params.month.as_deref())
         .await?;
-    let csv = to_csv(&rows).map_err(|e| ApiError::Internal(e.into()))?;
+    let csv = to_csv(&rows).map_err(|e| ApiError::from(OpError::Internal(e.into())))?;
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),

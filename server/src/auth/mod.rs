@@ -28,6 +28,7 @@ pub use token_rate::{TokenRate, DEFAULT_TOKEN_REQUESTS_PER_SECOND};
 
 use crate::api::ApiError;
 use crate::router::AppState;
+use engine::ops::OpError;
 
 /// Where people sign in.
 pub const SIGN_IN_PAGE: &str = "/sign-in";
@@ -206,10 +207,10 @@ async fn principal_of(
         return match token {
             Some(token) => {
                 if let Err((detail, retry_after)) = state.token_rate.check(token) {
-                    let limited = ApiError::TooManyRequests {
+                    let limited = ApiError::from(OpError::Limited {
                         detail,
                         retry_after,
-                    };
+                    });
                     return Err(Box::new(limited.into_response()));
                 }
                 match state.engine.principal_by_token(token).await {
@@ -444,12 +445,15 @@ pub async fn switch_workspace(
         .principal(who.user_id, form.workspace)
         .await?
         .ok_or_else(|| {
-            ApiError::NotFound(format!("workspace {} does not exist", form.workspace))
+            ApiError::from(OpError::NotFound(format!(
+                "workspace {} does not exist",
+                form.workspace
+            )))
         })?;
     session
         .insert(WORKSPACE_ID, target.workspace_id)
         .await
-        .map_err(|e| ApiError::Internal(e.into()))?;
+        .map_err(|e| ApiError::from(OpError::Internal(e.into())))?;
     Ok(Redirect::to("/record-sets").into_response())
 }
 

@@ -10,7 +10,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use engine::store::Principal;
-use engine::tenancy::accounts::AccountError;
 use engine::tenancy::credentials::{check_new_password, secret_hash};
 use serde::Deserialize;
 use tower_sessions::Session;
@@ -57,7 +56,7 @@ pub async fn set_password(
         .await
     {
         Ok(id) => id,
-        Err(AccountError::Invalid(_)) => return back_to_link("link", ""),
+        Err(engine::ops::OpError::Invalid(_)) => return back_to_link("link", ""),
         Err(e) => return internal(&e),
     };
     tracing::info!(user = user_id, "Password chosen through a link.");
@@ -115,7 +114,7 @@ pub async fn change_password(
         .await
     {
         Ok(()) => limits.succeeded(&who.email, address),
-        Err(AccountError::Invalid(_)) => {
+        Err(engine::ops::OpError::Invalid(_)) => {
             limits.failed(&who.email, address);
             return back("wrong").into_response();
         }

@@ -47,7 +47,7 @@ pub async fn save_manifest(
     let (engine, who) = (ssr::engine()?, ssr::admin()?);
     match engine.save_manifest(&who, &text, format).await {
         Ok(info) => Ok(Ok(info)),
-        Err(engine::connectors::manifest::SaveError::Invalid(e)) => Ok(Err(e.0)),
+        Err(engine::ops::OpError::Unchecked { problems, .. }) => Ok(Err(problems)),
         Err(e) => Err(ssr::fail(e)),
     }
 }

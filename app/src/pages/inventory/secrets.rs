@@ -58,15 +58,6 @@ pub async fn list_secrets() -> Result<(bool, Vec<SecretRow>), ServerFnError> {
     Ok((engine.keeps_secrets(), rows))
 }
 
-#[cfg(feature = "ssr")]
-fn secrets_error(e: engine::tenancy::secrets::SecretsError) -> ServerFnError {
-    use engine::tenancy::secrets::SecretsError;
-    match e {
-        SecretsError::Store(e) => crate::access::ssr::fail(e),
-        other => ServerFnError::new(other.to_string()),
-    }
-}
-
 /// Sets a secret of the workspace (admins).
 #[server]
 pub async fn set_secret(name: String, value: String) -> Result<SecretInfo, ServerFnError> {
@@ -76,7 +67,7 @@ pub async fn set_secret(name: String, value: String) -> Result<SecretInfo, Serve
     engine
         .set_secret(&who, &name, &value)
         .await
-        .map_err(secrets_error)
+        .map_err(ssr::fail)
 }
 
 /// Clears a secret of the workspace (admins).
@@ -84,10 +75,7 @@ pub async fn set_secret(name: String, value: String) -> Result<SecretInfo, Serve
 pub async fn clear_secret(name: String) -> Result<(), ServerFnError> {
     use crate::access::ssr;
     let (engine, who) = (ssr::engine()?, ssr::admin()?);
-    engine
-        .clear_secret(&who, &name)
-        .await
-        .map_err(secrets_error)
+    engine.clear_secret(&who, &name).await.map_err(ssr::fail)
 }
 
 fn save(name: String, value: String, notice: Notice, version: RwSignal<u32>) {

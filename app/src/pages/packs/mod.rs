@@ -52,21 +52,12 @@ pub async fn load_catalog() -> Result<(WorkspaceCatalog, Vec<ConnectorChoice>), 
     Ok((catalog, connectors))
 }
 
-#[cfg(feature = "ssr")]
-fn edit_error(e: engine::packs::workspace::CatalogEditError) -> ServerFnError {
-    use engine::packs::workspace::CatalogEditError;
-    match e {
-        CatalogEditError::Store(e) => crate::access::ssr::fail(e),
-        other => ServerFnError::new(other.to_string()),
-    }
-}
-
 /// Saves a pack for the workspace (admins).
 #[server(input = Json)]
 pub async fn save_pack(pack: PackConfig) -> Result<PackConfig, ServerFnError> {
     use crate::access::ssr;
     let (engine, who) = (ssr::engine()?, ssr::admin()?);
-    engine.save_pack(&who, pack).await.map_err(edit_error)
+    engine.save_pack(&who, pack).await.map_err(ssr::fail)
 }
 
 /// Removes the workspace's own pack or its version of a shipped one (admins).
@@ -74,7 +65,7 @@ pub async fn save_pack(pack: PackConfig) -> Result<PackConfig, ServerFnError> {
 pub async fn remove_pack(id: String) -> Result<(), ServerFnError> {
     use crate::access::ssr;
     let (engine, who) = (ssr::engine()?, ssr::admin()?);
-    engine.remove_pack(&who, &id).await.map_err(edit_error)
+    engine.remove_pack(&who, &id).await.map_err(ssr::fail)
 }
 
 /// Saves a bundle for the workspace (admins).
@@ -82,7 +73,7 @@ pub async fn remove_pack(id: String) -> Result<(), ServerFnError> {
 pub async fn save_bundle(bundle: BundleConfig) -> Result<BundleConfig, ServerFnError> {
     use crate::access::ssr;
     let (engine, who) = (ssr::engine()?, ssr::admin()?);
-    engine.save_bundle(&who, bundle).await.map_err(edit_error)
+    engine.save_bundle(&who, bundle).await.map_err(ssr::fail)
 }
 
 /// Removes the workspace's own bundle or its version of a shipped one (admins).
@@ -90,7 +81,7 @@ pub async fn save_bundle(bundle: BundleConfig) -> Result<BundleConfig, ServerFnE
 pub async fn remove_bundle(id: String) -> Result<(), ServerFnError> {
     use crate::access::ssr;
     let (engine, who) = (ssr::engine()?, ssr::admin()?);
-    engine.remove_bundle(&who, &id).await.map_err(edit_error)
+    engine.remove_bundle(&who, &id).await.map_err(ssr::fail)
 }
 
 #[component]

@@ -15,6 +15,7 @@ use super::{Format, Manifest, ManifestConnector, ManifestError};
 use crate::connectors::registry::RegistryError;
 use crate::connectors::seam::{FireError, FireOpts};
 use crate::connectors::workspace::SwitchError;
+use crate::ops::OpError;
 use crate::store::{Owned, Principal, StoreError};
 use crate::Engine;
 
@@ -134,7 +135,7 @@ impl Engine {
         &self,
         who: &Principal,
         test: &ManifestTest,
-    ) -> Result<TestReport, SaveError> {
+    ) -> Result<TestReport, OpError> {
         crate::ops::require_admin(who)?;
         let started = Instant::now();
         let (manifest, mut problems) = match parse(&test.text, test.format) {
@@ -195,9 +196,9 @@ impl Engine {
         who: &Principal,
         text: &str,
         format: Format,
-    ) -> Result<ConnectorInfo, SaveError> {
+    ) -> Result<ConnectorInfo, OpError> {
         crate::ops::require_admin(who)?;
-        let manifest = parse(text, format)?;
+        let manifest = parse(text, format).map_err(SaveError::Invalid)?;
         let id = manifest.spec.profile.id.clone();
         let mine = ConnectorSource::Workspace {
             workspace_id: who.workspace_id,
@@ -206,7 +207,8 @@ impl Engine {
             return Err(SaveError::Taken {
                 by: taken_by(&holder.source, who.workspace_id),
                 id,
-            });
+            }
+            .into());
         }
         if !self
             .store
@@ -216,24 +218,23 @@ impl Engine {
             return Err(SaveError::Taken {
                 id,
                 by: "another workspace's connector".to_owned(),
-            });
+            }
+            .into());
         }
         let registration = manifest.registration();
         let connector = self.manifest_connector(manifest);
         self.registry
             .register_from(registration, Arc::new(connector), mine)?;
         tracing::info!(connector = %id, workspace = who.workspace_id, by = %who.email, "Manifest connector saved.");
-        self.announce_in(who.workspace_id, &id)
-            .await
-            .map_err(Into::into)
+        self.announce_in(who.workspace_id, &id).await
     }
 
     /// Removes a manifest connector of the caller's workspace (admins).
     /// Fires already running through it finish; its history stays.
-    pub async fn remove_manifest(&self, who: &Principal, id: &str) -> Result<(), SaveError> {
+    pub async fn remove_manifest(&self, who: &Principal, id: &str) -> Result<(), OpError> {
         crate::ops::require_admin(who)?;
         if !self.store.delete_manifest(who.workspace_id, id).await? {
-            return Err(SaveError::NotFound(id.to_owned()));
+            return Err(SaveError::NotFound(id.to_owned()).into());
         }
         let mine = ConnectorSource::Workspace {
             workspace_id: who.workspace_id,
@@ -247,7 +248,7 @@ impl Engine {
 
     /// The caller's workspace's saved manifests, each with why it is not
     /// serving when it is not.
-    pub async fn manifests(&self, who: &Principal) -> Result<Vec<SavedManifest>, StoreError> {
+    pub async fn manifests(&self, who: &Principal) -> Result<Vec<SavedManifest>, OpError> {
         let mut saved = self.store.manifests_of(who.workspace_id).await?;
         let mine = ConnectorSource::Workspace {
             workspace_id: who.workspace_id,
