@@ -62,7 +62,7 @@ pub fn app(state: AppState) -> Router {
     let engine = state.engine.clone();
     let site_files = crate::delivery::site_files(&state.leptos_options.site_root);
     Router::new()
-        .nest("/api", crate::api::router())
+        .merge(crate::api::router())
         .nest_service(
             crate::mcp::MCP_PATH,
             crate::mcp::service(state.engine.clone()),
@@ -99,10 +99,7 @@ pub fn app(state: AppState) -> Router {
 /// server functions.
 /// The access tests call each one.
 pub fn inventory() -> Vec<(Method, String)> {
-    let mut all: Vec<(Method, String)> = crate::api::routes()
-        .into_iter()
-        .map(|r| (r.method, format!("/api{}", r.path)))
-        .collect();
+    let mut all: Vec<(Method, String)> = crate::api::routes();
     all.extend(
         AUTH_ROUTES
             .iter()

@@ -130,12 +130,7 @@ macro_rules! through_op_error {
     )*};
 }
 
-through_op_error!(
-    StoreError,
-    DispatchError,
-    RegistryError,
-    TriageError,
-);
+through_op_error!(StoreError, DispatchError, RegistryError, TriageError,);
 
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> Self {

@@ -18,11 +18,13 @@ mod refresh;
 mod spend;
 
 use axum::extract::State;
-use axum::handler::Handler;
 use axum::http::Method;
-use axum::routing::{on, MethodFilter, MethodRouter};
+use axum::routing::any;
 use axum::{Json, Router};
 use model::Health;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use error::ApiError;
 use error::ErrorBody;
@@ -30,122 +32,110 @@ pub use extract::{AdminCaller, Caller};
 
 use crate::router::AppState;
 
-/// One route: its method, its path under `/api`, and its handler.
-pub struct Route {
-    pub method: Method,
-    pub path: &'static str,
-    handler: MethodRouter<AppState>,
+/// The REST door as its handlers declare it: each handler's
+/// `#[utoipa::path]` names its method and path once, and both the router
+/// and the OpenAPI document are made from it.
+fn door() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(health))
+        .routes(routes!(openapi::openapi_json))
+        .routes(routes!(catalog::capabilities))
+        .routes(routes!(calls::call))
+        .routes(routes!(calls::get))
+        .routes(routes!(calls::attempts))
+        .routes(routes!(calls::cancel))
+        .routes(routes!(catalog::connectors))
+        .routes(routes!(catalog::stats))
+        .routes(routes!(catalog::attention))
+        .routes(routes!(catalog::disable))
+        .routes(routes!(catalog::enable))
+        .routes(routes!(catalog::audit))
+        .routes(routes!(manifests::recheck))
+        .routes(routes!(manifests::list))
+        .routes(routes!(manifests::save))
+        .routes(routes!(manifests::test))
+        .routes(routes!(manifests::remove))
+        .routes(routes!(manifests::secrets))
+        .routes(routes!(manifests::set_secret))
+        .routes(routes!(manifests::clear_secret))
+        .routes(routes!(spend::list))
+        .routes(routes!(spend::set))
+        .routes(routes!(spend::remove))
+        .routes(routes!(spend::report))
+        .routes(routes!(spend::export))
+        .routes(routes!(catalog::packs))
+        .routes(routes!(catalog::save_pack))
+        .routes(routes!(catalog::remove_pack))
+        .routes(routes!(catalog::bundles))
+        .routes(routes!(catalog::save_bundle))
+        .routes(routes!(catalog::remove_bundle))
+        .routes(routes!(record_sets::list))
+        .routes(routes!(record_sets::import))
+        .routes(routes!(record_sets::remove))
+        .routes(routes!(record_sets::records))
+        .routes(routes!(record_sets::export))
+        .routes(routes!(jobs::fanout))
+        .routes(routes!(refresh::list))
+        .routes(routes!(refresh::set))
+        .routes(routes!(refresh::remove))
+        .routes(routes!(fires::fire))
+        .routes(routes!(fires::history))
+        .routes(routes!(fires::items))
+        .routes(routes!(fires::set_override))
+        .routes(routes!(fires::menu))
+        .routes(routes!(fires::cancel))
+        .routes(routes!(fires::triage))
+        .routes(routes!(jobs::get))
+        .routes(routes!(jobs::cancel))
+        .routes(routes!(events::stream))
+        .routes(routes!(account::me))
+        .routes(routes!(account::set_pack_label))
+        .routes(routes!(account::members))
+        .routes(routes!(account::add_member))
+        .routes(routes!(account::set_role))
+        .routes(routes!(account::remove_member))
 }
 
-fn route<H, T>(method: Method, path: &'static str, handler: H) -> Route
-where
-    H: Handler<T, AppState>,
-    T: 'static,
-{
-    // Only the standard methods below are used, and each has a filter.
-    let filter = MethodFilter::try_from(method.clone()).unwrap_or(MethodFilter::GET);
-    Route {
-        method,
-        path,
-        handler: on(filter, handler),
-    }
+/// The router of the REST door, and its OpenAPI document (before the
+/// document's finishing touches, see [`openapi::document`]).
+pub(crate) fn router_and_document() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    door().split_for_parts()
 }
 
-/// Every route of the REST door, in one table the router is built from and
-/// the access tests walk. All but `/health` and `/openapi.json` need a
-/// session or a token ([`crate::auth::gate`]).
-pub fn routes() -> Vec<Route> {
-    vec![
-        route(Method::GET, "/health", health),
-        route(Method::GET, "/openapi.json", openapi::openapi_json),
-        route(Method::GET, "/capabilities", catalog::capabilities),
-        route(Method::POST, "/capabilities/{capability}/call", calls::call),
-        route(Method::GET, "/calls/{id}", calls::get),
-        route(Method::GET, "/calls/{id}/attempts", calls::attempts),
-        route(Method::POST, "/calls/{id}/cancel", calls::cancel),
-        route(Method::GET, "/connectors", catalog::connectors),
-        route(Method::GET, "/connectors/stats", catalog::stats),
-        route(Method::GET, "/connectors/attention", catalog::attention),
-        route(Method::POST, "/connectors/{id}/disable", catalog::disable),
-        route(Method::POST, "/connectors/{id}/enable", catalog::enable),
-        route(Method::GET, "/connectors/{id}/audit", catalog::audit),
-        route(Method::POST, "/connectors/{id}/recheck", manifests::recheck),
-        route(Method::GET, "/manifests", manifests::list),
-        route(Method::POST, "/manifests", manifests::save),
-        route(Method::POST, "/manifests/test", manifests::test),
-        route(Method::DELETE, "/manifests/{id}", manifests::remove),
-        route(Method::GET, "/secrets", manifests::secrets),
-        route(Method::PUT, "/secrets/{name}", manifests::set_secret),
-        route(Method::DELETE, "/secrets/{name}", manifests::clear_secret),
-        route(Method::GET, "/budgets", spend::list),
-        route(Method::PUT, "/budgets", spend::set),
-        route(Method::DELETE, "/budgets", spend::remove),
-        route(Method::GET, "/spend", spend::report),
-        route(Method::GET, "/spend/export", spend::export),
-        route(Method::GET, "/packs", catalog::packs),
-        route(Method::PUT, "/packs/{id}", catalog::save_pack),
-        route(Method::DELETE, "/packs/{id}", catalog::remove_pack),
-        route(Method::GET, "/bundles", catalog::bundles),
-        route(Method::PUT, "/bundles/{id}", catalog::save_bundle),
-        route(Method::DELETE, "/bundles/{id}", catalog::remove_bundle),
-        route(Method::GET, "/record-sets", record_sets::list),
-        route(Method::POST, "/record-sets", record_sets::import),
-        route(Method::DELETE, "/record-sets/{id}", record_sets::remove),
-        route(
-            Method::GET,
-            "/record-sets/{id}/records",
-            record_sets::records,
-        ),
-        route(Method::GET, "/record-sets/{id}/export", record_sets::export),
-        route(Method::POST, "/record-sets/{id}/fanout", jobs::fanout),
-        route(Method::GET, "/record-sets/{id}/refresh", refresh::list),
-        route(
-            Method::PUT,
-            "/record-sets/{id}/refresh/{pack}",
-            refresh::set,
-        ),
-        route(
-            Method::DELETE,
-            "/record-sets/{id}/refresh/{pack}",
-            refresh::remove,
-        ),
-        route(Method::POST, "/records/{id}/fire", fires::fire),
-        route(Method::GET, "/records/{id}/history", fires::history),
-        route(Method::GET, "/records/{id}/items", fires::items),
-        route(
-            Method::PUT,
-            "/records/{id}/overrides/{pack}",
-            fires::set_override,
-        ),
-        route(Method::GET, "/records/{id}/menu/{pack}", fires::menu),
-        route(Method::POST, "/fires/{id}/cancel", fires::cancel),
-        route(Method::POST, "/items/{id}/triage", fires::triage),
-        route(Method::GET, "/jobs/{id}", jobs::get),
-        route(Method::POST, "/jobs/{id}/cancel", jobs::cancel),
-        route(Method::GET, "/events", events::stream),
-        route(Method::GET, "/me", account::me),
-        route(
-            Method::PUT,
-            "/me/pack-labels/{pack}",
-            account::set_pack_label,
-        ),
-        route(Method::GET, "/members", account::members),
-        route(Method::POST, "/members", account::add_member),
-        route(Method::PUT, "/members/{id}", account::set_role),
-        route(Method::DELETE, "/members/{id}", account::remove_member),
-    ]
-}
-
-/// The routes under `/api`; anything else there is a JSON 404.
+/// The routes under `/api`; anything else there is a JSON 404. All but
+/// `/api/health` and `/api/openapi.json` need a session or a token
+/// ([`crate::auth::gate`]).
 pub fn router() -> Router<AppState> {
-    routes()
-        .into_iter()
-        .fold(Router::new(), |router, r| router.route(r.path, r.handler))
-        .fallback(|| async {
-            ApiError::from(engine::ops::OpError::NotFound(
-                "no such API route".to_owned(),
-            ))
+    router_and_document()
+        .0
+        .route("/api/{*rest}", any(no_such_route))
+}
+
+async fn no_such_route() -> ApiError {
+    ApiError::from(engine::ops::OpError::NotFound(
+        "no such API route".to_owned(),
+    ))
+}
+
+/// Every method and path of the REST door, as its document lists them.
+pub fn routes() -> Vec<(Method, String)> {
+    let doc = openapi::document();
+    doc.paths
+        .paths
+        .iter()
+        .flat_map(|(path, item)| {
+            [
+                (Method::GET, item.get.is_some()),
+                (Method::PUT, item.put.is_some()),
+                (Method::POST, item.post.is_some()),
+                (Method::DELETE, item.delete.is_some()),
+                (Method::PATCH, item.patch.is_some()),
+            ]
+            .into_iter()
+            .filter(|(_, has)| *has)
+            .map(move |(method, _)| (method, path.clone()))
         })
+        .collect()
 }
 
 /// `GET /api/health`: the process answers and its database is reachable.
