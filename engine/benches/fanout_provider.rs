@@ -36,7 +36,7 @@ async fn scenario(records: usize, latency_ms: u64, rate: f64) {
 
     let started = Instant::now();
     let job = engine
-        .jobs
+        .jobs()
         .start(&NewJob::fanout(set, &["web".to_owned()], "bench"))
         .await
         .expect("job");

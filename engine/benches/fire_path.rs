@@ -56,7 +56,7 @@ async fn engine(db: &TestDatabase, per_second: Option<f64>, priced: bool) -> (En
         ));
     }
     engine
-        .registry
+        .registry()
         .register(reg, ScriptedConnector::new("zero", [Step::Found(3)]))
         .expect("register");
     let mut csv = String::from("name,city\n");
@@ -65,12 +65,12 @@ async fn engine(db: &TestDatabase, per_second: Option<f64>, priced: bool) -> (En
     }
     let parsed = parse_csv(csv.as_bytes(), ImportLimits::default()).expect("csv");
     let (workspace, _) = engine
-        .store
+        .store()
         .ensure_workspace("bench")
         .await
         .expect("workspace");
     let set = engine
-        .store
+        .store()
         .create_record_set(workspace, "Bench", "bench", false, &parsed.records)
         .await
         .expect("set");
@@ -81,7 +81,7 @@ async fn engine(db: &TestDatabase, per_second: Option<f64>, priced: bool) -> (En
             monthly_limit: model::Amount::units(1_000_000),
         };
         engine
-            .store
+            .store()
             .set_budget(workspace, &budget, "bench")
             .await
             .expect("budget");
@@ -97,7 +97,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn fire_latency(db: &TestDatabase, priced: bool) -> Duration {
     let (engine, set) = engine(db, None, priced).await;
     let records = engine
-        .store
+        .store()
         .records(set, 0, RECORDS as i64)
         .await
         .expect("records");
@@ -105,7 +105,7 @@ async fn fire_latency(db: &TestDatabase, priced: bool) -> Duration {
     for i in 0..FIRES {
         let started = Instant::now();
         engine
-            .dispatcher
+            .dispatcher()
             // Explicit, so a record that already found results fires again.
             .fire(FireRequest::by_person(
                 records[i % records.len()].id,
@@ -138,12 +138,12 @@ async fn fanout(db: &TestDatabase, per_second: Option<f64>) {
     let (engine, set) = engine(db, per_second, false).await;
     let started = Instant::now();
     let job = engine
-        .jobs
+        .jobs()
         .start(&NewJob::fanout(set, &["web".to_owned()], "bench"))
         .await
         .expect("job");
     let job = loop {
-        let job = engine.store.job(job.id).await.expect("job");
+        let job = engine.store().job(job.id).await.expect("job");
         if job.status != JobStatus::Running {
             break job;
         }

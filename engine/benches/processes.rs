@@ -36,9 +36,9 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn event_latency(db: &TestDatabase) {
     let a = common::engine(db, &[], EngineConfig::default()).await;
     let b = common::engine(db, &[], EngineConfig::default()).await;
-    a.events.listening().await;
-    b.events.listening().await;
-    let mut heard = b.events.subscribe();
+    a.events().listening().await;
+    b.events().listening().await;
+    let mut heard = b.events().subscribe();
     let receiver = tokio::spawn(async move {
         let mut at = HashMap::with_capacity(EVENTS);
         while at.len() < EVENTS {
@@ -56,7 +56,7 @@ async fn event_latency(db: &TestDatabase) {
     for n in 0..EVENTS {
         every.tick().await;
         sent.push(Instant::now());
-        a.events
+        a.events()
             .publish(None, EventKind::ConnectorRemoved { id: n.to_string() });
     }
     let received = receiver.await.expect("the receiver");

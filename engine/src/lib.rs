@@ -11,6 +11,7 @@ pub mod import;
 pub mod live;
 pub mod ops;
 pub mod packs;
+pub mod process;
 pub mod store;
 pub mod tenancy;
 pub mod time;
@@ -49,22 +50,22 @@ pub struct EngineConfig {
 /// cheap to clone, everything inside is shared.
 #[derive(Clone, Debug)]
 pub struct Engine {
-    pub store: Store,
-    pub registry: Registry,
-    pub events: EventBus,
-    pub catalog: Arc<RwLock<Catalog>>,
-    pub dispatcher: Dispatcher,
-    pub jobs: JobRunner,
-    pub presence: presence::Presence,
+    pub(crate) store: Store,
+    pub(crate) registry: Registry,
+    pub(crate) events: EventBus,
+    pub(crate) catalog: Arc<RwLock<Catalog>>,
+    pub(crate) dispatcher: Dispatcher,
+    pub(crate) jobs: JobRunner,
+    pub(crate) presence: presence::Presence,
     /// The one client for addresses someone else chose (workspace
     /// manifests, the crawler, a workspace's SearXNG), with the internal
     /// destinations they may reach.
-    pub outbound: connectors::guard::Outbound,
+    pub(crate) outbound: connectors::guard::Outbound,
     /// The manifest drop folder, once the server has set one up.
-    pub drop_folder: Arc<std::sync::OnceLock<connectors::manifest::folder::DropFolder>>,
+    pub(crate) drop_folder: Arc<std::sync::OnceLock<connectors::manifest::folder::DropFolder>>,
     /// This process as the owner of running work.
-    pub owner: lease::Owner,
-    pub leases: lease::LeaseConfig,
+    pub(crate) owner: lease::Owner,
+    pub(crate) leases: lease::LeaseConfig,
     /// Capability calls' settings, and those walking in this process.
     calls: ops::CallConfig,
     calls_in_flight: ops::CallsInFlight,
@@ -148,5 +149,41 @@ impl Engine {
     /// A read of the pack and bundle catalogue.
     pub fn catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
         self.catalog.read().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The engine's parts, for tests and benchmarks that look inside. Never a
+/// door: REST, MCP, the CLI and the pages call the operations.
+#[cfg(any(test, feature = "test-support"))]
+impl Engine {
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+    pub fn events(&self) -> &EventBus {
+        &self.events
+    }
+    pub fn catalog_lock(&self) -> &Arc<RwLock<Catalog>> {
+        &self.catalog
+    }
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+    pub fn jobs(&self) -> &JobRunner {
+        &self.jobs
+    }
+    pub fn presence(&self) -> &presence::Presence {
+        &self.presence
+    }
+    pub fn outbound(&self) -> &connectors::guard::Outbound {
+        &self.outbound
+    }
+    pub fn owner(&self) -> &lease::Owner {
+        &self.owner
+    }
+    pub fn leases(&self) -> &lease::LeaseConfig {
+        &self.leases
     }
 }

@@ -589,13 +589,13 @@ impl Curated {
         let env: engine::connectors::registry::EnvLookup = Arc::new(|_| Some(KEY.to_owned()));
         let engine = Engine::new(store, catalog, Some(env), EngineConfig::default());
         engine
-            .registry
+            .registry()
             .register(reg, subject.connector(Limits::default(), base))
             .unwrap();
-        let (workspace, _) = engine.store.ensure_workspace("w").await.unwrap();
+        let (workspace, _) = engine.store().ensure_workspace("w").await.unwrap();
         let parsed = parse_csv(b"name\nAcme\n", ImportLimits::default()).unwrap();
         let set = engine
-            .store
+            .store()
             .create_record_set(workspace, "Set", "b", false, &parsed.records)
             .await
             .unwrap();
@@ -618,7 +618,7 @@ impl Curated {
     async fn fire(&self) -> Result<i64, String> {
         let report = self
             .engine
-            .dispatcher
+            .dispatcher()
             .fire(FireRequest::by_person(
                 self.record,
                 "p",
@@ -642,7 +642,7 @@ impl Curated {
     }
 
     async fn items(&self) -> Vec<model::Item> {
-        self.engine.store.items(self.record).await.unwrap()
+        self.engine.store().items(self.record).await.unwrap()
     }
 }
 
@@ -1067,7 +1067,7 @@ async fn run_modes(subject: &Subject, fixture: &Fixture) -> Vec<(&'static str, C
             .ok_or("no first item")?;
         let accepted = curated
             .engine
-            .store
+            .store()
             .triage(item.id, TriageVerb::AcceptCanonical, item.version, "ana")
             .await
             .map_err(|e| e.to_string())?;
@@ -1084,7 +1084,7 @@ async fn run_modes(subject: &Subject, fixture: &Fixture) -> Vec<(&'static str, C
         curated.fire().await?;
         let now = curated
             .engine
-            .store
+            .store()
             .item(item.id)
             .await
             .map_err(|e| e.to_string())?;
@@ -1116,7 +1116,7 @@ async fn run_modes(subject: &Subject, fixture: &Fixture) -> Vec<(&'static str, C
         })?;
         let due = curated
             .engine
-            .store
+            .store()
             .recheck_due(curated.record, &intent, &id, fire, i64::MAX, 100)
             .await
             .map_err(|e| e.to_string())?;

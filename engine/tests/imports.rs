@@ -53,7 +53,7 @@ async fn an_import_under_way_never_holds_the_database_from_a_neighbour_and_is_no
     for db in engine::store::testing::all().await {
         eprintln!("-- on {}", db.kind());
         let engine = common::engine(&db, &["none"], EngineConfig::default()).await;
-        let store = &engine.store;
+        let store = &engine.store();
         let (a, _) = store.ensure_workspace("a").await.unwrap();
         let (b, _) = store.ensure_workspace("b").await.unwrap();
         let mut importing = store
@@ -116,7 +116,7 @@ async fn a_refused_abandoned_or_orphaned_import_leaves_nothing() {
     for db in engine::store::testing::all().await {
         eprintln!("-- on {}", db.kind());
         let engine = common::engine(&db, &["none"], EngineConfig::default()).await;
-        let store = &engine.store;
+        let store = &engine.store();
         let who = principal(&engine, "ada@a.example", "a").await;
 
         // A file refused after its first batches were written.

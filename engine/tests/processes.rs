@@ -45,20 +45,20 @@ async fn every_process_delivers_every_event_in_one_id_order_and_resumes_the_othe
     };
     let a = engine(&db, &[], EngineConfig::default()).await;
     let b = engine(&db, &[], EngineConfig::default()).await;
-    assert!(a.events.is_shared() && b.events.is_shared());
-    a.events.listening().await;
-    b.events.listening().await;
-    let mut on_a = a.events.subscribe();
-    let mut on_b = b.events.subscribe();
-    a.events.publish(Some(1), marked(0));
-    b.events.publish(Some(1), marked(0));
+    assert!(a.events().is_shared() && b.events().is_shared());
+    a.events().listening().await;
+    b.events().listening().await;
+    let mut on_a = a.events().subscribe();
+    let mut on_b = b.events().subscribe();
+    a.events().publish(Some(1), marked(0));
+    b.events().publish(Some(1), marked(0));
     receive(&mut on_a, 2).await;
     receive(&mut on_b, 2).await;
 
     // Both publish at once, interleaved.
     for n in 1..=100 {
-        a.events.publish(Some(1), marked(n));
-        b.events.publish_in(Some(7), marked(-n));
+        a.events().publish(Some(1), marked(n));
+        b.events().publish_in(Some(7), marked(-n));
     }
     let heard_on_a = receive(&mut on_a, 200).await;
     let heard_on_b = receive(&mut on_b, 200).await;
@@ -86,17 +86,17 @@ async fn every_process_delivers_every_event_in_one_id_order_and_resumes_the_othe
     // has just started, which keeps nothing in memory).
     let k = heard_on_a[49].id;
     let c = engine(&db, &[], EngineConfig::default()).await;
-    for bus in [&b.events, &c.events] {
+    for bus in [&b.events(), &c.events()] {
         let missed = bus.since(k).await.expect("every later event is kept");
         assert_eq!(ids(&missed), ids(&heard_on_a[50..]));
     }
     let last = heard_on_a.last().unwrap().id;
-    assert_eq!(c.events.since(last).await.map(|e| e.len()), Some(0));
+    assert_eq!(c.events().since(last).await.map(|e| e.len()), Some(0));
     assert!(
-        c.events.since(last + 1_000).await.is_none(),
+        c.events().since(last + 1_000).await.is_none(),
         "an id never given out asks for a resync"
     );
-    assert_eq!(c.events.prune().await.unwrap(), 0, "nothing is old yet");
+    assert_eq!(c.events().prune().await.unwrap(), 0, "nothing is old yet");
 }
 
 #[tokio::test]
@@ -114,15 +114,15 @@ async fn every_process_sees_every_viewer_and_a_dead_process_s_viewers_go() {
     };
     let a = engine(&db, &[], short.clone()).await;
     let b = engine(&db, &[], short).await;
-    let mut on_b = b.events.subscribe();
-    a.events.listening().await;
-    b.events.listening().await;
-    let ada = a.presence.join(3, "ada@example.org").await;
-    let bob = b.presence.join(3, "bob@example.org").await;
-    let _bob_elsewhere = b.presence.join(4, "bob@example.org").await;
+    let mut on_b = b.events().subscribe();
+    a.events().listening().await;
+    b.events().listening().await;
+    let ada = a.presence().join(3, "ada@example.org").await;
+    let bob = b.presence().join(3, "bob@example.org").await;
+    let _bob_elsewhere = b.presence().join(4, "bob@example.org").await;
     let both = vec!["ada@example.org".to_owned(), "bob@example.org".to_owned()];
-    assert_eq!(a.presence.viewers(3).await.unwrap(), both);
-    assert_eq!(b.presence.viewers(3).await.unwrap(), both);
+    assert_eq!(a.presence().viewers(3).await.unwrap(), both);
+    assert_eq!(b.presence().viewers(3).await.unwrap(), both);
     // Bob's own arrival, as B published it, names Ada on A too.
     let heard = receive(&mut on_b, 3).await;
     assert!(
@@ -136,7 +136,7 @@ async fn every_process_sees_every_viewer_and_a_dead_process_s_viewers_go() {
 
     drop(bob);
     let mut left = Deadline::new("Bob to leave set 3");
-    while a.presence.viewers(3).await.unwrap() != ["ada@example.org"] {
+    while a.presence().viewers(3).await.unwrap() != ["ada@example.org"] {
         left.tick().await;
     }
 
@@ -157,7 +157,7 @@ async fn every_process_sees_every_viewer_and_a_dead_process_s_viewers_go() {
         gone.tick().await;
     }
     assert_eq!(
-        b.presence.viewers(4).await.unwrap(),
+        b.presence().viewers(4).await.unwrap(),
         ["bob@example.org"],
         "a live process keeps its viewers"
     );
@@ -207,14 +207,17 @@ async fn a_connector_s_health_holds_for_every_process_and_survives_a_restart() {
         scripted(&a, "alpha", None, vec![Step::Found(1)]);
         scripted(&a, "beta", None, vec![Step::Found(1)]);
         let set = record_set(&a, "Health", 2).await;
-        let records = a.store.records(set, 0, 10).await.unwrap();
+        let records = a.store().records(set, 0, 10).await.unwrap();
 
         // Process A meets a rate limit for a minute, and a person switches
         // beta off there.
-        a.registry
+        a.registry()
             .mark_rate_limited("alpha", Duration::from_secs(60), "HTTP 429")
             .await;
-        a.registry.disable("beta", "ana", "too dear").await.unwrap();
+        a.registry()
+            .disable("beta", "ana", "too dear")
+            .await
+            .unwrap();
 
         if db.kind() == "postgres" {
             // Process B, running already, adopts both within a second, and
@@ -224,31 +227,34 @@ async fn a_connector_s_health_holds_for_every_process_and_survives_a_restart() {
             scripted(&b, "beta", None, vec![Step::Found(1)]);
             let mut adopted = Deadline::new("B to adopt A's connector health");
             loop {
-                b.registry.refresh_health().await;
-                let kind = |id| b.registry.by_id(id).unwrap().status.kind();
+                b.registry().refresh_health().await;
+                let kind = |id| b.registry().by_id(id).unwrap().status.kind();
                 if kind("alpha") == "rate-limited" && kind("beta") == "disabled" {
                     break;
                 }
                 adopted.tick().await;
             }
             let report = b
-                .dispatcher
+                .dispatcher()
                 .fire(FireRequest::by_person(records[0].id, "web", None, "bo"))
                 .await
                 .unwrap();
             assert_eq!(alpha_on_b.calls(), 0, "{report:?}");
             assert_eq!(report.skipped.len(), 2, "{report:?}");
             // B switches beta back on; A follows.
-            b.registry.enable("beta", "bo").await.unwrap();
+            b.registry().enable("beta", "bo").await.unwrap();
             let mut followed = Deadline::new("A to follow B's switch");
             loop {
-                a.registry.refresh_health().await;
-                if a.registry.by_id("beta").unwrap().status == ConnectorStatus::Available {
+                a.registry().refresh_health().await;
+                if a.registry().by_id("beta").unwrap().status == ConnectorStatus::Available {
                     break;
                 }
                 followed.tick().await;
             }
-            a.registry.disable("beta", "ana", "too dear").await.unwrap();
+            a.registry()
+                .disable("beta", "ana", "too dear")
+                .await
+                .unwrap();
         }
 
         // A restart (a new engine on the same database) keeps both.
@@ -256,13 +262,13 @@ async fn a_connector_s_health_holds_for_every_process_and_survives_a_restart() {
         let again = engine(&db, &["alpha", "beta"], EngineConfig::default()).await;
         scripted(&again, "alpha", None, vec![Step::Found(1)]);
         scripted(&again, "beta", None, vec![Step::Found(1)]);
-        again.registry.load_health().await.unwrap();
+        again.registry().load_health().await.unwrap();
         assert!(matches!(
-            again.registry.by_id("alpha").unwrap().status,
+            again.registry().by_id("alpha").unwrap().status,
             ConnectorStatus::RateLimited { .. }
         ));
         assert_eq!(
-            again.registry.by_id("beta").unwrap().status,
+            again.registry().by_id("beta").unwrap().status,
             ConnectorStatus::Disabled {
                 reason: "too dear".into()
             }
@@ -272,9 +278,9 @@ async fn a_connector_s_health_holds_for_every_process_and_survives_a_restart() {
         // every process follows.
         let cleared = again.clear_connector_health("alpha").await.unwrap();
         assert!(matches!(cleared, Some(ConnectorStatus::RateLimited { .. })));
-        again.registry.load_health().await.unwrap();
+        again.registry().load_health().await.unwrap();
         assert_eq!(
-            again.registry.by_id("alpha").unwrap().status,
+            again.registry().by_id("alpha").unwrap().status,
             ConnectorStatus::Available
         );
         assert_eq!(again.clear_connector_health("alpha").await.unwrap(), None);
@@ -305,7 +311,7 @@ async fn a_fanout_cancelled_through_another_process_stops_within_a_second_or_two
     while alpha.calls() < 10 {
         started.tick().await;
     }
-    let cancelled = other.jobs.cancel(job.id).await.unwrap();
+    let cancelled = other.jobs().cancel(job.id).await.unwrap();
     assert_eq!(cancelled.status, model::JobStatus::Cancelled);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let after = alpha.calls();

@@ -31,12 +31,12 @@ async fn a_due_refresh_runs_once_across_processes_over_the_stale_records_only() 
         let ids: Vec<i64> = page.records.iter().map(|r| r.id).collect();
         // Two records were fired a moment ago: they are fresh.
         for id in &ids[..2] {
-            one.dispatcher
+            one.dispatcher()
                 .fire(FireRequest::by_person(*id, "web", None, "ana"))
                 .await
                 .unwrap();
         }
-        one.store
+        one.store()
             .set_refresh(
                 set,
                 "web",
@@ -64,12 +64,12 @@ async fn a_due_refresh_runs_once_across_processes_over_the_stale_records_only() 
         );
         assert_eq!(job.created_by, "ana (scheduled refresh)");
         assert_eq!(alpha[0].calls() + alpha[1].calls(), 4, "{}", db.kind());
-        let history = one.store.history(ids[3]).await.unwrap();
+        let history = one.store().history(ids[3]).await.unwrap();
         assert_eq!(history[0].triggered_by, TriggeredBy::ScheduledRefresh);
 
         // Not due again before its next look, and nothing is stale then.
         assert!(one.run_due_refreshes().await.unwrap().is_empty());
-        let schedule = &one.store.refreshes_of(set).await.unwrap()[0];
+        let schedule = &one.store().refreshes_of(set).await.unwrap()[0];
         assert_eq!(schedule.last_job_id, Some(job.id));
         assert!(schedule.next_run_at > schedule.last_run_at.unwrap());
     }

@@ -53,7 +53,7 @@ async fn calls_reach(connector: &ScriptedConnector, n: usize, what: &'static str
 /// Opens a fire with one attempt of `alpha` in flight, as `lease.owner`.
 async fn open(engine: &Engine, ctx: FireContext, lease: Lease<'_>) -> model::HistoryEntry {
     engine
-        .store
+        .store()
         .open_fire_with_attempt(&ctx, lease, "alpha")
         .await
         .unwrap()
@@ -62,7 +62,7 @@ async fn open(engine: &Engine, ctx: FireContext, lease: Lease<'_>) -> model::His
 async fn scalar(db: &Engine, sql: &str, id: i64) -> String {
     sqlx::query_scalar::<_, String>(sql)
         .bind(id)
-        .fetch_one(db.store.pool())
+        .fetch_one(db.store().pool())
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
@@ -72,7 +72,7 @@ async fn fires_of_job(engine: &Engine, job_id: i64) -> (i64, i64) {
     let done: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM fires WHERE job_id = $1 AND status = 'done'")
             .bind(job_id)
-            .fetch_one(engine.store.pool())
+            .fetch_one(engine.store().pool())
             .await
             .unwrap();
     let repeated: i64 = sqlx::query_scalar(
@@ -80,7 +80,7 @@ async fn fires_of_job(engine: &Engine, job_id: i64) -> (i64, i64) {
          GROUP BY record_id HAVING COUNT(*) > 1) AS dup",
     )
     .bind(job_id)
-    .fetch_one(engine.store.pool())
+    .fetch_one(engine.store().pool())
     .await
     .unwrap();
     (done, repeated)
@@ -88,7 +88,7 @@ async fn fires_of_job(engine: &Engine, job_id: i64) -> (i64, i64) {
 
 async fn open_attempts(engine: &Engine) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM connector_history WHERE outcome IS NULL")
-        .fetch_one(engine.store.pool())
+        .fetch_one(engine.store().pool())
         .await
         .unwrap()
 }
@@ -100,7 +100,7 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
         let engine = engine(&db, &["alpha"], EngineConfig::default()).await;
         let alpha = scripted(&engine, "alpha", None, vec![Step::Found(1)]);
         let set = record_set(&engine, "Leased", 4).await;
-        let records = engine.store.records(set, 0, 10).await.unwrap();
+        let records = engine.store().records(set, 0, 10).await.unwrap();
         let now = now_ms();
         let dead = Lease {
             owner: "crashed-host/1/0",
@@ -114,12 +114,12 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
         // A job of a process that died: of its two claimed tasks, one had
         // its fire finish (found) just before the crash, one was in flight.
         let dead_job = engine
-            .store
+            .store()
             .create_job(&NewJob::fanout(set, &["web".to_owned()], "ana"), dead)
             .await
             .unwrap();
         let tasks = engine
-            .store
+            .store()
             .claim_tasks(dead_job.id, 2, dead)
             .await
             .unwrap();
@@ -137,7 +137,7 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
             raw: serde_json::Value::Null,
         };
         engine
-            .store
+            .store()
             .close_attempt(
                 &finished_fire,
                 &AttemptEnd {
@@ -165,12 +165,12 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
         // A live process: a person's fire and a job's task in flight.
         let live_fire = open(&engine, context(records[3].id, None), alive).await;
         let live_job = engine
-            .store
+            .store()
             .create_job(&NewJob::fanout(set, &["web".to_owned()], "bo"), alive)
             .await
             .unwrap();
         let live_tasks = engine
-            .store
+            .store()
             .claim_tasks(live_job.id, 1, alive)
             .await
             .unwrap();
@@ -185,10 +185,15 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
 
         // The live process's work is untouched.
         assert_eq!(
-            engine.store.fire_status(live_fire.fire_id).await.unwrap().0,
+            engine
+                .store()
+                .fire_status(live_fire.fire_id)
+                .await
+                .unwrap()
+                .0,
             "running"
         );
-        let history = engine.store.history(records[3].id).await.unwrap();
+        let history = engine.store().history(records[3].id).await.unwrap();
         assert!(history
             .iter()
             .any(|h| h.id == live_fire.id && h.outcome.is_none()));
@@ -208,11 +213,16 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
 
         // The dead one's fire is closed and says why.
         assert_eq!(
-            engine.store.fire_status(in_flight.fire_id).await.unwrap().0,
+            engine
+                .store()
+                .fire_status(in_flight.fire_id)
+                .await
+                .unwrap()
+                .0,
             "interrupted"
         );
         let closed = engine
-            .store
+            .store()
             .history(tasks[1].record_id)
             .await
             .unwrap()
@@ -314,7 +324,7 @@ async fn a_provider_that_always_answers_429_is_walked_past_and_nothing_fires_twi
             "the 429 sets the connector aside for its Retry-After: {refused} tries"
         );
         assert_eq!(
-            engine.registry.by_id("refusing").unwrap().status.kind(),
+            engine.registry().by_id("refusing").unwrap().status.kind(),
             "rate-limited"
         );
         assert_eq!(open_attempts(&engine).await, 0);
@@ -344,7 +354,7 @@ async fn a_fanout_waits_out_a_rate_limit_instead_of_ending_records_as_refused() 
         let waited: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM connector_history WHERE outcome = 'rate_limited'",
         )
-        .fetch_one(engine.store.pool())
+        .fetch_one(engine.store().pool())
         .await
         .unwrap();
         assert_eq!(
@@ -376,9 +386,9 @@ async fn a_hanging_provider_is_cut_at_the_timeout_and_the_chain_goes_on() {
         let job = fan_out(&engine, set).await;
         let job = finished(&engine, job.id, Duration::from_secs(30)).await;
         assert_eq!(job.found, 3);
-        let records = engine.store.records(set, 0, 10).await.unwrap();
+        let records = engine.store().records(set, 0, 10).await.unwrap();
         for record in records {
-            let history = engine.store.history(record.id).await.unwrap();
+            let history = engine.store().history(record.id).await.unwrap();
             let cut = history
                 .iter()
                 .find(|h| h.connector_id == "hanging")
@@ -412,13 +422,13 @@ async fn jobs_of_two_sets_share_a_connector_evenly() {
         let small = record_set(&engine, "Small", 10).await;
         let big_job = fan_out(&engine, big).await;
         let mut waited = Deadline::new("five fires of the big job");
-        while engine.store.job(big_job.id).await.unwrap().progress.done < 5 {
+        while engine.store().job(big_job.id).await.unwrap().progress.done < 5 {
             waited.tick().await;
         }
         let small_job = fan_out(&engine, small).await;
         let small_job = finished(&engine, small_job.id, Duration::from_secs(30)).await;
         assert_eq!(small_job.found, 10);
-        let big_now = engine.store.job(big_job.id).await.unwrap();
+        let big_now = engine.store().job(big_job.id).await.unwrap();
         assert!(
             big_now.progress.done < 45,
             "the small job did not wait behind the big one: the big one had done {} of 80",
@@ -443,17 +453,17 @@ async fn a_persons_click_never_waits_behind_a_fanout_queue() {
         );
         let queued = record_set(&engine, "Queued", 60).await;
         let clicked = record_set(&engine, "Clicked", 1).await;
-        let person = engine.store.records(clicked, 0, 1).await.unwrap()[0].clone();
+        let person = engine.store().records(clicked, 0, 1).await.unwrap()[0].clone();
         let job = fan_out(&engine, queued).await;
         calls_reach(&slow, 8, "eight fan-out calls").await;
-        let (in_flight, allowed) = engine.dispatcher.flow().window("slow").unwrap();
+        let (in_flight, allowed) = engine.dispatcher().flow().window("slow").unwrap();
         assert!(
             in_flight >= 5,
             "the fan-out fills its window: {in_flight} of {allowed}"
         );
         let before = slow.calls();
         let report = engine
-            .dispatcher
+            .dispatcher()
             .fire(FireRequest::by_person(person.id, "web", None, "bo"))
             .await
             .unwrap();
@@ -468,7 +478,7 @@ async fn a_persons_click_never_waits_behind_a_fanout_queue() {
             "the click went out at most two fires after it was made, not after the queue: \
              call {position}, clicked after call {before}"
         );
-        engine.jobs.cancel(job.id).await.unwrap();
+        engine.jobs().cancel(job.id).await.unwrap();
     }
 }
 
@@ -484,12 +494,12 @@ async fn cancelling_a_job_reaches_every_fire_in_flight_or_waiting() {
         calls_reach(&slow, window, "a full window of calls").await;
         // The job waits for its next turn.
         let mut waited = Deadline::new("the job to wait for its next turn");
-        while engine.dispatcher.flow().waiting("slow") != 1 {
+        while engine.dispatcher().flow().waiting("slow") != 1 {
             waited.tick().await;
         }
-        let cancelled = engine.jobs.cancel(job.id).await.unwrap();
+        let cancelled = engine.jobs().cancel(job.id).await.unwrap();
         assert_eq!(cancelled.status, JobStatus::Cancelled);
-        engine.jobs.wait(job.id).await;
+        engine.jobs().wait(job.id).await;
         assert_eq!(
             open_attempts(&engine).await,
             0,
@@ -498,19 +508,19 @@ async fn cancelling_a_job_reaches_every_fire_in_flight_or_waiting() {
         let outcomes: Vec<(String, i64)> = sqlx::query_as(
             "SELECT outcome, COUNT(*) FROM connector_history GROUP BY outcome ORDER BY outcome",
         )
-        .fetch_all(engine.store.pool())
+        .fetch_all(engine.store().pool())
         .await
         .unwrap();
         assert_eq!(outcomes, vec![("cancelled".to_owned(), window as i64)]);
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(slow.calls(), window, "no fire starts after the cancel");
-        let job = engine.store.job(job.id).await.unwrap();
+        let job = engine.store().job(job.id).await.unwrap();
         assert_eq!((job.progress.done, job.errors), (window as u64, 0));
         let pending: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM job_tasks WHERE job_id = $1 AND status = 'pending'",
         )
         .bind(job.id)
-        .fetch_one(engine.store.pool())
+        .fetch_one(engine.store().pool())
         .await
         .unwrap();
         assert_eq!(
@@ -518,15 +528,15 @@ async fn cancelling_a_job_reaches_every_fire_in_flight_or_waiting() {
             40 - window as i64,
             "what never fired is left pending"
         );
-        assert_eq!(engine.dispatcher.flow().window("slow").unwrap().0, 0);
+        assert_eq!(engine.dispatcher().flow().window("slow").unwrap().0, 0);
     }
 }
 
 /// Makes every insert into `items` fail (the first `times` only, on
 /// PostgreSQL, whose sequences count outside transactions).
 async fn break_items(engine: &Engine, times: Option<u32>) {
-    let pool = engine.store.pool();
-    match (engine.store.backend(), times) {
+    let pool = engine.store().pool();
+    match (engine.store().backend(), times) {
         (Backend::Sqlite, None) => {
             sqlx::query(
                 "CREATE TRIGGER items_fail BEFORE INSERT ON items \
@@ -563,7 +573,7 @@ async fn break_items(engine: &Engine, times: Option<u32>) {
 }
 
 async fn mend_items(engine: &Engine) {
-    let statements: &[&str] = match engine.store.backend() {
+    let statements: &[&str] = match engine.store().backend() {
         Backend::Sqlite => &["DROP TRIGGER items_fail"],
         Backend::Postgres => &[
             "DROP TRIGGER items_fail ON items",
@@ -573,7 +583,7 @@ async fn mend_items(engine: &Engine) {
     };
     for sql in statements {
         sqlx::query(sql)
-            .execute(engine.store.pool())
+            .execute(engine.store().pool())
             .await
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
@@ -586,19 +596,22 @@ async fn a_database_that_fails_mid_fire_is_retried_then_the_fire_ends_as_an_erro
         let engine = engine(&db, &["alpha"], EngineConfig::default()).await;
         let alpha = scripted(&engine, "alpha", None, vec![Step::Found(2)]);
         let set = record_set(&engine, "Broken", 2).await;
-        let records = engine.store.records(set, 0, 10).await.unwrap();
-        let mut events = engine.events.subscribe();
+        let records = engine.store().records(set, 0, 10).await.unwrap();
+        let mut events = engine.events().subscribe();
 
         break_items(&engine, None).await;
         let report = engine
-            .dispatcher
+            .dispatcher()
             .fire(FireRequest::by_person(records[0].id, "web", None, "ana"))
             .await
             .unwrap();
         assert_eq!(alpha.calls(), 1);
         let fire_id = report.fire_id.expect("the fire was opened");
-        assert_eq!(engine.store.fire_status(fire_id).await.unwrap().0, "error");
-        let history = engine.store.history(records[0].id).await.unwrap();
+        assert_eq!(
+            engine.store().fire_status(fire_id).await.unwrap().0,
+            "error"
+        );
+        let history = engine.store().history(records[0].id).await.unwrap();
         assert_eq!(history.len(), 1);
         assert_eq!(history[0].outcome, Some(FireOutcome::Error));
         assert!(history[0]
@@ -626,16 +639,16 @@ async fn a_database_that_fails_mid_fire_is_retried_then_the_fire_ends_as_an_erro
         }
         mend_items(&engine).await;
 
-        if engine.store.backend() == Backend::Postgres {
+        if engine.store().backend() == Backend::Postgres {
             // Two failures, then the third try of the same write succeeds.
             break_items(&engine, Some(2)).await;
             let report = engine
-                .dispatcher
+                .dispatcher()
                 .fire(FireRequest::by_person(records[1].id, "web", None, "ana"))
                 .await
                 .unwrap();
             assert_eq!(report.chip, ChipState::Found { count: 2 }, "{report:?}");
-            assert_eq!(engine.store.items(records[1].id).await.unwrap().len(), 2);
+            assert_eq!(engine.store().items(records[1].id).await.unwrap().len(), 2);
             mend_items(&engine).await;
         }
     }
@@ -663,7 +676,7 @@ async fn a_stopping_process_hands_its_fanout_over_at_once() {
             0,
             "fires in flight ended first"
         );
-        let handed = first.store.job(job.id).await.unwrap();
+        let handed = first.store().job(job.id).await.unwrap();
         assert_eq!(
             handed.status,
             JobStatus::Running,
@@ -709,13 +722,13 @@ async fn a_taken_over_job_ends_only_when_the_tasks_another_process_held_are_done
             until: now - 1,
         };
         let job = engine
-            .store
+            .store()
             .create_job(&NewJob::fanout(set, &["web".to_owned()], "ana"), dead)
             .await
             .unwrap();
         // The dead process's task: its own lease ran out, but the fire it
         // opened last carries a fresher one.
-        let held = engine.store.claim_tasks(job.id, 1, dead).await.unwrap();
+        let held = engine.store().claim_tasks(job.id, 1, dead).await.unwrap();
         let fresher = Lease {
             owner: dead.owner,
             until: now + 600,
@@ -728,7 +741,7 @@ async fn a_taken_over_job_ends_only_when_the_tasks_another_process_held_are_done
         calls_reach(&alpha, 2, "the two free tasks").await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(
-            engine.store.job(job.id).await.unwrap().status,
+            engine.store().job(job.id).await.unwrap().status,
             JobStatus::Running,
             "not done while a task is held"
         );

@@ -169,19 +169,13 @@ impl Door {
     /// What the caller's workspace may use: a tool per capability with a
     /// serving connector, then the record-set tools.
     fn tools(&self, who: &Principal) -> Vec<Tool> {
-        let registry = &self.engine.registry;
-        let ws = Some(who.workspace_id);
         let mut tools: Vec<Tool> = self
             .engine
             .capabilities_of(who)
             .into_iter()
             .filter(|c| c.connectors > 0)
             .map(|c| {
-                let serving: Vec<String> = registry
-                    .serving(&c.name, ws)
-                    .iter()
-                    .map(|h| h.registration.profile.id.clone())
-                    .collect();
+                let serving = self.engine.connectors_serving(who, &c.name);
                 Tool::new(
                     c.name.name().to_owned(),
                     format!(
@@ -381,7 +375,7 @@ impl ServerHandler for Door {
         let credential = credential(context.request_context());
         let mut recheck = tokio::time::interval(crate::api::STREAM_RECHECK);
         recheck.tick().await;
-        let mut events = self.engine.events.subscribe();
+        let mut events = self.engine.subscribe();
         let names = |door: &Door| -> Vec<String> {
             door.tools(&who)
                 .into_iter()

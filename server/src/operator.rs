@@ -140,16 +140,11 @@ pub async fn token(command: TokenCommand, out: &mut impl Write) -> anyhow::Resul
         TokenCommand::Revoke { id, stdin, db } => {
             let engine = open(&db.database_url).await?;
             let revoked = match (id, stdin) {
-                (Some(id), _) => engine.store.revoke_token(id).await?.then_some(id),
+                (Some(id), _) => engine.revoke_token(id).await?.then_some(id),
                 (None, _) => {
                     let value = piped_line()?
                         .context("--stdin: pipe the token value into standard input")?;
-                    engine
-                        .store
-                        .revoke_token_by_hash(&engine::tenancy::credentials::secret_hash(
-                            value.trim(),
-                        ))
-                        .await?
+                    engine.revoke_token_value(value.trim()).await?
                 }
             };
             match revoked {
@@ -161,7 +156,7 @@ pub async fn token(command: TokenCommand, out: &mut impl Write) -> anyhow::Resul
         TokenCommand::List { email, db } => {
             let engine = open(&db.database_url).await?;
             let email = email.map(|e| e.trim().to_lowercase());
-            for t in engine.store.tokens(email.as_deref()).await? {
+            for t in engine.tokens(email.as_deref()).await? {
                 let state = match (t.revoked_at, t.last_used_at) {
                     (Some(_), _) => "revoked".to_owned(),
                     (None, Some(at)) => format!("live, last used {}", engine::time::format_utc(at)),

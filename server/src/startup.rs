@@ -69,28 +69,18 @@ pub fn register_connectors(
     config: &Config,
     state: &AppState,
 ) -> anyhow::Result<Option<engine::connectors::manifest::folder::Watching>> {
-    // One outbound client for every address someone else chose.
-    let http = engine::connectors::http::Http::new()
-        .context("building the HTTP client")?
-        .with_outbound(state.engine.outbound.clone());
     let demo = config.demo.then_some(config.demo_latency);
-    engine::connectors::builtin::register_builtin(&state.engine.registry, &http, demo)
+    state
+        .engine
+        .register_builtin(demo)
         .context("registering the built-in connectors")?;
-    let folder = engine::connectors::manifest::folder::DropFolder::new(
-        &config.connectors_dir,
-        state.engine.registry.clone(),
-        state.engine.outbound.clone(),
-        std::sync::Arc::new(|name| std::env::var(name).ok()),
-    );
-    folder.load_all();
-    let watching = match folder.watch() {
+    let watching = match state.engine.open_drop_folder(&config.connectors_dir) {
         Ok(w) => Some(w),
         Err(e) => {
             tracing::warn!(dir = %config.connectors_dir.display(), error = %e, "Cannot watch the connectors folder; changes apply on restart.");
             None
         }
     };
-    let _ = state.engine.drop_folder.set(folder);
     Ok(watching)
 }
 
@@ -154,8 +144,7 @@ pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<Option<
         }
     });
     if config.demo {
-        let (workspace_id, _) = engine.store.ensure_workspace("demo").await?;
-        if let Some(id) = engine::demo::load_demo_record_set(&engine.store, workspace_id).await? {
+        if let Some(id) = engine.load_demo().await? {
             tracing::info!(record_set = id, "Loaded the demo record set.");
         }
     }
@@ -163,27 +152,26 @@ pub async fn finish(config: &Config, state: &AppState) -> anyhow::Result<Option<
     // Switches, rate limits, refusals and suspensions from before this start
     // (or from the other processes) hold.
     engine
-        .registry
-        .load_health()
+        .adopt_stored_health()
         .await
         .context("reading connector health")?;
     // Serve only once this process hears the other processes' events.
-    engine.events.listening().await;
+    engine.listening().await;
     engine
         .recover()
         .await
         .context("recovering unfinished work")?;
-    spawn_session_sweeper(engine.store.clone());
+    spawn_session_sweeper(engine.sessions());
     Ok(first)
 }
 
 /// Forgets expired sessions at start and every hour after.
-fn spawn_session_sweeper(store: engine::store::Store) {
+fn spawn_session_sweeper(sessions: engine::tenancy::credentials::Sessions) {
     tokio::spawn(async move {
         let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
         loop {
             every.tick().await;
-            match store.delete_expired_sessions().await {
+            match sessions.delete_expired().await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(sessions = n, "Forgot expired sessions."),
                 Err(e) => tracing::warn!(error = %e, "Cannot forget expired sessions."),

@@ -47,11 +47,11 @@ impl Write for SharedWriter {
 async fn server(db: TestDatabase) -> TestServer {
     log_lines();
     TestServer::start_with(db, |state| {
-        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
         let alpha = ScriptedConnector::new("alpha", std::iter::repeat_n(Step::Found(2), 100));
         state
             .engine
-            .registry
+            .registry()
             .register(
                 ScriptedConnector::registration("alpha", CostTier::Free, &[B::SearchWeb.into()]),
                 alpha,
@@ -155,7 +155,7 @@ async fn members_cannot_do_what_admins_do() {
     let tester = server
         .state
         .engine
-        .store
+        .store()
         .user_by_email(TEST_EMAIL)
         .await
         .unwrap()
@@ -291,7 +291,7 @@ async fn members_cannot_do_what_admins_do() {
     let members = server
         .state
         .engine
-        .store
+        .store()
         .members_of(server.workspace_id)
         .await
         .unwrap();
@@ -670,7 +670,7 @@ async fn sessions_outlive_a_restart_and_revoked_tokens_stop_at_once() {
             .send()
     };
     assert_eq!(with_token(&token).await.unwrap().status().as_u16(), 200);
-    server.state.engine.store.revoke_token(id).await.unwrap();
+    server.state.engine.store().revoke_token(id).await.unwrap();
     assert_eq!(with_token(&token).await.unwrap().status().as_u16(), 401);
 
     // Restart on the same database: the browser is still signed in.
@@ -740,7 +740,7 @@ async fn an_open_stream_ends_when_its_token_is_revoked_or_its_member_removed() {
         .await
         .unwrap();
     assert_eq!(stream.status(), 200);
-    assert!(server.state.engine.store.revoke_token(id).await.unwrap());
+    assert!(server.state.engine.store().revoke_token(id).await.unwrap());
     assert!(
         ends_within(stream, limit).await,
         "the revoked token's stream goes on"
@@ -1101,7 +1101,7 @@ async fn admins_manage_members_and_a_removed_member_is_out_at_once() {
     let tester = server
         .state
         .engine
-        .store
+        .store()
         .user_by_email(TEST_EMAIL)
         .await
         .unwrap()
@@ -1164,7 +1164,7 @@ async fn admins_manage_members_and_a_removed_member_is_out_at_once() {
     let zed = server
         .state
         .engine
-        .store
+        .store()
         .user_by_email("zed@example.org")
         .await
         .unwrap()

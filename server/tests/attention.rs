@@ -182,7 +182,7 @@ async fn errors_that_keep_a_connector_suspended_past_the_threshold_need_an_admin
         server
             .state
             .engine
-            .registry
+            .registry()
             .set_suspend_policy(SuspendPolicy {
                 after: 2,
                 base: Duration::from_secs(20 * 60),

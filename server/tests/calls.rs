@@ -38,7 +38,7 @@ async fn server_on(
             ] {
                 state
                     .engine
-                    .registry
+                    .registry()
                     .register(ScriptedConnector::registration(id, tier, &news), connector)
                     .unwrap();
             }
@@ -268,7 +268,7 @@ async fn results_past_their_keeping_time_are_gone_and_say_so() {
         move |state| {
             state
                 .engine
-                .registry
+                .registry()
                 .register(
                     ScriptedConnector::registration("alpha", CostTier::Free, &news),
                     ScriptedConnector::new("alpha", [Step::Found(1)]),

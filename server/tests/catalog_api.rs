@@ -15,11 +15,11 @@ use serde_json::{json, Value};
 
 async fn server(db: TestDatabase) -> TestServer {
     TestServer::start_with(db, |state| {
-        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
         let forum: Capability = "community.forum".parse().unwrap();
         state
             .engine
-            .registry
+            .registry()
             .register(
                 ScriptedConnector::registration("forum-search", CostTier::Free, &[forum]),
                 ScriptedConnector::new("forum-search", [Step::Found(2)]),
@@ -27,7 +27,7 @@ async fn server(db: TestDatabase) -> TestServer {
             .unwrap();
         state
             .engine
-            .registry
+            .registry()
             .register(
                 ScriptedConnector::registration(
                     "alpha",

@@ -45,11 +45,11 @@ async fn switchyard(server: &TestServer, token: Option<&str>, args: &[&str]) -> 
 /// and finds two results; `broken` serves the news and fails.
 async fn server() -> (TestServer, String) {
     let server = TestServer::start_with(engine::store::testing::sqlite(), |state| {
-        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
         let serves: Vec<Capability> = vec![B::SearchWeb.into(), B::SearchNews.into()];
         state
             .engine
-            .registry
+            .registry()
             .register(
                 ScriptedConnector::registration("alpha", CostTier::Free, &serves),
                 ScriptedConnector::new("alpha", [Step::Found(2)]),
@@ -58,7 +58,7 @@ async fn server() -> (TestServer, String) {
         let news: Vec<Capability> = vec![B::SearchNews.into()];
         state
             .engine
-            .registry
+            .registry()
             .register(
                 ScriptedConnector::registration("broken", CostTier::Paid, &news),
                 ScriptedConnector::new(

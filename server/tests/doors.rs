@@ -15,19 +15,19 @@ use serde_json::json;
 /// day) serving the web and `news_only` serving only the news.
 async fn server(alpha_cap: Option<u32>) -> TestServer {
     TestServer::start_with(engine::store::testing::sqlite(), move |state| {
-        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
         let web: Vec<Capability> = vec![B::SearchWeb.into()];
         let mut alpha = ScriptedConnector::registration("alpha", CostTier::Paid, &web);
         alpha.profile.rate_hints.daily_cap = alpha_cap;
         state
             .engine
-            .registry
+            .registry()
             .register(alpha, ScriptedConnector::new("alpha", [Step::Found(1)]))
             .unwrap();
         let news: Vec<Capability> = vec![B::SearchNews.into()];
         state
             .engine
-            .registry
+            .registry()
             .register(
                 ScriptedConnector::registration("news_only", CostTier::Free, &news),
                 ScriptedConnector::new("news_only", [Step::Empty]),

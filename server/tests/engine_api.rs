@@ -31,11 +31,11 @@ async fn server(
         .map(|(id, tier, c)| (id.to_string(), *tier, c.clone()))
         .collect();
     TestServer::start_with(db, move |state| {
-        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
         for (id, tier, c) in connectors {
             state
                 .engine
-                .registry
+                .registry()
                 .register(ScriptedConnector::registration(&id, tier, &web()), c)
                 .unwrap();
         }
@@ -163,7 +163,7 @@ async fn a_connector_failing_again_and_again_is_suspended_and_skipped_then_comes
     server
         .state
         .engine
-        .registry
+        .registry()
         .set_suspend_policy(engine::connectors::health::SuspendPolicy {
             after: 3,
             base: Duration::from_millis(400),
@@ -463,13 +463,13 @@ async fn a_daily_cap_is_enforced_from_the_database() {
     let server = TestServer::start_with(testing::sqlite(), {
         let (alpha, beta) = (alpha.clone(), beta.clone());
         move |state| {
-            *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+            *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
             let mut reg = ScriptedConnector::registration("alpha", CostTier::Paid, &web());
             reg.profile.rate_hints.daily_cap = Some(2);
-            state.engine.registry.register(reg, alpha).unwrap();
+            state.engine.registry().register(reg, alpha).unwrap();
             state
                 .engine
-                .registry
+                .registry()
                 .register(
                     ScriptedConnector::registration("beta", CostTier::Free, &web()),
                     beta,
@@ -936,7 +936,7 @@ async fn connectors_come_and_go_while_fires_are_in_flight() {
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     // While alpha is in flight: beta leaves, gamma arrives.
-    let registry = &server.state.engine.registry;
+    let registry = &server.state.engine.registry();
     registry.unregister("beta").unwrap();
     let gamma = ScriptedConnector::new("gamma", [Step::Found(2)]);
     registry
@@ -1055,11 +1055,11 @@ async fn a_query_the_record_cannot_fill_fires_nothing_and_says_why() {
     let server = TestServer::start_with(testing::sqlite(), {
         let alpha = alpha.clone();
         move |state| {
-            *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+            *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
             let caps: Vec<Capability> = vec![B::CrawlSite.into()];
             state
                 .engine
-                .registry
+                .registry()
                 .register(
                     ScriptedConnector::registration("alpha", CostTier::Free, &caps),
                     alpha,

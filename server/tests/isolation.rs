@@ -77,7 +77,7 @@ async fn manifest_numbers_out_of_range_are_refused_and_a_stored_one_never_stops_
     server
         .state
         .engine
-        .store
+        .store()
         .save_manifest(
             server.workspace_id,
             "slow",
@@ -388,11 +388,11 @@ async fn no_page_or_answer_may_be_framed_by_another_site() {
 async fn a_session_ended_elsewhere_is_never_brought_back_by_a_request_that_held_it() {
     on_every_backend(|db| async {
         let server = TestServer::start_on(db).await;
-        let store = &server.state.engine.store;
+        let store = &server.state.engine.store();
         let user = server
             .state
             .engine
-            .store
+            .store()
             .user_by_email(TEST_EMAIL)
             .await
             .unwrap()

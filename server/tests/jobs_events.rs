@@ -21,10 +21,10 @@ fn caps() -> Vec<Capability> {
 
 fn setup(connector: Arc<ScriptedConnector>) -> impl FnOnce(&server::AppState) {
     move |state| {
-        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
         state
             .engine
-            .registry
+            .registry()
             .register(
                 ScriptedConnector::registration("alpha", CostTier::Free, &caps()),
                 connector,
@@ -197,21 +197,26 @@ fn a_job_resumes_after_a_crash_without_firing_anything_twice() {
         setup(slow)(&state);
         server::startup::finish(&config, &state).await.unwrap();
         let parsed = engine::import::parse_csv(csv(20).as_bytes(), Default::default()).unwrap();
-        let (workspace, _) = state.engine.store.ensure_workspace("crash").await.unwrap();
+        let (workspace, _) = state
+            .engine
+            .store()
+            .ensure_workspace("crash")
+            .await
+            .unwrap();
         let set = state
             .engine
-            .store
+            .store()
             .create_record_set(workspace, "Crash", "test", false, &parsed.records)
             .await
             .unwrap();
         let job = state
             .engine
-            .jobs
+            .jobs()
             .start(&NewJob::fanout(set, &["web".to_owned()], "ana"))
             .await
             .unwrap();
         loop {
-            let now = state.engine.store.job(job.id).await.unwrap();
+            let now = state.engine.store().job(job.id).await.unwrap();
             if now.progress.done >= 6 {
                 break;
             }
@@ -239,14 +244,14 @@ fn a_job_resumes_after_a_crash_without_firing_anything_twice() {
              WHERE f.job_id = $1 AND h.outcome = 'found'",
         )
         .bind(job_id)
-        .fetch_one(state.engine.store.pool())
+        .fetch_one(state.engine.store().pool())
         .await
         .unwrap();
         assert!(found_before >= 6);
         setup(counting.clone())(&state);
         server::startup::finish(&config, &state).await.unwrap(); // resumes the job
         let job = loop {
-            let job = state.engine.store.job(job_id).await.unwrap();
+            let job = state.engine.store().job(job_id).await.unwrap();
             if job.status != JobStatus::Running {
                 break job;
             }
@@ -261,7 +266,7 @@ fn a_job_resumes_after_a_crash_without_firing_anything_twice() {
              WHERE t.job_id = $1 AND t.outcome = 'interrupted' AND f.status = 'interrupted'",
         )
         .bind(job_id)
-        .fetch_one(state.engine.store.pool())
+        .fetch_one(state.engine.store().pool())
         .await
         .unwrap();
         let odd: Vec<(String, Option<i64>, i64)> = sqlx::query_as(
@@ -269,7 +274,7 @@ fn a_job_resumes_after_a_crash_without_firing_anything_twice() {
              AND outcome NOT IN ('found', 'interrupted')",
         )
         .bind(job_id)
-        .fetch_all(state.engine.store.pool())
+        .fetch_all(state.engine.store().pool())
         .await
         .unwrap();
         assert_eq!(job.found as i64 + interrupted, 20, "tasks neither found nor interrupted: {odd:?}");
@@ -285,17 +290,17 @@ fn a_job_resumes_after_a_crash_without_firing_anything_twice() {
              GROUP BY record_id HAVING COUNT(*) > 1) AS dup",
         )
         .bind(job_id)
-        .fetch_one(state.engine.store.pool())
+        .fetch_one(state.engine.store().pool())
         .await
         .unwrap();
         assert_eq!(repeated, 0);
         // Attempts the crash left in flight are closed, and say so.
         let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM connector_history WHERE outcome IS NULL")
-            .fetch_one(state.engine.store.pool())
+            .fetch_one(state.engine.store().pool())
             .await
             .unwrap();
         assert_eq!(open, 0);
-        let records = state.engine.store.records(set_id, 0, 100).await.unwrap();
+        let records = state.engine.store().records(set_id, 0, 100).await.unwrap();
         assert_eq!(records.len(), 20);
     });
 }
@@ -356,7 +361,7 @@ async fn a_fire_outlives_a_client_that_disconnects() {
         let (status, _) = server
             .state
             .engine
-            .store
+            .store()
             .fire_status(history[0]["fire_id"].as_i64().unwrap())
             .await
             .unwrap();

@@ -494,7 +494,7 @@ async fn workspace_secrets_are_sealed_write_only_and_used_by_their_workspace_s_f
         let sealed = server
             .state
             .engine
-            .store
+            .store()
             .sealed_secrets(server.workspace_id)
             .await
             .unwrap();
@@ -655,8 +655,8 @@ async fn a_key_refused_in_one_workspace_switches_the_connector_off_there_only() 
         testing::sqlite(),
         |config| config.fetch_allow = AllowList::parse("127.0.0.1"),
         move |state| {
-            *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-            let registry = &state.engine.registry;
+            *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+            let registry = &state.engine.registry();
             let connector = ManifestConnector::new(
                 Arc::new(shared.clone()),
                 Outbound::new(AllowList::parse("127.0.0.1")),
@@ -705,7 +705,7 @@ async fn a_key_refused_in_one_workspace_switches_the_connector_off_there_only() 
         connector(&server, &other, "shared-news").await["status"],
         "available"
     );
-    let global = server.state.engine.registry.by_id("shared-news").unwrap();
+    let global = server.state.engine.registry().by_id("shared-news").unwrap();
     assert!(
         matches!(global.status, model::ConnectorStatus::NeedsEnv { .. }),
         "{global:?}"
@@ -789,7 +789,7 @@ async fn a_key_refused_in_one_workspace_switches_the_connector_off_there_only() 
         server
             .state
             .engine
-            .registry
+            .registry()
             .by_id("shared-news")
             .unwrap()
             .status,

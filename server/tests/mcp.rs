@@ -41,11 +41,11 @@ title = "$.name"
 
 async fn server() -> TestServer {
     TestServer::start_with(engine::store::testing::sqlite(), |state| {
-        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
         let serves: Vec<Capability> = vec![B::SearchWeb.into(), B::SearchNews.into()];
         state
             .engine
-            .registry
+            .registry()
             .register(
                 ScriptedConnector::registration("alpha", CostTier::Free, &serves),
                 ScriptedConnector::new("alpha", [Step::Found(2)]),
@@ -287,8 +287,8 @@ async fn a_manifest_dropped_into_the_folder_is_a_tool_within_a_second() {
     std::fs::create_dir_all(&dir).unwrap();
     let folder = engine::connectors::manifest::folder::DropFolder::new(
         &dir,
-        server.state.engine.registry.clone(),
-        server.state.engine.outbound.clone(),
+        server.state.engine.registry().clone(),
+        server.state.engine.outbound().clone(),
         std::sync::Arc::new(|_| None),
     );
     let _watching = folder.watch().unwrap();

@@ -20,7 +20,7 @@ const BOB_PASSWORD: &str = "bob's long enough password";
 /// that long went by.
 async fn later(server: &TestServer, hours: i64) {
     let ms = hours * 3_600_000;
-    let pool = server.state.engine.store.pool();
+    let pool = server.state.engine.store().pool();
     for sql in [
         "UPDATE set_visits SET seen_at = seen_at - $1, since = since - $1",
         "UPDATE items SET first_seen_at = first_seen_at - $1",
@@ -83,13 +83,14 @@ async fn a_refresh_adds_items_new_to_whoever_has_not_looked_since() {
         let server = TestServer::start_with(db, {
             let alpha = alpha.clone();
             move |state| {
-                *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+                *state.engine.catalog_lock().write().unwrap() =
+                    Catalog::from_toml(TEST_PACKS).unwrap();
                 let reg = ScriptedConnector::registration(
                     "alpha",
                     CostTier::Free,
                     &[B::SearchWeb.into()],
                 );
-                state.engine.registry.register(reg, alpha).unwrap();
+                state.engine.registry().register(reg, alpha).unwrap();
             }
         })
         .await;

@@ -18,13 +18,13 @@ use serde_json::{json, Value};
 async fn server(db: TestDatabase, alpha: Arc<ScriptedConnector>, cost: model::Cost) -> TestServer {
     let beta = ScriptedConnector::new("beta", [Step::Found(1)]);
     TestServer::start_with(db, move |state| {
-        *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
         let web = [B::SearchWeb.into()];
         let mut reg = ScriptedConnector::registration("alpha", CostTier::Paid, &web);
         reg.profile.cost = Some(cost);
-        state.engine.registry.register(reg, alpha).unwrap();
+        state.engine.registry().register(reg, alpha).unwrap();
         let reg = ScriptedConnector::registration("beta", CostTier::Free, &web);
-        state.engine.registry.register(reg, beta).unwrap();
+        state.engine.registry().register(reg, beta).unwrap();
     })
     .await
 }
@@ -382,17 +382,18 @@ async fn a_fan_out_gives_each_record_at_most_its_paid_fires() {
         let server = TestServer::start_with(db, {
             let (alpha, beta) = (alpha.clone(), beta.clone());
             move |state| {
-                *state.engine.catalog.write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+                *state.engine.catalog_lock().write().unwrap() =
+                    Catalog::from_toml(TEST_PACKS).unwrap();
                 let mut reg = ScriptedConnector::registration(
                     "alpha",
                     CostTier::Paid,
                     &[B::SearchWeb.into(), B::SearchNews.into()],
                 );
                 reg.profile.cost = Some(model::Cost::per_call(usd(1.0), "credits"));
-                state.engine.registry.register(reg, alpha).unwrap();
+                state.engine.registry().register(reg, alpha).unwrap();
                 let reg =
                     ScriptedConnector::registration("beta", CostTier::Free, &[B::SearchWeb.into()]);
-                state.engine.registry.register(reg, beta).unwrap();
+                state.engine.registry().register(reg, beta).unwrap();
             }
         })
         .await;

@@ -30,6 +30,16 @@ impl Engine {
             .collect()
     }
 
+    /// The ids of the connectors serving `capability` in the caller's
+    /// workspace (any status), cheapest first as a chain would try them.
+    pub fn connectors_serving(&self, who: &Principal, capability: &Capability) -> Vec<String> {
+        self.registry
+            .serving(capability, Some(who.workspace_id))
+            .iter()
+            .map(|h| h.registration.profile.id.clone())
+            .collect()
+    }
+
     /// The members of the caller's workspace.
     pub async fn members(&self, who: &Principal) -> Result<Vec<Member>, OpError> {
         Ok(self.store.members_of(who.workspace_id).await?)

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::accounts::{normalize_email, AccountError};
 use crate::ops::OpError;
-use crate::store::{Principal, StoreError};
+use crate::store::{Principal, Store, StoreError, TokenInfo};
 use crate::Engine;
 
 /// The fewest characters a password may have.
@@ -325,6 +325,88 @@ impl Engine {
             return Ok(None);
         }
         self.store.principal_by_token(&secret_hash(token)).await
+    }
+}
+
+/// Browser sessions as the server's session layer keeps them: one row per
+/// session, by the hash of its id, with its data and expiry.
+#[derive(Clone, Debug)]
+pub struct Sessions(Store);
+
+impl Sessions {
+    /// Stores a new session; `false` when its id is taken.
+    pub async fn insert(
+        &self,
+        id_hash: &str,
+        user_id: Option<i64>,
+        data: &str,
+        expires_at: i64,
+    ) -> Result<bool, StoreError> {
+        self.0
+            .insert_session(id_hash, user_id, data, expires_at)
+            .await
+    }
+
+    /// Saves a session that exists; `false` when it ended meanwhile.
+    pub async fn save(
+        &self,
+        id_hash: &str,
+        user_id: Option<i64>,
+        data: &str,
+        expires_at: i64,
+    ) -> Result<bool, StoreError> {
+        self.0
+            .save_session(id_hash, user_id, data, expires_at)
+            .await
+    }
+
+    /// A session's data and expiry, if it is stored.
+    pub async fn load(&self, id_hash: &str) -> Result<Option<(String, i64)>, StoreError> {
+        self.0.load_session(id_hash).await
+    }
+
+    pub async fn delete(&self, id_hash: &str) -> Result<(), StoreError> {
+        self.0.delete_session(id_hash).await
+    }
+
+    /// Forgets expired sessions; how many.
+    pub async fn delete_expired(&self) -> Result<u64, StoreError> {
+        self.0.delete_expired_sessions().await
+    }
+}
+
+impl Engine {
+    /// Where browser sessions are kept.
+    pub fn sessions(&self) -> Sessions {
+        Sessions(self.store.clone())
+    }
+
+    /// Revokes a token by its id (the operator's command); whether it was
+    /// live.
+    pub async fn revoke_token(&self, id: i64) -> Result<bool, StoreError> {
+        self.store.revoke_token(id).await
+    }
+
+    /// Revokes the token with this value (the operator's command); its id
+    /// when it was live.
+    pub async fn revoke_token_value(&self, token: &str) -> Result<Option<i64>, StoreError> {
+        self.store.revoke_token_by_hash(&secret_hash(token)).await
+    }
+
+    /// Who a person is in a workspace now: `None` once they are no longer
+    /// a member (checked on every request a session makes).
+    pub async fn principal(
+        &self,
+        user_id: i64,
+        workspace_id: i64,
+    ) -> Result<Option<Principal>, StoreError> {
+        self.store.principal(user_id, workspace_id).await
+    }
+
+    /// Every token (never its value), or one person's (the operator's
+    /// command).
+    pub async fn tokens(&self, email: Option<&str>) -> Result<Vec<TokenInfo>, StoreError> {
+        self.store.tokens(email).await
     }
 }
 

@@ -68,7 +68,7 @@ pub fn scripted(
     );
     reg.profile.rate_hints.per_second = per_second;
     engine
-        .registry
+        .registry()
         .register(reg, connector.clone())
         .expect("registered");
     connector
@@ -79,7 +79,7 @@ pub fn register_manifest(engine: &Engine, text: &str) {
     let manifest = Manifest::parse(text, Format::Toml).expect("a valid manifest");
     let registration = manifest.registration();
     engine
-        .registry
+        .registry()
         .register(
             registration,
             Arc::new(ManifestConnector::new(
@@ -103,12 +103,12 @@ pub async fn record_set(engine: &Engine, name: &str, n: usize) -> i64 {
     };
     let parsed = parse_csv(csv.as_bytes(), limits).expect("csv");
     let (workspace, _) = engine
-        .store
+        .store()
         .ensure_workspace("test")
         .await
         .expect("workspace");
     engine
-        .store
+        .store()
         .create_record_set(workspace, name, "test", false, &parsed.records)
         .await
         .expect("record set")
@@ -117,7 +117,7 @@ pub async fn record_set(engine: &Engine, name: &str, n: usize) -> i64 {
 /// Starts a fan-out of pack `web` over a record set.
 pub async fn fan_out(engine: &Engine, set: i64) -> Job {
     engine
-        .jobs
+        .jobs()
         .start(&NewJob::fanout(set, &["web".to_owned()], "ana"))
         .await
         .expect("a fan-out")
@@ -127,7 +127,7 @@ pub async fn fan_out(engine: &Engine, set: i64) -> Job {
 pub async fn finished(engine: &Engine, job_id: i64, limit: Duration) -> Job {
     let deadline = tokio::time::Instant::now() + limit;
     loop {
-        let job = engine.store.job(job_id).await.expect("the job");
+        let job = engine.store().job(job_id).await.expect("the job");
         if job.status != JobStatus::Running {
             return job;
         }

@@ -84,10 +84,9 @@ pub async fn stream(
         Duration::from_secs(30),
         || format!("events: you have {MAX_STREAMS_PER_PERSON} event streams open; close a tab or a script's stream first"),
     )?;
-    let bus = state.engine.events.clone();
-    let replay_bus = bus.clone();
+    let engine = &state.engine;
     // Subscribe before reading what was kept, so nothing falls in between.
-    let live = bus.subscribe();
+    let live = engine.subscribe();
     let last_id: Option<u64> = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -102,7 +101,7 @@ pub async fn stream(
     let (replay, replayed_to): (Vec<SseEvent>, u64) = match last_id {
         // Nothing to replay: every event from the subscription on is new.
         None => (Vec::new(), 0),
-        Some(last) => match replay_bus.since(last).await {
+        Some(last) => match engine.events_since(last).await {
             Some(missed) => {
                 let to = missed.last().map_or(last, |e| e.id);
                 (
@@ -116,16 +115,17 @@ pub async fn stream(
             }
             // What was missed is no longer kept: the page must reload its state.
             None => {
-                let now = replay_bus.next_id().saturating_sub(1);
+                let now = engine.next_event_id().saturating_sub(1);
                 (vec![resync(now)], now)
             }
         },
     };
     // Joining after subscribing: this viewer's own stream carries the news.
     let viewing = match params.record_set {
-        Some(id) => Some(state.engine.presence.join(id, &who.email).await),
+        Some(id) => Some(engine.join_viewers(id, &who).await),
         None => None,
     };
+    let lagging = engine.clone();
     let live = BroadcastStream::new(live).filter_map(move |received| {
         // The stream holds the presence guard and its slot: closing it
         // leaves and gives the slot back.
@@ -135,7 +135,7 @@ pub async fn stream(
             Ok(_) => None,
             // This subscriber fell behind and events were dropped for it.
             Err(BroadcastStreamRecvError::Lagged(_)) => {
-                Some(resync(bus.next_id().saturating_sub(1)))
+                Some(resync(lagging.next_event_id().saturating_sub(1)))
             }
         };
         async move { out.map(Ok) }

@@ -62,7 +62,7 @@ fn is_static(path: &str) -> bool {
 /// The session cookie: HttpOnly, SameSite=Lax, Secure when the public address
 /// is https, ending after [`SESSION_IDLE_DAYS`] idle.
 pub fn session_layer(state: &AppState, secure: bool) -> SessionManagerLayer<DbSessionStore> {
-    SessionManagerLayer::new(DbSessionStore::new(state.engine.store.clone()))
+    SessionManagerLayer::new(DbSessionStore::new(state.engine.sessions()))
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
@@ -162,15 +162,14 @@ impl Credential {
     /// password or expired, the membership not removed. A database that
     /// cannot answer now is not a refusal.
     pub async fn still_holds(&self, engine: &engine::Engine, who: &Principal) -> bool {
-        let store = &engine.store;
         let now = match self {
             Credential::Token(token) => engine.principal_by_token(token).await,
             Credential::Session {
                 id_hash,
                 user_id,
                 workspace_id,
-            } => match store.load_session(id_hash).await {
-                Ok(Some(_)) => store.principal(*user_id, *workspace_id).await,
+            } => match engine.sessions().load(id_hash).await {
+                Ok(Some(_)) => engine.principal(*user_id, *workspace_id).await,
                 Ok(None) => Ok(None),
                 Err(e) => Err(e),
             },
@@ -233,7 +232,6 @@ async fn principal_of(
     // Checked on every request: a member removed from a workspace is out at once.
     let principal = state
         .engine
-        .store
         .principal(user_id, workspace_id)
         .await
         .map_err(|e| internal(&e))?;
@@ -441,7 +439,6 @@ pub async fn switch_workspace(
 ) -> Result<Response, ApiError> {
     let target = state
         .engine
-        .store
         .principal(who.user_id, form.workspace)
         .await?
         .ok_or_else(|| {

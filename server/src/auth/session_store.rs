@@ -4,8 +4,8 @@
 //! database never holds a usable cookie value.
 
 use async_trait::async_trait;
-use engine::store::Store;
 use engine::tenancy::credentials::secret_hash;
+use engine::tenancy::credentials::Sessions;
 use time::OffsetDateTime;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{Error, Result};
@@ -13,12 +13,12 @@ use tower_sessions::SessionStore;
 
 #[derive(Clone, Debug)]
 pub struct DbSessionStore {
-    store: Store,
+    sessions: Sessions,
 }
 
 impl DbSessionStore {
-    pub fn new(store: Store) -> Self {
-        Self { store }
+    pub fn new(sessions: Sessions) -> Self {
+        Self { sessions }
     }
 }
 
@@ -49,8 +49,8 @@ impl SessionStore for DbSessionStore {
         let data = serde_json::to_string(&record.data).map_err(|e| Error::Encode(e.to_string()))?;
         // A colliding id (astronomically unlikely) gets a fresh one.
         while !self
-            .store
-            .insert_session(&key(&record.id), user_of(record), &data, expires_ms(record))
+            .sessions
+            .insert(&key(&record.id), user_of(record), &data, expires_ms(record))
             .await
             .map_err(backend)?
         {
@@ -65,8 +65,8 @@ impl SessionStore for DbSessionStore {
     async fn save(&self, record: &Record) -> Result<()> {
         let data = serde_json::to_string(&record.data).map_err(|e| Error::Encode(e.to_string()))?;
         let saved = self
-            .store
-            .save_session(&key(&record.id), user_of(record), &data, expires_ms(record))
+            .sessions
+            .save(&key(&record.id), user_of(record), &data, expires_ms(record))
             .await
             .map_err(backend)?;
         if !saved {
@@ -76,8 +76,7 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn load(&self, id: &Id) -> Result<Option<Record>> {
-        let Some((data, expires_at)) = self.store.load_session(&key(id)).await.map_err(backend)?
-        else {
+        let Some((data, expires_at)) = self.sessions.load(&key(id)).await.map_err(backend)? else {
             return Ok(None);
         };
         let data = serde_json::from_str(&data).map_err(|e| Error::Decode(e.to_string()))?;
@@ -92,6 +91,6 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn delete(&self, id: &Id) -> Result<()> {
-        self.store.delete_session(&key(id)).await.map_err(backend)
+        self.sessions.delete(&key(id)).await.map_err(backend)
     }
 }

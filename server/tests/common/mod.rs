@@ -76,7 +76,7 @@ impl TestServer {
                 configure(config);
             },
             |state| {
-                *state.engine.catalog.write().unwrap() =
+                *state.engine.catalog_lock().write().unwrap() =
                     engine::packs::Catalog::from_toml(TEST_PACKS).unwrap();
             },
         )

@@ -137,13 +137,13 @@ pub async fn server_sharing_configured(
     let server = TestServer::start_for_fakes(db, configure).await;
     let connector = ManifestConnector::new(
         Arc::new(manifest.clone()),
-        server.state.engine.outbound.clone(),
+        server.state.engine.outbound().clone(),
         Arc::new(|_| None),
     );
     server
         .state
         .engine
-        .registry
+        .registry()
         .register(manifest.registration(), Arc::new(connector))
         .unwrap();
     server

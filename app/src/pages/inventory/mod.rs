@@ -122,7 +122,7 @@ fn source_label(source: &ConnectorSource) -> String {
 #[server]
 pub async fn list_manifest_files() -> Result<(String, Vec<ManifestFile>), ServerFnError> {
     let (engine, _) = (crate::access::ssr::engine()?, crate::access::ssr::caller()?);
-    let Some(folder) = engine.drop_folder.get() else {
+    let Some(folder) = engine.drop_folder() else {
         return Ok((String::new(), Vec::new()));
     };
     let files = folder
