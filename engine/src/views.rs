@@ -1,5 +1,6 @@
-//! Read models the doors share (REST and the pages' server functions): a page
-//! of records with chips, and a chip's connector menu.
+//! Read models the operations answer with, unchecked (the operations in
+//! `ops` check the caller first): a page of records with their chips, the
+//! chips of some records, a fan-out's estimate, and a chip's connector menu.
 
 use std::collections::HashMap;
 
@@ -16,7 +17,7 @@ pub const MAX_PAGE: i64 = 500;
 
 impl Engine {
     /// A page of a record set's records with their chips.
-    pub async fn records_page(
+    pub(crate) async fn records_page(
         &self,
         set_id: i64,
         filter: RecordFilter,
@@ -63,7 +64,7 @@ impl Engine {
 
     /// The chips now of some records of a set, for a live view to refresh
     /// them when connectors change. Ids that are not the set's are left out.
-    pub async fn chips_of(
+    pub(crate) async fn chips_of(
         &self,
         set_id: i64,
         record_ids: &[i64],
@@ -83,7 +84,10 @@ impl Engine {
     /// its chains reach, the fires in the worst case (everything before it
     /// finds nothing) and as expected from the last day's hit rates, what
     /// they cost when it is priced, and the budgets they count against.
-    pub async fn fanout_estimate(&self, set_id: i64) -> Result<FanoutEstimate, DispatchError> {
+    pub(crate) async fn fanout_estimate(
+        &self,
+        set_id: i64,
+    ) -> Result<FanoutEstimate, DispatchError> {
         let set = self.store.record_set(set_id).await?;
         let scope = self.dispatcher.scope(set.workspace_id).await?;
         let candidates = scope.candidates(&self.registry);
@@ -181,7 +185,7 @@ impl Engine {
 
     /// Every connector serving a pack's intent, with its last attempt for the
     /// record and which one a plain click starts with.
-    pub async fn connector_menu(
+    pub(crate) async fn connector_menu(
         &self,
         record_id: i64,
         pack_id: &str,

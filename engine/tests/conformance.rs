@@ -32,7 +32,7 @@ use engine::packs::Catalog;
 use engine::store::testing;
 use engine::store::{usable_results, Store};
 use engine::{Engine, EngineConfig};
-use model::{Capability, FireOutcome, RecordFilter, TriageVerb};
+use model::{Capability, FireOutcome, TriageVerb};
 
 #[path = "common/fuzzing.rs"]
 mod fuzzing;
@@ -599,12 +599,7 @@ impl Curated {
             .create_record_set(workspace, "Set", "b", false, &parsed.records)
             .await
             .unwrap();
-        let record = engine
-            .records_page(set, RecordFilter::All, None, "", 0, 10)
-            .await
-            .unwrap()
-            .records[0]
-            .id;
+        let record = engine.store().records(set, 0, 1).await.unwrap()[0].id;
         Self {
             engine,
             record,

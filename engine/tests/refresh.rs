@@ -11,7 +11,7 @@ use engine::connectors::scripted::Step;
 use engine::execution::dispatch::FireRequest;
 use engine::store::testing;
 use engine::EngineConfig;
-use model::{RecordFilter, RefreshPlan, TriggeredBy};
+use model::{RefreshPlan, TriggeredBy};
 
 #[tokio::test]
 async fn a_due_refresh_runs_once_across_processes_over_the_stale_records_only() {
@@ -24,11 +24,8 @@ async fn a_due_refresh_runs_once_across_processes_over_the_stale_records_only() 
             common::scripted(&two, "alpha", None, vec![Step::Found(1)]),
         ];
         let set = common::record_set(&one, "Refreshed", 4).await;
-        let page = one
-            .records_page(set, RecordFilter::All, None, "", 0, 10)
-            .await
-            .unwrap();
-        let ids: Vec<i64> = page.records.iter().map(|r| r.id).collect();
+        let records = one.store().records(set, 0, 10).await.unwrap();
+        let ids: Vec<i64> = records.iter().map(|r| r.id).collect();
         // Two records were fired a moment ago: they are fresh.
         for id in &ids[..2] {
             one.dispatcher()

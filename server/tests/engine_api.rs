@@ -1102,7 +1102,13 @@ async fn a_fanout_estimate_counts_the_fires_each_connector_of_the_chains_may_tak
     let (set, _) = imported(&server).await;
     // web walks alpha then beta; nothing serves news, so it adds nothing.
     // Neither has found anything yet: every record may reach both.
-    let estimate = server.state.engine.fanout_estimate(set).await.unwrap();
+    let tester = server.tester().await;
+    let estimate = server
+        .state
+        .engine
+        .estimate_fanout(&tester, set)
+        .await
+        .unwrap();
     let seen: Vec<(&str, CostTier, u64, u64)> = estimate
         .lines
         .iter()
@@ -1126,7 +1132,12 @@ async fn a_fanout_estimate_counts_the_fires_each_connector_of_the_chains_may_tak
     server
         .post_json("/api/connectors/alpha/disable", json!({}))
         .await;
-    let estimate = server.state.engine.fanout_estimate(set).await.unwrap();
+    let estimate = server
+        .state
+        .engine
+        .estimate_fanout(&tester, set)
+        .await
+        .unwrap();
     let seen: Vec<(&str, CostTier, u64)> = estimate
         .lines
         .iter()

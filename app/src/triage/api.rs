@@ -11,8 +11,6 @@ pub const PAGE_SIZE: i64 = 50;
 
 #[cfg(feature = "ssr")]
 use crate::access::ssr;
-#[cfg(feature = "ssr")]
-use engine::store::Owned;
 
 #[server]
 pub async fn load_triage(
@@ -77,9 +75,9 @@ pub async fn refresh_chips(
     set_id: i64,
     record_ids: Vec<i64>,
 ) -> Result<Vec<(i64, Vec<Chip>)>, ServerFnError> {
-    let (engine, _) = ssr::reach(Owned::RecordSet(set_id)).await?;
+    let (engine, who) = ssr::door()?;
     engine
-        .chips_of(set_id, &record_ids)
+        .chips_of_records(&who, set_id, &record_ids)
         .await
         .map_err(ssr::fail)
 }

@@ -3,10 +3,17 @@
 //! operation takes the caller, checks what they may touch, validates its
 //! input and answers a typed [`OpError`] that each door maps to its own form.
 
+mod accounts;
+mod attention;
 mod calls;
+mod catalog;
+mod connectors;
+mod credentials;
 mod jobs;
+mod manifests;
 mod records;
 mod refresh;
+mod secrets;
 mod sets;
 mod slots;
 mod spend;
@@ -166,17 +173,6 @@ impl From<TriageError> for OpError {
                 current: None,
             },
             TriageError::Store(e) => e.into(),
-        }
-    }
-}
-
-impl From<crate::connectors::workspace::SwitchError> for OpError {
-    fn from(e: crate::connectors::workspace::SwitchError) -> Self {
-        use crate::connectors::workspace::SwitchError;
-        match e {
-            SwitchError::Registry(e) => e.into(),
-            SwitchError::Store(e) => e.into(),
-            SwitchError::NotAdmin(e) => e.into(),
         }
     }
 }

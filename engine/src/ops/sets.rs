@@ -129,6 +129,19 @@ impl Engine {
         Ok(read)
     }
 
+    /// The chips of some records of a set the caller may read (ids that
+    /// are not the set's are left out), each with the connector a plain
+    /// click fires first: what a page reads again when chips changed.
+    pub async fn chips_of_records(
+        &self,
+        who: &Principal,
+        set_id: i64,
+        record_ids: &[i64],
+    ) -> Result<Vec<(i64, Vec<model::Chip>)>, OpError> {
+        self.authorize(who, Owned::RecordSet(set_id)).await?;
+        Ok(self.chips_of(set_id, record_ids).await?)
+    }
+
     /// Every record of a set with its accepted items (the curated layer)
     /// and their provenance, and the set itself.
     pub async fn export_record_set(

@@ -11,9 +11,7 @@ use model::{Attention, AttentionKind, ConnectorInfo, ConnectorStatus, EventKind}
 use crate::connectors::lens::Lens;
 use crate::connectors::registry::Registry;
 use crate::live::events::EventBus;
-use crate::ops::OpError;
-use crate::store::{Principal, Store, StoreError};
-use crate::Engine;
+use crate::store::{Store, StoreError};
 
 /// What an admin must act on about one connector as a workspace sees it,
 /// if anything: `own_key` says whether the workspace's own key is used;
@@ -81,29 +79,12 @@ pub fn of(info: &ConnectorInfo, own_key: bool, now: i64, after: Duration) -> Opt
 }
 
 /// Everything that needs the admins of the workspace `lens` sees with.
-fn all_in(registry: &Registry, lens: &Lens, after: Duration) -> Vec<Attention> {
+pub(crate) fn all_in(registry: &Registry, lens: &Lens, after: Duration) -> Vec<Attention> {
     let now = crate::time::now_ms();
     lens.handles(registry)
         .iter()
         .filter_map(|h| of(&lens.info(h), lens.key_owner(h).is_some(), now, after))
         .collect()
-}
-
-impl Engine {
-    /// What needs the admins of a workspace now, oldest first (also read
-    /// by `/metrics`).
-    pub async fn attention_in(&self, workspace_id: i64) -> Result<Vec<Attention>, StoreError> {
-        let lens = self.lens_now(workspace_id).await?;
-        let mut items = all_in(&self.registry, &lens, self.dispatcher.attention_after());
-        items.sort_by_key(|a| a.since);
-        Ok(items)
-    }
-
-    /// What needs the caller's workspace's admins (admins only).
-    pub async fn attention(&self, who: &Principal) -> Result<Vec<Attention>, OpError> {
-        crate::ops::require_admin(who)?;
-        Ok(self.attention_in(who.workspace_id).await?)
-    }
 }
 
 /// Tells each workspace that now needs to act on connector `id` (after its

@@ -1,8 +1,10 @@
-//! Tenancy: who may do what, and what each workspace keeps to itself.
-//! `accounts` adds people to workspaces and manages their roles and labels;
-//! `credentials` checks passwords, issues tokens and set-password links;
-//! `secrets` seals each workspace's API keys; `attention` lists what a
-//! workspace's admins must act on.
+//! Tenancy: the rules behind who may do what, and what each workspace keeps
+//! to itself. `accounts`: email and workspace names, the errors of account
+//! changes; `credentials`: password hashing, tokens and links, sessions;
+//! `secrets`: the sealing of each workspace's API keys; `attention`: what
+//! a workspace's admins must act on. The operations callers use are in
+//! `ops` (`ops::accounts`, `ops::credentials`, `ops::secrets`,
+//! `ops::attention`).
 
 pub mod accounts;
 pub mod attention;

@@ -191,6 +191,22 @@ impl TestServer {
         token_client(&self.state, email, workspace).await
     }
 
+    /// The test user as the operations layer takes a caller.
+    pub async fn tester(&self) -> engine::store::Principal {
+        let (_, token) = self
+            .state
+            .engine
+            .create_token(TEST_EMAIL, TEST_WORKSPACE)
+            .await
+            .expect("a test token");
+        self.state
+            .engine
+            .principal_by_token(&token)
+            .await
+            .expect("the token's owner")
+            .expect("a live token")
+    }
+
     /// A browser-like client (cookies kept) signed in through the sign-in form.
     pub async fn browser(&self, email: &str, password: &str) -> reqwest::Client {
         let client = page_client().cookie_store(true).build().unwrap();

@@ -27,7 +27,7 @@ mod field;
 mod fire;
 pub mod folder;
 mod pool;
-mod workspace;
+pub(crate) mod workspace;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -3,21 +3,14 @@
 //! registered at once as connectors only that workspace sees. Saved manifests
 //! register again at every start.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use model::{
-    ConnectorInfo, ConnectorSource, FireOutcome, ManifestTest, SavedManifest, TestReport,
-    TestResult,
-};
+use model::{ConnectorSource, FireOutcome, TestReport, TestResult};
 
-use super::{Format, Manifest, ManifestConnector, ManifestError};
+use super::{Format, Manifest, ManifestError};
 use crate::connectors::registry::RegistryError;
 use crate::connectors::seam::{FireError, FireOpts};
-use crate::connectors::workspace::SwitchError;
-use crate::ops::OpError;
-use crate::store::{Owned, Principal, StoreError};
-use crate::Engine;
+use crate::store::StoreError;
 
 /// The longest manifest accepted, in bytes.
 pub const MAX_MANIFEST: usize = 64 * 1024;
@@ -96,17 +89,7 @@ pub enum SaveError {
     NotAdmin(#[from] crate::ops::NotAdmin),
 }
 
-impl From<SwitchError> for SaveError {
-    fn from(e: SwitchError) -> Self {
-        match e {
-            SwitchError::Registry(e) => SaveError::Registry(e),
-            SwitchError::Store(e) => SaveError::Store(e),
-            SwitchError::NotAdmin(e) => SaveError::NotAdmin(e),
-        }
-    }
-}
-
-fn parse(text: &str, format: Format) -> Result<Manifest, ManifestError> {
+pub(crate) fn parse(text: &str, format: Format) -> Result<Manifest, ManifestError> {
     if text.len() > MAX_MANIFEST {
         return Err(ManifestError(vec![model::Problem {
             field: "manifest".to_owned(),
@@ -116,199 +99,8 @@ fn parse(text: &str, format: Format) -> Result<Manifest, ManifestError> {
     Manifest::parse(text, format)
 }
 
-impl Engine {
-    /// A workspace's manifest as a connector. Its `{{secret.NAME}}` reads
-    /// the workspace's own secrets only, never the server's environment:
-    /// otherwise anyone allowed to write a manifest could send the
-    /// operator's keys (or `DATABASE_URL`) to a host of their choosing.
-    fn manifest_connector(&self, manifest: Manifest) -> ManifestConnector {
-        ManifestConnector::new(
-            Arc::new(manifest),
-            self.outbound.clone(),
-            Arc::new(|_| None),
-        )
-    }
-
-    /// Fires a draft once, as the dispatcher would, without saving it or
-    /// recording anything: what it found and how the answer was classified.
-    pub async fn test_manifest(
-        &self,
-        who: &Principal,
-        test: &ManifestTest,
-    ) -> Result<TestReport, OpError> {
-        crate::ops::require_admin(who)?;
-        let started = Instant::now();
-        let (manifest, mut problems) = match parse(&test.text, test.format) {
-            Ok(m) => (Some(m), Vec::new()),
-            Err(ManifestError(problems)) => (None, problems),
-        };
-        if test.query.trim().is_empty() {
-            problems.push(model::Problem {
-                field: "query".to_owned(),
-                message: "give a sample query to send".to_owned(),
-            });
-        }
-        let Some(manifest) = manifest.filter(|_| problems.is_empty()) else {
-            return Ok(TestReport {
-                problems,
-                outcome: None,
-                error: None,
-                results: Vec::new(),
-                elapsed_ms: 0,
-            });
-        };
-        let mut opts = FireOpts {
-            max_results: 10,
-            ..FireOpts::default()
-        };
-        if let Some(record_id) = test.record_id {
-            self.authorize(who, Owned::Record(record_id)).await?;
-            let record = self.store.record(record_id).await?;
-            opts.record_name = record.name.clone();
-            opts.record_fields = record.field_map();
-        }
-        let all = self.dispatcher.workspace_secrets(who.workspace_id).await?;
-        opts.secrets = all.only(&manifest.spec.profile.requires_env);
-        let intent = manifest
-            .registration()
-            .profile
-            .capabilities
-            .first()
-            .cloned();
-        let connector = ManifestConnector::on_trial(
-            Arc::new(manifest),
-            self.outbound.clone(),
-            Arc::new(|_| None),
-        );
-        let fired = match intent {
-            Some(intent) => probe(&connector, &intent, test.query.trim(), &opts).await,
-            None => Err(FireError::Malformed {
-                reason: "it serves no capability".to_owned(),
-            }),
-        };
-        Ok(report(fired, started))
-    }
-
-    /// Saves a manifest for the caller's workspace and registers it at once
-    /// (admins). Saving a manifest with the same id again replaces it.
-    pub async fn save_manifest(
-        &self,
-        who: &Principal,
-        text: &str,
-        format: Format,
-    ) -> Result<ConnectorInfo, OpError> {
-        crate::ops::require_admin(who)?;
-        let manifest = parse(text, format).map_err(SaveError::Invalid)?;
-        let id = manifest.spec.profile.id.clone();
-        let mine = ConnectorSource::Workspace {
-            workspace_id: who.workspace_id,
-        };
-        if let Some(holder) = self.registry.by_id(&id).filter(|h| h.source != mine) {
-            return Err(SaveError::Taken {
-                by: taken_by(&holder.source, who.workspace_id),
-                id,
-            }
-            .into());
-        }
-        if !self
-            .store
-            .save_manifest(who.workspace_id, &id, format, text, &who.email)
-            .await?
-        {
-            return Err(SaveError::Taken {
-                id,
-                by: "another workspace's connector".to_owned(),
-            }
-            .into());
-        }
-        let registration = manifest.registration();
-        let connector = self.manifest_connector(manifest);
-        self.registry
-            .register_from(registration, Arc::new(connector), mine)?;
-        tracing::info!(connector = %id, workspace = who.workspace_id, by = %who.email, "Manifest connector saved.");
-        self.announce_in(who.workspace_id, &id).await
-    }
-
-    /// Removes a manifest connector of the caller's workspace (admins).
-    /// Fires already running through it finish; its history stays.
-    pub async fn remove_manifest(&self, who: &Principal, id: &str) -> Result<(), OpError> {
-        crate::ops::require_admin(who)?;
-        if !self.store.delete_manifest(who.workspace_id, id).await? {
-            return Err(SaveError::NotFound(id.to_owned()).into());
-        }
-        let mine = ConnectorSource::Workspace {
-            workspace_id: who.workspace_id,
-        };
-        if self.registry.by_id(id).is_some_and(|h| h.source == mine) {
-            self.registry.unregister(id)?;
-        }
-        tracing::info!(connector = %id, workspace = who.workspace_id, by = %who.email, "Manifest connector removed.");
-        Ok(())
-    }
-
-    /// The caller's workspace's saved manifests, each with why it is not
-    /// serving when it is not.
-    pub async fn manifests(&self, who: &Principal) -> Result<Vec<SavedManifest>, OpError> {
-        let mut saved = self.store.manifests_of(who.workspace_id).await?;
-        let mine = ConnectorSource::Workspace {
-            workspace_id: who.workspace_id,
-        };
-        for m in &mut saved {
-            m.error = match self.registry.by_id(&m.connector_id) {
-                Some(h) if h.source == mine => None,
-                Some(h) => Some(format!(
-                    "not serving: id {:?} is taken by {}",
-                    m.connector_id,
-                    taken_by(&h.source, who.workspace_id)
-                )),
-                None => Some(match parse(&m.text, m.format) {
-                    Err(e) => format!("not serving: {e}"),
-                    Ok(_) => "not serving; save it again".to_owned(),
-                }),
-            };
-        }
-        Ok(saved)
-    }
-
-    /// Registers every saved manifest of every workspace (at start). One
-    /// that no longer checks, or whose id a built-in or file now holds, is
-    /// logged and left out; the others serve.
-    pub async fn register_saved_manifests(&self) -> Result<usize, StoreError> {
-        let mut registered = 0;
-        for stored in self.store.all_manifests().await? {
-            let id = &stored.saved.connector_id;
-            let source = ConnectorSource::Workspace {
-                workspace_id: stored.workspace_id,
-            };
-            if let Some(holder) = self.registry.by_id(id) {
-                tracing::warn!(connector = %id, holder = %holder.source.describe(), "A saved manifest's id is taken; it is not registered.");
-                continue;
-            }
-            let manifest = match parse(&stored.saved.text, stored.saved.format) {
-                Ok(m) => m,
-                Err(e) => {
-                    tracing::warn!(connector = %id, error = %e, "A saved manifest no longer checks; it is not registered.");
-                    continue;
-                }
-            };
-            let registration = manifest.registration();
-            let connector = self.manifest_connector(manifest);
-            match self
-                .registry
-                .register_from(registration, Arc::new(connector), source)
-            {
-                Ok(()) => registered += 1,
-                Err(e) => {
-                    tracing::warn!(connector = %id, error = %e, "A saved manifest was refused.")
-                }
-            }
-        }
-        Ok(registered)
-    }
-}
-
 /// Who holds an id, as a workspace may be told.
-fn taken_by(source: &ConnectorSource, workspace_id: i64) -> String {
+pub(crate) fn taken_by(source: &ConnectorSource, workspace_id: i64) -> String {
     match source {
         ConnectorSource::Workspace { workspace_id: w } if *w != workspace_id => {
             "another workspace's connector".to_owned()

@@ -1,14 +1,6 @@
-//! Connectors as one workspace sees and controls them: its admins switch a
-//! connector off or on for their workspace only; the connector's own state
-//! (needs-env, rate-limited, auth-failed) is everyone's.
-
-use model::{ConnectorInfo, ConnectorStatus, EventKind, InventoryRow, TestReport};
-
-/// What a re-check asks a connector for: a name every search knows.
-pub const RECHECK_QUERY: &str = "Wikipedia";
-
-/// The window the inventory's and `/metrics`' figures cover: one day.
-pub const STATS_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
+//! Connector operations: the connectors as the caller's workspace sees
+//! them (status, stats, inventory, audit), its admins' switches and
+//! probes, and the operator's clearing of a connector's health.
 
 use crate::connectors::lens::Lens;
 use crate::connectors::manifest::report;
@@ -17,17 +9,13 @@ use crate::connectors::seam::{FireError, FireOpts};
 use crate::ops::OpError;
 use crate::store::{Principal, StatusChange, StoreError};
 use crate::Engine;
+use model::{ConnectorInfo, ConnectorStatus, EventKind, InventoryRow, TestReport};
 
-/// Why a connector could not be switched.
-#[derive(Debug, thiserror::Error)]
-pub enum SwitchError {
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    NotAdmin(#[from] crate::ops::NotAdmin),
-}
+/// What a re-check asks a connector for: a name every search knows.
+pub const RECHECK_QUERY: &str = "Wikipedia";
+
+/// The window the inventory's and `/metrics`' figures cover: one day.
+pub const STATS_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 
 impl Engine {
     /// Every connector the workspace sees, as it sees it.
@@ -95,7 +83,7 @@ impl Engine {
             .await?
             .into_iter()
             .find(|c| c.profile.id == id)
-            .ok_or_else(|| SwitchError::Registry(RegistryError::Unknown(id.to_owned())))?)
+            .ok_or_else(|| RegistryError::Unknown(id.to_owned()))?)
     }
 
     /// Clears what the server's key met for a connector (the operator's
