@@ -12,17 +12,17 @@ pub mod live;
 pub mod ops;
 pub mod packs;
 pub mod process;
+pub mod read_models;
 pub mod store;
 pub mod tenancy;
 pub mod time;
 pub mod urlnorm;
-pub mod views;
 
 use std::sync::{Arc, RwLock};
 
 use connectors::registry::Registry;
 use execution::dispatch::{DispatchConfig, Dispatcher};
-use execution::{flow, jobs::JobRunner, lease, recheck};
+use execution::{flow, gone_pages, jobs::JobRunner, lease};
 use live::{events::EventBus, presence};
 use packs::Catalog;
 use store::Store;
@@ -43,7 +43,7 @@ pub struct EngineConfig {
     /// How long capability calls may take and keep their results.
     pub calls: ops::CallConfig,
     /// Whether pages a connector stops returning are asked for themselves.
-    pub page_rechecks: recheck::PageRechecks,
+    pub page_rechecks: gone_pages::PageRechecks,
 }
 
 /// The handle to the whole domain that the server shares with every request:
@@ -107,13 +107,15 @@ impl Engine {
         .with_sealer(config.secrets)
         .with_work(flow::Flow::new(config.flow), owner.clone(), config.leases);
         let dispatcher = match config.page_rechecks {
-            recheck::PageRechecks::On => dispatcher.with_rechecker(recheck::Rechecker::new(
-                store.clone(),
-                registry.clone(),
-                events.clone(),
-                outbound.clone(),
-            )),
-            recheck::PageRechecks::Off => dispatcher,
+            gone_pages::PageRechecks::On => {
+                dispatcher.with_page_checker(gone_pages::PageChecker::new(
+                    store.clone(),
+                    registry.clone(),
+                    events.clone(),
+                    outbound.clone(),
+                ))
+            }
+            gone_pages::PageRechecks::Off => dispatcher,
         };
         let jobs = JobRunner::new(
             store.clone(),

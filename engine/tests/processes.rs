@@ -227,7 +227,7 @@ async fn a_connector_s_health_holds_for_every_process_and_survives_a_restart() {
             scripted(&b, "beta", None, vec![Step::Found(1)]);
             let mut adopted = Deadline::new("B to adopt A's connector health");
             loop {
-                b.registry().refresh_health().await;
+                b.registry().adopt_shared_health().await;
                 let kind = |id| b.registry().by_id(id).unwrap().status.kind();
                 if kind("alpha") == "rate-limited" && kind("beta") == "disabled" {
                     break;
@@ -245,7 +245,7 @@ async fn a_connector_s_health_holds_for_every_process_and_survives_a_restart() {
             b.registry().enable("beta", "bo").await.unwrap();
             let mut followed = Deadline::new("A to follow B's switch");
             loop {
-                a.registry().refresh_health().await;
+                a.registry().adopt_shared_health().await;
                 if a.registry().by_id("beta").unwrap().status == ConnectorStatus::Available {
                     break;
                 }

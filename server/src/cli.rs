@@ -355,9 +355,9 @@ impl TryFrom<&ServeArgs> for Config {
                 .map_err(|e| format!("--trusted-proxies: {e}"))?,
             calls: engine::ops::CallConfig::default(),
             page_rechecks: if args.recheck_pages == "off" {
-                engine::execution::recheck::PageRechecks::Off
+                engine::execution::gone_pages::PageRechecks::Off
             } else {
-                engine::execution::recheck::PageRechecks::On
+                engine::execution::gone_pages::PageRechecks::On
             },
         })
     }
@@ -383,7 +383,7 @@ mod tests {
             let cli = Cli::try_parse_from(args).unwrap();
             Config::try_from(cli.serve_args()).unwrap().page_rechecks
         };
-        use engine::execution::recheck::PageRechecks;
+        use engine::execution::gone_pages::PageRechecks;
         assert_eq!(config(&["switchyard"]), PageRechecks::On);
         assert_eq!(
             config(&["switchyard", "--recheck-pages", "off"]),

@@ -52,7 +52,7 @@ pub struct Config {
     /// results.
     pub calls: engine::ops::CallConfig,
     /// Whether pages a connector stops returning are asked for themselves.
-    pub page_rechecks: engine::execution::recheck::PageRechecks,
+    pub page_rechecks: engine::execution::gone_pages::PageRechecks,
 }
 
 impl Config {

@@ -103,7 +103,7 @@ fn record_set_tools() -> Vec<Tool> {
                     "filter": { "type": "string", "enum": ["all", "untriaged", "has_found", "no_results", "accepted"], "default": "all" },
                     "search": { "type": "string", "default": "" },
                     "offset": { "type": "integer", "minimum": 0, "default": 0 },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": engine::views::MAX_PAGE, "default": 50 },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": engine::read_models::MAX_PAGE, "default": 50 },
                 },
                 "required": ["set_id"],
             })),

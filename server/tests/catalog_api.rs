@@ -310,8 +310,8 @@ async fn a_live_view_reads_the_chips_of_its_own_records_only() {
     let path = server::router::inventory()
         .into_iter()
         .map(|(_, p)| p)
-        .find(|p| p.trim_end_matches(|c: char| c.is_ascii_digit()) == "/api/refresh_chips")
-        .expect("the refresh_chips server function");
+        .find(|p| p.trim_end_matches(|c: char| c.is_ascii_digit()) == "/api/reload_chips")
+        .expect("the reload_chips server function");
     let ask = |client: &reqwest::Client, set: i64| {
         client
             .post(server.at(&path))

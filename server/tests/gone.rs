@@ -211,7 +211,7 @@ async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triag
 async fn with_page_rechecks_off_no_found_page_is_contacted() {
     let (base, fake) = provider().await;
     let server = TestServer::start_for_fakes(engine::store::testing::sqlite(), |config| {
-        config.page_rechecks = engine::execution::recheck::PageRechecks::Off;
+        config.page_rechecks = engine::execution::gone_pages::PageRechecks::Off;
     })
     .await;
     server.save_manifest(&manifest(&base)).await;

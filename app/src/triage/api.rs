@@ -71,7 +71,7 @@ pub async fn fire_chip(
 /// The chips now of the given records of a set (the view reads them again
 /// when a connector changed). Ids that are not the set's are left out.
 #[server(input = Json)]
-pub async fn refresh_chips(
+pub async fn reload_chips(
     set_id: i64,
     record_ids: Vec<i64>,
 ) -> Result<Vec<(i64, Vec<Chip>)>, ServerFnError> {

@@ -342,7 +342,7 @@ impl Board {
             | EventKind::ConnectorRemoved { .. }
             | EventKind::BudgetChanged { .. } => {
                 self.connectors.update(|n| *n += 1);
-                self.refresh_chips_soon();
+                self.reload_chips_soon();
             }
             EventKind::AttentionRaised { attention } => self.attention.update(|list| {
                 list.retain(|a| a.connector_id != attention.connector_id);
@@ -354,7 +354,7 @@ impl Board {
     /// Reads the chips of the cards on the page again, once for a burst of
     /// connector changes (a fan-out meeting rate limits sends many). A chip
     /// with a fire in flight here keeps its state.
-    fn refresh_chips_soon(self) {
+    fn reload_chips_soon(self) {
         if self.refresh_pending.get_value() {
             return;
         }
@@ -373,7 +373,7 @@ impl Board {
                 ids.sort_unstable();
                 ids.dedup();
                 leptos::task::spawn_local(async move {
-                    let Ok(list) = super::api::refresh_chips(self.set_id, ids).await else {
+                    let Ok(list) = super::api::reload_chips(self.set_id, ids).await else {
                         return;
                     };
                     if self.chips.is_disposed() {

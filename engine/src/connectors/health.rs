@@ -51,7 +51,7 @@ impl Registry {
     /// Adopts the health stored in the database (a person's switch, a
     /// provider's rate limit or refusal, a suspension): at start, so it
     /// survives a restart, and then from the other processes (see
-    /// [`Registry::refresh_health`]). Adopting announces nothing: the
+    /// [`Registry::adopt_shared_health`]). Adopting announces nothing: the
     /// process that made the change announced it to every viewer.
     pub async fn load_health(&self) -> Result<(), StoreError> {
         let stored = self.store.connector_health().await?;
@@ -73,7 +73,7 @@ impl Registry {
     /// this process last looked more than [`HEALTH_FRESH_FOR`] ago; at once
     /// otherwise. Called on every fire's way: a 429 one process met, a
     /// suspension or a switch hold in every process within a second.
-    pub async fn refresh_health(&self) {
+    pub async fn adopt_shared_health(&self) {
         {
             let mut read = lock(&self.health_read);
             if read.is_some_and(|at| at.elapsed() < HEALTH_FRESH_FOR) {

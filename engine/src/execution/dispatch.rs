@@ -173,7 +173,7 @@ pub struct Dispatcher {
     in_flight: InFlightTable,
     /// Asks pages a full answer left out for themselves; `None`: nobody
     /// asks.
-    rechecker: Option<crate::execution::recheck::Rechecker>,
+    page_checker: Option<crate::execution::gone_pages::PageChecker>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -208,14 +208,17 @@ impl Dispatcher {
             owner: Owner::new(),
             leases: LeaseConfig::default(),
             in_flight: Arc::default(),
-            rechecker: None,
+            page_checker: None,
         }
     }
 
     /// Re-checks, after each full answer, the pages it left out (and those
-    /// gone that it returned) with `rechecker`.
-    pub fn with_rechecker(mut self, rechecker: crate::execution::recheck::Rechecker) -> Self {
-        self.rechecker = Some(rechecker);
+    /// gone that it returned) with `page_checker`.
+    pub fn with_page_checker(
+        mut self,
+        page_checker: crate::execution::gone_pages::PageChecker,
+    ) -> Self {
+        self.page_checker = Some(page_checker);
         self
     }
 

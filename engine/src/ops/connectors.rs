@@ -32,7 +32,7 @@ impl Engine {
     /// learned about the connectors).
     pub(crate) async fn lens_now(&self, workspace_id: i64) -> Result<Lens, StoreError> {
         let lens = Lens::of(&self.store, Some(workspace_id)).await?;
-        self.registry.refresh_health().await;
+        self.registry.adopt_shared_health().await;
         Ok(lens)
     }
 

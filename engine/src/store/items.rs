@@ -379,10 +379,10 @@ impl Store {
     pub async fn mark_checked(
         &self,
         item_id: i64,
-        checked: &crate::execution::recheck::Checked,
+        checked: &crate::execution::gone_pages::Checked,
         now: i64,
     ) -> Result<Option<Item>, StoreError> {
-        use crate::execution::recheck::Checked;
+        use crate::execution::gone_pages::Checked;
         // Every check is dated; only a change of standing is news.
         sqlx::query("UPDATE items SET checked_at = $2 WHERE id = $1")
             .bind(item_id)

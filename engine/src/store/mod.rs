@@ -12,18 +12,19 @@ use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::AnyPool;
 
 mod accounts;
-mod audit;
 mod batch;
 mod calls;
 mod catalog;
+mod connector_log;
 mod credentials;
 mod events;
 mod manifests;
 mod migrations;
+mod overrides;
 pub use accounts::{Owned, Principal, Removal, UserRow};
-pub use audit::StatusChange;
 pub use calls::{CallStatus, NewCall, StoredCall};
 pub use catalog::CatalogKind;
+pub use connector_log::StatusChange;
 pub use credentials::TokenInfo;
 pub use events::{EventSpan, NewEvent, EVENTS_CHANNEL};
 pub use health::StoredHealth;
@@ -51,6 +52,7 @@ mod settings;
 mod spend;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
+mod usage;
 mod viewers;
 mod visits;
 

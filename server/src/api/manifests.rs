@@ -1,18 +1,14 @@
-//! Manifest connectors and secrets of the caller's workspace: list, check
-//! and test-fire, save, remove; set and clear secrets (values go in, never
-//! out); re-check a connector.
+//! Manifest connectors of the caller's workspace: list, check and
+//! test-fire, save, remove.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use model::{
-    check_secret_name, ConnectorInfo, ManifestFormat, ManifestTest, SavedManifest, SecretInfo,
-    SecretValue, TestReport,
-};
-use serde::{Deserialize, Serialize};
+use model::{ConnectorInfo, ManifestFormat, ManifestTest, SavedManifest, TestReport};
+use serde::Deserialize;
 
 use super::error::ErrorBody;
-use super::extract::{AdminCaller, ApiBytes, ApiJson, ApiQuery, Caller};
+use super::extract::{AdminCaller, ApiBytes, ApiQuery, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
@@ -113,74 +109,4 @@ pub async fn remove(
 ) -> Result<StatusCode, ApiError> {
     state.engine.remove_manifest(&who, &id).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// `GET /api/secrets`: the names of the workspace's secrets, who set them
-/// and when. Never a value.
-#[utoipa::path(
-    get, path = "/api/secrets", tag = "manifests",
-    responses((status = 200, body = Vec<SecretInfo>))
-)]
-pub async fn secrets(
-    State(state): State<AppState>,
-    Caller(who): Caller,
-) -> Result<Json<Vec<SecretInfo>>, ApiError> {
-    Ok(Json(state.engine.secrets(&who).await?))
-}
-
-/// `PUT /api/secrets/{name}` with `{"value": "..."}` (admins): sealed and
-/// stored; the answer says it is set, not what it is.
-#[utoipa::path(
-    put, path = "/api/secrets/{name}", tag = "manifests",
-    params(("name" = String, Path, description = "The secret, e.g. TAVILY_API_KEY")),
-    request_body = SecretValue,
-    responses((status = 200, body = SecretInfo), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 409, description = "Someone acted first, or it is not in a state for this", body = ErrorBody))
-)]
-pub async fn set_secret(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-    AdminCaller(who): AdminCaller,
-    ApiJson(body): ApiJson<SecretValue>,
-) -> Result<Json<SecretInfo>, ApiError> {
-    check_secret_name(&name).map_err(|m| ApiError::invalid(format!("name: {m}")))?;
-    Ok(Json(
-        state.engine.set_secret(&who, &name, &body.value).await?,
-    ))
-}
-
-/// `DELETE /api/secrets/{name}` (admins).
-#[utoipa::path(
-    delete, path = "/api/secrets/{name}", tag = "manifests",
-    params(("name" = String, Path, description = "The secret")),
-    responses((status = 204, description = "Cleared"), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
-)]
-pub async fn clear_secret(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-    AdminCaller(who): AdminCaller,
-) -> Result<StatusCode, ApiError> {
-    state.engine.clear_secret(&who, &name).await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Recheck {
-    pub connector: ConnectorInfo,
-    pub report: TestReport,
-}
-
-/// `POST /api/connectors/{id}/recheck` (admins): one probe fire; an answer
-/// clears an earlier failure.
-#[utoipa::path(
-    post, path = "/api/connectors/{id}/recheck", tag = "connectors",
-    params(("id" = String, Path, description = "The connector")),
-    responses((status = 200, body = Recheck), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 429, description = "A cap or limit stops it for now", body = ErrorBody))
-)]
-pub async fn recheck(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    AdminCaller(who): AdminCaller,
-) -> Result<Json<Recheck>, ApiError> {
-    let (connector, report) = state.engine.recheck(&who, &id).await?;
-    Ok(Json(Recheck { connector, report }))
 }

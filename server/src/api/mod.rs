@@ -4,7 +4,7 @@
 
 mod account;
 mod calls;
-mod catalog;
+mod connectors;
 mod error;
 mod events;
 pub use events::{MAX_STREAMS_PER_PERSON, STREAM_RECHECK};
@@ -13,8 +13,10 @@ mod fires;
 mod jobs;
 mod manifests;
 pub mod openapi;
+mod packs;
 mod record_sets;
 mod refresh;
+mod secrets;
 mod spend;
 
 use axum::extract::State;
@@ -39,36 +41,36 @@ fn door() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(health))
         .routes(routes!(openapi::openapi_json))
-        .routes(routes!(catalog::capabilities))
+        .routes(routes!(connectors::capabilities))
         .routes(routes!(calls::call))
         .routes(routes!(calls::get))
         .routes(routes!(calls::attempts))
         .routes(routes!(calls::cancel))
-        .routes(routes!(catalog::connectors))
-        .routes(routes!(catalog::stats))
-        .routes(routes!(catalog::attention))
-        .routes(routes!(catalog::disable))
-        .routes(routes!(catalog::enable))
-        .routes(routes!(catalog::audit))
-        .routes(routes!(manifests::recheck))
+        .routes(routes!(connectors::connectors))
+        .routes(routes!(connectors::stats))
+        .routes(routes!(connectors::attention))
+        .routes(routes!(connectors::disable))
+        .routes(routes!(connectors::enable))
+        .routes(routes!(connectors::audit))
+        .routes(routes!(connectors::recheck))
         .routes(routes!(manifests::list))
         .routes(routes!(manifests::save))
         .routes(routes!(manifests::test))
         .routes(routes!(manifests::remove))
-        .routes(routes!(manifests::secrets))
-        .routes(routes!(manifests::set_secret))
-        .routes(routes!(manifests::clear_secret))
+        .routes(routes!(secrets::secrets))
+        .routes(routes!(secrets::set_secret))
+        .routes(routes!(secrets::clear_secret))
         .routes(routes!(spend::list))
         .routes(routes!(spend::set))
         .routes(routes!(spend::remove))
         .routes(routes!(spend::report))
         .routes(routes!(spend::export))
-        .routes(routes!(catalog::packs))
-        .routes(routes!(catalog::save_pack))
-        .routes(routes!(catalog::remove_pack))
-        .routes(routes!(catalog::bundles))
-        .routes(routes!(catalog::save_bundle))
-        .routes(routes!(catalog::remove_bundle))
+        .routes(routes!(packs::packs))
+        .routes(routes!(packs::save_pack))
+        .routes(routes!(packs::remove_pack))
+        .routes(routes!(packs::bundles))
+        .routes(routes!(packs::save_bundle))
+        .routes(routes!(packs::remove_bundle))
         .routes(routes!(record_sets::list))
         .routes(routes!(record_sets::import))
         .routes(routes!(record_sets::remove))

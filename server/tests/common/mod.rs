@@ -141,7 +141,7 @@ impl TestServer {
             .unwrap(),
             trusted_proxies: server::auth::TrustedProxies::default(),
             calls: engine::ops::CallConfig::default(),
-            page_rechecks: engine::execution::recheck::PageRechecks::On,
+            page_rechecks: engine::execution::gone_pages::PageRechecks::On,
         }
     }
 

@@ -94,10 +94,10 @@ impl walk::Ledger for FireLedger<'_, '_> {
         d.publish_items(walk, self.set.id, closed.items);
         // A full answer (nothing dropped, no page missing) may have left
         // out pages it found before: they are asked for themselves.
-        if let (Some(rechecker), None, Some(FireOutcome::Found | FireOutcome::NotFound)) =
-            (&d.rechecker, &end.error, end.outcome)
+        if let (Some(page_checker), None, Some(FireOutcome::Found | FireOutcome::NotFound)) =
+            (&d.page_checker, &end.error, end.outcome)
         {
-            rechecker.after(crate::execution::recheck::Answered {
+            page_checker.after(crate::execution::gone_pages::Answered {
                 set_id: self.set.id,
                 record_id: self.record.id,
                 intent: self.pack.intent.clone(),

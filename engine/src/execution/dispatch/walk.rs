@@ -169,7 +169,7 @@ impl Dispatcher {
             )),
             None => None,
         };
-        self.registry.refresh_health().await;
+        self.registry.adopt_shared_health().await;
         let secrets = match workspace_id {
             Some(ws) if fresh.as_ref().unwrap_or(scope_lens).has_secrets() => {
                 retrying(|| self.workspace_secrets(ws)).await?

@@ -85,7 +85,7 @@ pub struct Answered {
 
 /// Re-checks in the background, a few at a time. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct Rechecker {
+pub struct PageChecker {
     store: Store,
     registry: Registry,
     events: EventBus,
@@ -93,7 +93,7 @@ pub struct Rechecker {
     permits: Arc<Semaphore>,
 }
 
-impl Rechecker {
+impl PageChecker {
     pub fn new(store: Store, registry: Registry, events: EventBus, outbound: Outbound) -> Self {
         Self {
             store,
@@ -112,7 +112,7 @@ impl Rechecker {
         };
         let this = self.clone();
         tokio::spawn(async move {
-            if let Err(e) = this.recheck(&answered).await {
+            if let Err(e) = this.check_pages(&answered).await {
                 tracing::warn!(record = answered.record_id, error = %e, "Re-checking pages a connector left out failed.");
             }
             drop(permit);
@@ -121,7 +121,7 @@ impl Rechecker {
 
     /// Asks each due item's page for itself and tells the set's viewers of
     /// every item whose standing changed. Returns how many changed.
-    pub async fn recheck(&self, answered: &Answered) -> Result<usize, StoreError> {
+    pub async fn check_pages(&self, answered: &Answered) -> Result<usize, StoreError> {
         let due = self
             .store
             .recheck_due(
