@@ -33,6 +33,14 @@ impl fmt::Display for Role {
     }
 }
 
+impl TryFrom<String> for Role {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
 impl FromStr for Role {
     type Err = String;
 
@@ -48,18 +56,22 @@ impl FromStr for Role {
 /// A workspace one user belongs to, with their role there.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct WorkspaceRef {
     pub id: i64,
     pub name: String,
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub role: Role,
 }
 
 /// One member of a workspace, as its member list shows them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct Member {
     pub user_id: i64,
     pub email: String,
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub role: Role,
     /// When they joined the workspace, Unix milliseconds.
     pub since: i64,

@@ -129,6 +129,7 @@ pub struct SavedManifest {
 /// A workspace secret as anyone may see it: its name, never its value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct SecretInfo {
     pub name: String,
     pub set_by: String,

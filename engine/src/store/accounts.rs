@@ -5,8 +5,6 @@
 use std::collections::BTreeMap;
 
 use model::{Role, WorkspaceRef};
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
 use super::{Store, StoreError};
 use crate::time::now_ms;
@@ -21,29 +19,22 @@ pub enum Removal {
 }
 
 /// A stored user with the hash to check a password against.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct UserRow {
     pub id: i64,
     pub email: String,
     pub password_hash: String,
 }
 
-fn user_row(row: &AnyRow) -> Result<UserRow, StoreError> {
-    Ok(UserRow {
-        id: row.try_get("id")?,
-        email: row.try_get("email")?,
-        password_hash: row.try_get("password_hash")?,
-    })
-}
-
 /// Who is acting and where: a user in one of their workspaces, with the role
 /// they hold there. Every request that reaches data carries one.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct Principal {
     pub user_id: i64,
     pub email: String,
     pub workspace_id: i64,
     pub workspace_name: String,
+    #[sqlx(try_from = "String")]
     pub role: Role,
 }
 
@@ -116,25 +107,10 @@ impl Owned {
     }
 }
 
-fn role_of(row: &AnyRow) -> Result<Role, StoreError> {
-    let role: String = row.try_get("role")?;
-    role.parse().map_err(StoreError::Corrupt)
-}
-
 pub(super) const PRINCIPAL: &str = "SELECT u.id AS user_id, u.email, w.id AS workspace_id, \
      w.name AS workspace_name, m.role \
      FROM memberships m JOIN users u ON u.id = m.user_id \
      JOIN workspaces w ON w.id = m.workspace_id";
-
-pub(super) fn principal(row: &AnyRow) -> Result<Principal, StoreError> {
-    Ok(Principal {
-        user_id: row.try_get("user_id")?,
-        email: row.try_get("email")?,
-        workspace_id: row.try_get("workspace_id")?,
-        workspace_name: row.try_get("workspace_name")?,
-        role: role_of(row)?,
-    })
-}
 
 impl Store {
     /// The workspace named `name`, created when missing; `true` when created.
@@ -176,20 +152,22 @@ impl Store {
 
     /// A user by (lower-cased) email.
     pub async fn user_by_email(&self, email: &str) -> Result<Option<UserRow>, StoreError> {
-        let row = sqlx::query("SELECT id, email, password_hash FROM users WHERE email = $1")
-            .bind(email)
-            .fetch_optional(self.pool())
-            .await?;
-        row.as_ref().map(user_row).transpose()
+        Ok(
+            sqlx::query_as("SELECT id, email, password_hash FROM users WHERE email = $1")
+                .bind(email)
+                .fetch_optional(self.pool())
+                .await?,
+        )
     }
 
     /// A user by id.
     pub async fn user(&self, user_id: i64) -> Result<Option<UserRow>, StoreError> {
-        let row = sqlx::query("SELECT id, email, password_hash FROM users WHERE id = $1")
-            .bind(user_id)
-            .fetch_optional(self.pool())
-            .await?;
-        row.as_ref().map(user_row).transpose()
+        Ok(
+            sqlx::query_as("SELECT id, email, password_hash FROM users WHERE id = $1")
+                .bind(user_id)
+                .fetch_optional(self.pool())
+                .await?,
+        )
     }
 
     pub async fn create_user(&self, email: &str, password_hash: &str) -> Result<i64, StoreError> {
@@ -300,43 +278,24 @@ impl Store {
 
     /// A workspace's members, by email.
     pub async fn members_of(&self, workspace_id: i64) -> Result<Vec<model::Member>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT u.id, u.email, m.role, m.created_at FROM memberships m \
+        Ok(sqlx::query_as(
+            "SELECT u.id AS user_id, u.email, m.role, m.created_at AS since FROM memberships m \
              JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1 ORDER BY u.email",
         )
         .bind(workspace_id)
         .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(model::Member {
-                    user_id: row.try_get("id")?,
-                    email: row.try_get("email")?,
-                    role: role_of(row)?,
-                    since: row.try_get("created_at")?,
-                })
-            })
-            .collect()
+        .await?)
     }
 
     /// The workspaces `user_id` belongs to, by name.
     pub async fn workspaces_of(&self, user_id: i64) -> Result<Vec<WorkspaceRef>, StoreError> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_as(
             "SELECT w.id, w.name, m.role FROM memberships m \
              JOIN workspaces w ON w.id = m.workspace_id WHERE m.user_id = $1 ORDER BY w.name",
         )
         .bind(user_id)
         .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(WorkspaceRef {
-                    id: row.try_get("id")?,
-                    name: row.try_get("name")?,
-                    role: role_of(row)?,
-                })
-            })
-            .collect()
+        .await?)
     }
 
     /// `user_id` acting in `workspace_id`, if they are (still) a member.
@@ -345,14 +304,13 @@ impl Store {
         user_id: i64,
         workspace_id: i64,
     ) -> Result<Option<Principal>, StoreError> {
-        let row = sqlx::query(&format!(
+        Ok(sqlx::query_as(&format!(
             "{PRINCIPAL} WHERE m.user_id = $1 AND m.workspace_id = $2"
         ))
         .bind(user_id)
         .bind(workspace_id)
         .fetch_optional(self.pool())
-        .await?;
-        row.as_ref().map(principal).transpose()
+        .await?)
     }
 
     /// The workspace owning a stored thing, or not found.
@@ -389,13 +347,12 @@ impl Store {
 
     /// A user's own pack labels.
     pub async fn pack_labels(&self, user_id: i64) -> Result<BTreeMap<String, String>, StoreError> {
-        let rows = sqlx::query("SELECT pack_id, label FROM user_pack_labels WHERE user_id = $1")
-            .bind(user_id)
-            .fetch_all(self.pool())
-            .await?;
-        rows.iter()
-            .map(|row| Ok((row.try_get("pack_id")?, row.try_get("label")?)))
-            .collect()
+        let labels: Vec<(String, String)> =
+            sqlx::query_as("SELECT pack_id, label FROM user_pack_labels WHERE user_id = $1")
+                .bind(user_id)
+                .fetch_all(self.pool())
+                .await?;
+        Ok(labels.into_iter().collect())
     }
 
     /// Sets (or with `None` clears) a user's label for a pack.

@@ -1,14 +1,12 @@
 //! How people prove who they are, in the database: API tokens (kept as
 //! hashes), browser sessions and set-password links.
 
-use sqlx::Row;
-
-use super::accounts::{principal, Principal, PRINCIPAL};
+use super::accounts::{Principal, PRINCIPAL};
 use super::{Store, StoreError};
 use crate::time::now_ms;
 
 /// An API token as listed (never its value).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct TokenInfo {
     pub id: i64,
     pub email: String,
@@ -16,6 +14,14 @@ pub struct TokenInfo {
     pub created_at: i64,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
+}
+
+/// A live token's holder, and when the token was last used.
+#[derive(sqlx::FromRow)]
+struct TokenHolder {
+    #[sqlx(flatten)]
+    principal: Principal,
+    last_used_at: Option<i64>,
 }
 
 impl Store {
@@ -44,7 +50,7 @@ impl Store {
         &self,
         token_hash: &str,
     ) -> Result<Option<Principal>, StoreError> {
-        let row = sqlx::query(&format!(
+        let row: Option<TokenHolder> = sqlx::query_as(&format!(
             "SELECT p.*, t.last_used_at FROM ({PRINCIPAL}) p JOIN api_tokens t \
              ON t.user_id = p.user_id AND t.workspace_id = p.workspace_id \
              WHERE t.token_hash = $1 AND t.revoked_at IS NULL"
@@ -52,11 +58,16 @@ impl Store {
         .bind(token_hash)
         .fetch_optional(self.pool())
         .await?;
-        let Some(row) = row else { return Ok(None) };
+        let Some(TokenHolder {
+            principal,
+            last_used_at: last_used,
+        }) = row
+        else {
+            return Ok(None);
+        };
         // At most one write a minute per token, not one per request: a
         // client calling hundreds of times a second costs one read each.
         let now = now_ms();
-        let last_used: Option<i64> = row.try_get("last_used_at")?;
         if last_used.is_none_or(|at| at < now - 60_000) {
             sqlx::query(
                 "UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2 \
@@ -68,7 +79,7 @@ impl Store {
             .execute(self.pool())
             .await?;
         }
-        principal(&row).map(Some)
+        Ok(Some(principal))
     }
 
     /// Revokes a token by id; `false` when there is no such live token.
@@ -102,44 +113,30 @@ impl Store {
         let sql = "SELECT t.id, u.email, w.name AS workspace, t.created_at, t.last_used_at, \
              t.revoked_at FROM api_tokens t JOIN users u ON u.id = t.user_id \
              JOIN workspaces w ON w.id = t.workspace_id";
-        let rows = match email {
+        Ok(match email {
             Some(email) => {
-                sqlx::query(&format!("{sql} WHERE u.email = $1 ORDER BY t.id DESC"))
+                sqlx::query_as(&format!("{sql} WHERE u.email = $1 ORDER BY t.id DESC"))
                     .bind(email)
                     .fetch_all(self.pool())
                     .await?
             }
             None => {
-                sqlx::query(&format!("{sql} ORDER BY t.id DESC"))
+                sqlx::query_as(&format!("{sql} ORDER BY t.id DESC"))
                     .fetch_all(self.pool())
                     .await?
             }
-        };
-        rows.iter()
-            .map(|row| {
-                Ok(TokenInfo {
-                    id: row.try_get("id")?,
-                    email: row.try_get("email")?,
-                    workspace: row.try_get("workspace")?,
-                    created_at: row.try_get("created_at")?,
-                    last_used_at: row.try_get("last_used_at")?,
-                    revoked_at: row.try_get("revoked_at")?,
-                })
-            })
-            .collect()
+        })
     }
 
     /// A live session's data by the hash of its id.
     pub async fn load_session(&self, id_hash: &str) -> Result<Option<(String, i64)>, StoreError> {
-        let row = sqlx::query(
+        Ok(sqlx::query_as(
             "SELECT data, expires_at FROM sessions WHERE id_hash = $1 AND expires_at > $2",
         )
         .bind(id_hash)
         .bind(now_ms())
         .fetch_optional(self.pool())
-        .await?;
-        row.map(|row| Ok((row.try_get("data")?, row.try_get("expires_at")?)))
-            .transpose()
+        .await?)
     }
 
     /// Stores a new session of `user_id` (if signed in yet); `false` when

@@ -10,7 +10,7 @@ use super::{Backend, Lease, Store, StoreError};
 use crate::time::now_ms;
 
 /// One record x pack of a job, claimed by a worker.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct Task {
     pub id: i64,
     pub job_id: i64,
@@ -228,7 +228,7 @@ impl Store {
              ORDER BY t.id LIMIT $5{lock}) \
              RETURNING id, job_id, record_id, pack_id"
         );
-        let rows = sqlx::query(&sql)
+        let mut tasks: Vec<Task> = sqlx::query_as(&sql)
             .bind(now_ms())
             .bind(lease.owner)
             .bind(lease.until)
@@ -236,17 +236,6 @@ impl Store {
             .bind(i64::try_from(most.max(1)).unwrap_or(i64::MAX))
             .fetch_all(self.pool())
             .await?;
-        let mut tasks = rows
-            .iter()
-            .map(|row| {
-                Ok(Task {
-                    id: row.try_get("id")?,
-                    job_id: row.try_get("job_id")?,
-                    record_id: row.try_get("record_id")?,
-                    pack_id: row.try_get("pack_id")?,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
         // RETURNING gives no order: tasks run in the order they were made.
         tasks.sort_by_key(|t| t.id);
         Ok(tasks)

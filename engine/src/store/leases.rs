@@ -2,8 +2,6 @@
 //! renews them; work whose lease expired (or never had one: rows from before
 //! leases) is closed or taken over by whoever notices.
 
-use sqlx::Row;
-
 use super::{placeholders, placeholders_after, Store, StoreError};
 
 /// Tables whose running rows carry a lease.
@@ -25,8 +23,9 @@ impl Leased {
 }
 
 /// A fire closed because its lease expired.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct ReapedFire {
+    #[sqlx(rename = "id")]
     pub fire_id: i64,
     pub record_id: i64,
     pub pack_id: String,
@@ -71,21 +70,13 @@ impl Store {
     /// `interrupted`. Returns the fires closed.
     pub async fn reap_expired_fires(&self, now: i64) -> Result<Vec<ReapedFire>, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let rows = sqlx::query(&format!(
+        let reaped: Vec<ReapedFire> = sqlx::query_as(&format!(
             "UPDATE fires SET status = 'interrupted', finished_at = $1 \
              WHERE status = 'running' AND {EXPIRED} RETURNING id, record_id, pack_id"
         ))
         .bind(now)
         .fetch_all(&mut *tx)
         .await?;
-        let mut reaped = Vec::with_capacity(rows.len());
-        for row in &rows {
-            reaped.push(ReapedFire {
-                fire_id: row.try_get("id")?,
-                record_id: row.try_get("record_id")?,
-                pack_id: row.try_get("pack_id")?,
-            });
-        }
         let ids: Vec<i64> = reaped.iter().map(|f| f.fire_id).collect();
         for chunk in ids.chunks(500) {
             let sql = format!(

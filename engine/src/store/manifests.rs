@@ -113,22 +113,13 @@ impl Store {
 
     /// The names of a workspace's secrets, who set them and when.
     pub async fn secrets_of(&self, workspace_id: i64) -> Result<Vec<SecretInfo>, StoreError> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_as(
             "SELECT name, set_by, set_at FROM workspace_secrets \
              WHERE workspace_id = $1 ORDER BY name",
         )
         .bind(workspace_id)
         .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(SecretInfo {
-                    name: row.try_get("name")?,
-                    set_by: row.try_get("set_by")?,
-                    set_at: row.try_get("set_at")?,
-                })
-            })
-            .collect()
+        .await?)
     }
 
     /// A workspace's sealed secrets by name.
@@ -136,14 +127,12 @@ impl Store {
         &self,
         workspace_id: i64,
     ) -> Result<Vec<(String, String)>, StoreError> {
-        let rows =
-            sqlx::query("SELECT name, sealed FROM workspace_secrets WHERE workspace_id = $1")
+        Ok(
+            sqlx::query_as("SELECT name, sealed FROM workspace_secrets WHERE workspace_id = $1")
                 .bind(workspace_id)
                 .fetch_all(self.pool())
-                .await?;
-        rows.iter()
-            .map(|row| Ok((row.try_get("name")?, row.try_get("sealed")?)))
-            .collect()
+                .await?,
+        )
     }
 
     /// Stores a sealed secret, replacing its earlier value.

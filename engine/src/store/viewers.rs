@@ -2,8 +2,6 @@
 //! counts its own open streams and renews its rows with its heartbeat; rows
 //! past their time belong to a process that died.
 
-use sqlx::Row;
-
 use super::{Store, StoreError};
 
 impl Store {
@@ -70,17 +68,13 @@ impl Store {
         now_ms: i64,
         owner: Option<&str>,
     ) -> Result<Vec<i64>, StoreError> {
-        let rows = sqlx::query(
+        let mut sets: Vec<i64> = sqlx::query_scalar(
             "DELETE FROM viewers WHERE until < $1 OR owner = $2 RETURNING record_set_id",
         )
         .bind(now_ms)
         .bind(owner.unwrap_or(""))
         .fetch_all(&self.pool)
         .await?;
-        let mut sets = rows
-            .iter()
-            .map(|row| row.try_get("record_set_id"))
-            .collect::<Result<Vec<i64>, _>>()?;
         sets.sort_unstable();
         sets.dedup();
         Ok(sets)
@@ -92,15 +86,11 @@ async fn viewers_of(
     record_set_id: i64,
     now_ms: i64,
 ) -> Result<Vec<String>, StoreError> {
-    let rows = sqlx::query(
+    Ok(sqlx::query_scalar(
         "SELECT DISTINCT viewer FROM viewers WHERE record_set_id = $1 AND until >= $2 ORDER BY viewer",
     )
     .bind(record_set_id)
     .bind(now_ms)
     .fetch_all(conn)
-    .await?;
-    Ok(rows
-        .iter()
-        .map(|row| row.try_get("viewer"))
-        .collect::<Result<_, _>>()?)
+    .await?)
 }
