@@ -20,6 +20,7 @@ use axum::response::IntoResponse;
 use axum::routing;
 use axum::Json;
 use common::{events_until, news_manifest, on_every_backend, TestServer};
+use model::{FireOutcome, FireReport, Item, TriageState, TriageVerb};
 use serde_json::{json, Value};
 
 #[derive(Clone, Default)]
@@ -78,29 +79,19 @@ fn manifest(base: &str) -> String {
     news_manifest("lister", "Lister", &format!("{base}/list"), None)
 }
 
-async fn fire(server: &TestServer, record: i64) -> Value {
-    let (status, body) = server
-        .post_json(
-            &format!("/api/records/{record}/fire"),
-            json!({"pack": "news", "connector": "lister"}),
-        )
+/// Fires the news pack on a record through the lister.
+async fn fire(server: &TestServer, record: i64) -> FireReport {
+    let mut answer = server
+        .me()
+        .fire_through(record, "news", Some("lister"))
         .await;
-    assert_eq!(status, 200, "{body}");
-    body["results"][0].clone()
+    answer.results.remove(0)
 }
 
-async fn items(server: &TestServer, record: i64) -> Vec<Value> {
-    let (status, body) = server
-        .get_json(&format!("/api/records/{record}/items"))
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body.as_array().unwrap().clone()
-}
-
-fn by_url<'a>(items: &'a [Value], url: &str) -> &'a Value {
+fn by_url<'a>(items: &'a [Item], url: &str) -> &'a Item {
     items
         .iter()
-        .find(|i| i["url"] == url)
+        .find(|i| i.url == url)
         .unwrap_or_else(|| panic!("no {url} in {items:?}"))
 }
 
@@ -110,10 +101,9 @@ async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triag
         let (base, fake) = provider().await;
         let server = TestServer::start_for_fakes(db, |_| {}).await;
         server.save_manifest(&manifest(&base)).await;
-        let (status, set) = server.import("Set", "test", "name\nAda Lovelace\n").await;
-        assert_eq!(status, 201, "{set}");
-        let set_id = set["id"].as_i64().unwrap();
-        let record = server.record_ids(set_id).await[0];
+        let me = server.me();
+        let set_id = me.import("Set", "test", "name\nAda Lovelace\n").await.id;
+        let record = me.record_ids(set_id).await[0];
         let (gone, alive, moved) = (
             format!("{base}/page/gone"),
             format!("{base}/page/alive"),
@@ -121,25 +111,25 @@ async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triag
         );
 
         let first = fire(&server, record).await;
-        assert_eq!(first["items"].as_array().unwrap().len(), 3, "{first}");
+        assert_eq!(first.items.len(), 3, "{first:?}");
         // Answers that still return a page ask nothing.
         fire(&server, record).await;
         assert!(fake.asked.lock().unwrap().is_empty());
-        let found = by_url(first["items"].as_array().unwrap(), &gone).clone();
-        let (status, accepted) = server
-            .post_json(
-                &format!("/api/items/{}/triage", found["id"]),
-                json!({"verb": "accept-canonical", "version": found["version"]}),
-            )
+        let found = by_url(&first.items, &gone);
+        let accepted = me
+            .triage(found.id, TriageVerb::AcceptCanonical, found.version)
             .await;
-        assert_eq!(status, 200, "{accepted}");
 
         // The provider stops returning them: each is asked for itself, and
         // the one that answers 410 is gone, live.
         let stream = server.open_events(&format!("record_set={set_id}")).await;
         fake.listing.store(false, Ordering::SeqCst);
         let empty = fire(&server, record).await;
-        assert_eq!(empty["attempts"][0]["outcome"], "not_found", "{empty}");
+        assert_eq!(
+            empty.attempts[0].outcome,
+            Some(FireOutcome::NotFound),
+            "{empty:?}"
+        );
         let seen = events_until(stream, |e| {
             e["type"] == "item_changed" && e["item"]["gone"].is_object()
         })
@@ -147,21 +137,22 @@ async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triag
         let event = &seen.last().unwrap()["item"];
         assert_eq!(event["url"], gone.as_str(), "{event}");
 
-        let now = items(&server, record).await;
+        let now = me.items(record).await;
         assert_eq!(now.len(), 3, "nothing is deleted: {now:?}");
         let marked = by_url(&now, &gone);
         assert_eq!(
-            marked["gone"]["reason"],
+            marked.gone.as_ref().expect("gone").reason,
             "Lister stopped returning it, and it answered HTTP 410 when re-checked"
         );
         assert_eq!(
-            marked["state"], "accepted-canonical",
-            "triage is kept: {marked}"
+            marked.state,
+            TriageState::AcceptedCanonical,
+            "triage is kept: {marked:?}"
         );
-        assert_eq!(marked["version"], accepted["version"], "{marked}");
+        assert_eq!(marked.version, accepted.version, "{marked:?}");
         for url in [&alive, &moved] {
             assert!(
-                by_url(&now, url).get("gone").is_none(),
+                by_url(&now, url).gone.is_none(),
                 "{url} is not gone: {now:?}"
             );
         }
@@ -198,9 +189,7 @@ async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triag
         })
         .await;
         assert_eq!(seen.last().unwrap()["item"]["state"], "accepted-canonical");
-        assert!(by_url(&items(&server, record).await, &gone)
-            .get("gone")
-            .is_none());
+        assert!(by_url(&me.items(record).await, &gone).gone.is_none());
         assert_eq!(asked(), [2, 1, 1], "only the gone page, returned, is asked");
         server.stop().await;
     })
@@ -215,17 +204,15 @@ async fn with_page_rechecks_off_no_found_page_is_contacted() {
     })
     .await;
     server.save_manifest(&manifest(&base)).await;
-    let (_, set) = server.import("Set", "test", "name\nAda Lovelace\n").await;
-    let record = server.record_ids(set["id"].as_i64().unwrap()).await[0];
+    let me = server.me();
+    let set = me.import("Set", "test", "name\nAda Lovelace\n").await;
+    let record = me.record_ids(set.id).await[0];
     fire(&server, record).await;
     fake.listing.store(false, Ordering::SeqCst);
     fire(&server, record).await;
     // The test above sees the pages asked within a moment; here, never.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(fake.asked.lock().unwrap().is_empty());
-    assert!(items(&server, record)
-        .await
-        .iter()
-        .all(|i| i.get("gone").is_none()));
+    assert!(me.items(record).await.iter().all(|i| i.gone.is_none()));
     server.stop().await;
 }

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use axum::routing;
 use axum::Json;
 use common::{news_manifest, on_every_backend, TestServer};
-use serde_json::{json, Value};
+use model::{FireOutcome, FireReport, Item, TriageState, TriageVerb};
+use serde_json::json;
 
 /// `/words` says "Ada, engineer" of page A the first time and "Ada,
 /// analyst" (with a new snippet) every time after; page B never changes.
@@ -52,28 +53,27 @@ async fn provider() -> String {
     url
 }
 
-async fn fire(server: &TestServer, record: i64, connector: &str) -> Value {
-    let res = server
-        .client
-        .post(server.at(&format!("/api/records/{record}/fire")))
-        .json(&json!({"pack": "news", "connector": connector}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 200);
-    let body: Value = res.json().await.unwrap();
-    let report = body["results"][0].clone();
-    assert_eq!(report["attempts"][0]["outcome"], "found", "{report}");
+/// Fires the news pack on a record through one connector, which finds.
+async fn fire(server: &TestServer, record: i64, connector: &str) -> FireReport {
+    let mut answer = server
+        .me()
+        .fire_through(record, "news", Some(connector))
+        .await;
+    let report = answer.results.remove(0);
+    assert_eq!(
+        report.attempts[0].outcome,
+        Some(FireOutcome::Found),
+        "{report:?}"
+    );
     report
 }
 
-fn item<'a>(report: &'a Value, url: &str) -> &'a Value {
-    report["items"]
-        .as_array()
-        .unwrap()
+fn item<'a>(report: &'a FireReport, url: &str) -> &'a Item {
+    report
+        .items
         .iter()
-        .find(|i| i["url"] == url)
-        .unwrap_or_else(|| panic!("no {url} in {report}"))
+        .find(|i| i.url == url)
+        .unwrap_or_else(|| panic!("no {url} in {report:?}"))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -86,79 +86,60 @@ async fn a_known_page_in_new_words_gains_a_revision_and_keeps_its_triage() {
                 .save_manifest(&news_manifest(id, id, &format!("{base}{path}"), None))
                 .await;
         }
-        let (status, set) = server
-            .import_as(
-                &server.client,
-                "Set",
-                "test",
-                "name,city\nAda Lovelace,London\n",
-            )
+        let me = server.me();
+        let set = me
+            .import("Set", "test", "name,city\nAda Lovelace,London\n")
             .await;
-        assert_eq!(status, 201, "{set}");
-        let record = server
-            .record_ids_as(&server.client, set["id"].as_i64().unwrap())
-            .await[0];
+        let record = me.record_ids(set.id).await[0];
         let (a, b) = ("https://news.example.org/a", "https://news.example.org/b");
 
         let first = fire(&server, record, "words-news").await;
         let found = item(&first, a);
-        assert_eq!(found["title"], "Ada, engineer");
-        assert!(
-            found.get("revision").is_none(),
-            "new is not changed: {found}"
-        );
+        assert_eq!(found.title, "Ada, engineer");
+        assert!(found.revision.is_none(), "new is not changed: {found:?}");
 
         // Another provider's words for the same page are its own: evidence, no revision.
         let other = fire(&server, record, "other-news").await;
         let seen = item(&other, a);
-        assert_eq!(seen["title"], "Ada, engineer", "{seen}");
-        assert!(seen.get("revision").is_none(), "{seen}");
+        assert_eq!(seen.title, "Ada, engineer", "{seen:?}");
+        assert!(seen.revision.is_none(), "{seen:?}");
 
-        let res = server
-            .client
-            .post(server.at(&format!("/api/items/{}/triage", found["id"])))
-            .json(&json!({"verb": "accept-canonical", "version": found["version"]}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status().as_u16(), 200);
-        let accepted: Value = res.json().await.unwrap();
+        let accepted = me
+            .triage(found.id, TriageVerb::AcceptCanonical, found.version)
+            .await;
 
         let again = fire(&server, record, "words-news").await;
         let changed = item(&again, a);
-        assert_eq!(changed["id"], found["id"], "the same item: {changed}");
-        assert_eq!(changed["title"], "Ada, analyst", "{changed}");
-        assert_eq!(changed["snippet"], "Analyses engines.", "{changed}");
+        assert_eq!(changed.id, found.id, "the same item: {changed:?}");
+        assert_eq!(changed.title, "Ada, analyst", "{changed:?}");
+        assert_eq!(changed.snippet, "Analyses engines.", "{changed:?}");
         assert_eq!(
-            changed["state"], "accepted-canonical",
-            "triage is kept: {changed}"
+            changed.state,
+            TriageState::AcceptedCanonical,
+            "triage is kept: {changed:?}"
         );
-        assert_eq!(changed["version"], accepted["version"], "{changed}");
-        let revision = &changed["revision"];
-        assert_eq!(revision["connector_id"], "words-news", "{changed}");
-        assert_eq!(revision["title_before"], "Ada, engineer", "{changed}");
-        assert_eq!(revision["snippet_before"], "Builds engines.", "{changed}");
-        assert_eq!(revision["fire_id"], again["fire_id"], "{changed}");
+        assert_eq!(changed.version, accepted.version, "{changed:?}");
+        let revision = changed.revision.as_ref().expect("a revision");
+        assert_eq!(revision.connector_id, "words-news", "{changed:?}");
+        assert_eq!(revision.title_before, "Ada, engineer", "{changed:?}");
+        assert_eq!(revision.snippet_before, "Builds engines.", "{changed:?}");
+        assert_eq!(Some(revision.fire_id), again.fire_id, "{changed:?}");
         assert!(
-            revision["changed_at"].as_i64().unwrap() >= accepted["triaged_at"].as_i64().unwrap(),
-            "{changed}"
+            revision.changed_at >= accepted.triaged_at.expect("when it was triaged"),
+            "{changed:?}"
         );
-        assert_eq!(
-            changed["evidence"].as_array().unwrap().len(),
-            3,
-            "{changed}"
-        );
+        assert_eq!(changed.evidence.len(), 3, "{changed:?}");
         let stable = item(&again, b);
         assert!(
-            stable.get("revision").is_none(),
-            "same words, no revision: {stable}"
+            stable.revision.is_none(),
+            "same words, no revision: {stable:?}"
         );
 
         // The same words again: one more sighting, the revision unchanged.
         let third = fire(&server, record, "words-news").await;
         let same = item(&third, a);
-        assert_eq!(same["revision"], *revision, "{same}");
-        assert_eq!(same["evidence"].as_array().unwrap().len(), 4, "{same}");
+        assert_eq!(same.revision.as_ref(), Some(revision), "{same:?}");
+        assert_eq!(same.evidence.len(), 4, "{same:?}");
         server.stop().await;
     })
     .await;

@@ -1,0 +1,131 @@
+//! A typed client of the REST door for tests: `server.as_(&client)` (or
+//! `server.me()` for the test user) acts as one person, and each call
+//! answers the wire type the door documents, or fails the test with the
+//! status and body it got. Tests then read as what a person does:
+//! `let set = me.import("Set", "test", csv).await; me.fire(record, "web")`.
+//! Refusals are checked with [`As::refused`].
+
+use model::{Envelope, FireReport, HistoryEntry, ImportReport, Item, RecordsPage, TriageVerb};
+use reqwest::{Method, RequestBuilder};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use super::TestServer;
+
+/// One person at the REST door of a test server.
+pub struct As<'a> {
+    server: &'a TestServer,
+    client: &'a reqwest::Client,
+}
+
+impl TestServer {
+    /// The REST door as the person `client` acts for.
+    pub fn as_<'a>(&'a self, client: &'a reqwest::Client) -> As<'a> {
+        As {
+            server: self,
+            client,
+        }
+    }
+
+    /// The REST door as the test user (an admin of the test workspace).
+    pub fn me(&self) -> As<'_> {
+        self.as_(&self.client)
+    }
+}
+
+impl As<'_> {
+    fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        self.client.request(method, self.server.at(path))
+    }
+
+    /// Sends `request` and reads its answer as `T`, failing the test unless
+    /// the status is `expect`.
+    async fn answer<T: DeserializeOwned>(&self, request: RequestBuilder, expect: u16) -> T {
+        let res = request.send().await.expect("the server answers");
+        let status = res.status().as_u16();
+        let url = res.url().path().to_owned();
+        let text = res.text().await.expect("an answer body");
+        assert_eq!(status, expect, "{url} answered {status}: {text}");
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{url} answered what its type does not read ({e}): {text}"))
+    }
+
+    /// Imports a CSV as a record set shown under `bundle`.
+    pub async fn import(&self, name: &str, bundle: &str, csv: &str) -> ImportReport {
+        let request = self
+            .request(Method::POST, "/api/record-sets")
+            .query(&[("name", name), ("bundle", bundle)])
+            .header("content-type", "text/csv")
+            .body(csv.to_owned());
+        self.answer(request, 201).await
+    }
+
+    /// The first page (up to 500) of a set's records, with their chips.
+    pub async fn records(&self, set_id: i64) -> RecordsPage {
+        let path = format!("/api/record-sets/{set_id}/records?limit=500");
+        self.answer(self.request(Method::GET, &path), 200).await
+    }
+
+    /// The ids of a set's records, in file order.
+    pub async fn record_ids(&self, set_id: i64) -> Vec<i64> {
+        self.records(set_id)
+            .await
+            .records
+            .iter()
+            .map(|r| r.id)
+            .collect()
+    }
+
+    /// Fires `pack` on a record, as a click on its chip does, and waits
+    /// for the fire's answer.
+    pub async fn fire(&self, record_id: i64, pack: &str) -> Envelope<FireReport> {
+        self.fire_through(record_id, pack, None).await
+    }
+
+    /// Fires `pack` on a record through one connector (the menu's choice).
+    pub async fn fire_through(
+        &self,
+        record_id: i64,
+        pack: &str,
+        connector: Option<&str>,
+    ) -> Envelope<FireReport> {
+        let request = self
+            .request(Method::POST, &format!("/api/records/{record_id}/fire"))
+            .json(&json!({ "pack": pack, "connector": connector }));
+        self.answer(request, 200).await
+    }
+
+    /// A record's items, as the curated layer holds them.
+    pub async fn items(&self, record_id: i64) -> Vec<Item> {
+        let path = format!("/api/records/{record_id}/items");
+        self.answer(self.request(Method::GET, &path), 200).await
+    }
+
+    /// A record's attempts, newest first.
+    pub async fn history(&self, record_id: i64) -> Vec<HistoryEntry> {
+        let path = format!("/api/records/{record_id}/history");
+        self.answer(self.request(Method::GET, &path), 200).await
+    }
+
+    /// Triages an item at the version the caller saw.
+    pub async fn triage(&self, item_id: i64, verb: TriageVerb, version: i64) -> Item {
+        let request = self
+            .request(Method::POST, &format!("/api/items/{item_id}/triage"))
+            .json(&json!({ "verb": verb, "version": version }));
+        self.answer(request, 200).await
+    }
+
+    /// Sends a request the door should refuse, and answers the status and
+    /// error body it refused with (failing the test if it did not).
+    pub async fn refused(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self.request(method, path);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let res = request.send().await.expect("the server answers");
+        let status = res.status().as_u16();
+        let body: Value = res.json().await.unwrap_or(Value::Null);
+        assert!(status >= 400, "{path} was not refused: {status} {body}");
+        (status, body)
+    }
+}
