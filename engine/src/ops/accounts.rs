@@ -4,6 +4,8 @@
 //! reaches a stored thing, and the operator's commands (a user added or
 //! removed by email, the first admin).
 
+use model::{Role, Viewer};
+
 use crate::ops::OpError;
 use crate::store::{Owned, Principal, Removal, StoreError};
 use crate::tenancy::accounts::{
@@ -13,7 +15,6 @@ use crate::tenancy::credentials::{
     check_new_password, generate_password, hash_password_blocking, NO_PASSWORD,
 };
 use crate::Engine;
-use model::{Role, Viewer};
 
 impl Engine {
     /// Adds a user to a workspace with a role, creating either when missing

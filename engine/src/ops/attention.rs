@@ -2,11 +2,12 @@
 //! refused, a connector suspended, a budget spent), and the same for every
 //! workspace at once for the operator's metrics.
 
+use model::Attention;
+
 use crate::ops::OpError;
 use crate::store::{Principal, StoreError};
 use crate::tenancy::attention::all_in;
 use crate::Engine;
-use model::Attention;
 
 impl Engine {
     /// What needs the admins of a workspace now, oldest first (also read

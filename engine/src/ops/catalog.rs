@@ -1,12 +1,13 @@
 //! Catalogue operations: the packs and bundles of the caller's workspace
 //! (the shipped catalogue with its admins' own), and its admins' edits.
 
+use model::{BundleConfig, EventKind, PackConfig, WorkspaceCatalog};
+
 use crate::ops::OpError;
 use crate::packs::workspace::CatalogEditError;
 use crate::packs::Catalog;
 use crate::store::{CatalogKind, Principal, StoreError};
 use crate::Engine;
-use model::{BundleConfig, EventKind, PackConfig, WorkspaceCatalog};
 
 impl Engine {
     /// The catalogue a workspace sees (`None`: the shipped one).

@@ -2,6 +2,8 @@
 //! them (status, stats, inventory, audit), its admins' switches and
 //! probes, and the operator's clearing of a connector's health.
 
+use model::{ConnectorInfo, ConnectorStatus, EventKind, InventoryRow, TestReport};
+
 use crate::connectors::lens::Lens;
 use crate::connectors::manifest::report;
 use crate::connectors::registry::RegistryError;
@@ -9,7 +11,6 @@ use crate::connectors::seam::{FireError, FireOpts};
 use crate::ops::OpError;
 use crate::store::{Principal, StatusChange, StoreError};
 use crate::Engine;
-use model::{ConnectorInfo, ConnectorStatus, EventKind, InventoryRow, TestReport};
 
 /// What a re-check asks a connector for: a name every search knows.
 pub const RECHECK_QUERY: &str = "Wikipedia";

@@ -3,6 +3,10 @@
 //! set-password links, known-browser marks, API tokens, sessions, and the
 //! operator's token commands.
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use hmac::Mac;
+
 use crate::ops::OpError;
 use crate::store::{Principal, StoreError, TokenInfo};
 use crate::tenancy::accounts::{normalize_email, AccountError};
@@ -12,9 +16,6 @@ use crate::tenancy::credentials::{
     TOKEN_PREFIX,
 };
 use crate::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use hmac::Mac;
 
 impl Engine {
     /// A new one-time link for a user to choose their password with; their

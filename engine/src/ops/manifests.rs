@@ -2,15 +2,17 @@
 //! browser (tried before they are saved, saved, removed, listed), and the
 //! saved ones registered again when a process starts.
 
+use std::sync::Arc;
+use std::time::Instant;
+
+use model::{ConnectorInfo, ConnectorSource, ManifestTest, SavedManifest, TestReport};
+
 use crate::connectors::manifest::workspace::{parse, probe, report, taken_by, SaveError};
 use crate::connectors::manifest::{Format, Manifest, ManifestConnector, ManifestError};
 use crate::connectors::seam::{FireError, FireOpts};
 use crate::ops::OpError;
 use crate::store::{Owned, Principal, StoreError};
 use crate::Engine;
-use model::{ConnectorInfo, ConnectorSource, ManifestTest, SavedManifest, TestReport};
-use std::sync::Arc;
-use std::time::Instant;
 
 impl Engine {
     /// A workspace's manifest as a connector. Its `{{secret.NAME}}` reads

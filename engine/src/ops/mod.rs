@@ -1,7 +1,13 @@
-//! The operations layer: what a caller may do, done one way for every door
-//! (REST, the pages' server functions, and the doors to come). Each
+//! The operations layer: the one door of the engine. Everything REST, MCP,
+//! the CLI and the pages' server functions do is a method here, by area
+//! (accounts, attention, calls, catalog, connectors, credentials, jobs,
+//! manifests, records, refresh, secrets, sets, spend, workspace). An
 //! operation takes the caller, checks what they may touch, validates its
-//! input and answers a typed [`OpError`] that each door maps to its own form.
+//! input and answers [`OpError`], which each door maps to its own form (the
+//! REST door's `ApiError` adds only what HTTP has). The few that take no
+//! caller say whose they are: the operator's commands (who has the
+//! database is the operator) and sign-in (which is how a caller comes to
+//! be). What a process does before it serves is `crate::process`.
 
 mod accounts;
 mod attention;

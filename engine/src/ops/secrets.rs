@@ -1,11 +1,12 @@
 //! Secrets operations: the workspace secrets its admins list, set and
 //! clear (names and when, never values; sealed by `tenancy::secrets`).
 
+use model::{check_secret_name, EventKind, SecretInfo};
+
 use crate::ops::OpError;
 use crate::store::{Principal, StoreError};
 use crate::tenancy::secrets::{check_value, SecretsError};
 use crate::Engine;
-use model::{check_secret_name, EventKind, SecretInfo};
 
 impl Engine {
     /// The names of the caller's workspace's secrets, who set them and when.
