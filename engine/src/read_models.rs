@@ -93,7 +93,7 @@ impl Engine {
         let candidates = scope.candidates(&self.registry);
         let (hit_rates, budgets) = match set.workspace_id {
             Some(ws) => (
-                self.connector_stats(ws)
+                self.connector_stats_in(ws)
                     .await?
                     .into_iter()
                     .map(|s| (s.connector_id.clone(), s.hit_rate()))

@@ -17,8 +17,8 @@ pub async fn metrics(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<impl IntoResponse, ApiError> {
-    let rows = state.engine.inventory(who.workspace_id).await?;
-    let attention = state.engine.attention_in(who.workspace_id).await?;
+    let rows = state.engine.inventory(&who).await?;
+    let attention = state.engine.attention(&who).await?;
     Ok((
         [(
             header::CONTENT_TYPE,

@@ -27,7 +27,7 @@ pub async fn whoami() -> Result<Option<Viewer>, ServerFnError> {
 pub async fn load_pack_labels() -> Result<(Vec<PackConfig>, Vec<PackConfig>), ServerFnError> {
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
     let shipped = engine
-        .catalog_in(Some(who.workspace_id))
+        .catalog_of(&who)
         .await
         .map_err(ssr::fail)?
         .packs()

@@ -23,10 +23,7 @@ pub async fn list_record_sets() -> Result<Vec<RecordSetSummary>, ServerFnError> 
 #[server]
 pub async fn list_bundles() -> Result<Vec<BundleConfig>, ServerFnError> {
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
-    let catalog = engine
-        .catalog_in(Some(who.workspace_id))
-        .await
-        .map_err(ssr::fail)?;
+    let catalog = engine.catalog_of(&who).await.map_err(ssr::fail)?;
     Ok(catalog.bundles().to_vec())
 }
 

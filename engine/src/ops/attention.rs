@@ -12,7 +12,10 @@ use crate::Engine;
 impl Engine {
     /// What needs the admins of a workspace now, oldest first (also read
     /// by `/metrics`).
-    pub async fn attention_in(&self, workspace_id: i64) -> Result<Vec<Attention>, StoreError> {
+    pub(crate) async fn attention_in(
+        &self,
+        workspace_id: i64,
+    ) -> Result<Vec<Attention>, StoreError> {
         let lens = self.lens_now(workspace_id).await?;
         let mut items = all_in(&self.registry, &lens, self.dispatcher.attention_after());
         items.sort_by_key(|a| a.since);

@@ -11,7 +11,16 @@ use crate::Engine;
 
 impl Engine {
     /// The catalogue a workspace sees (`None`: the shipped one).
-    pub async fn catalog_in(&self, workspace_id: Option<i64>) -> Result<Catalog, StoreError> {
+    /// The packs and bundles the caller's workspace has: the shipped
+    /// catalogue with its own laid over it.
+    pub async fn catalog_of(&self, who: &Principal) -> Result<Catalog, OpError> {
+        Ok(self.catalog_in(Some(who.workspace_id)).await?)
+    }
+
+    pub(crate) async fn catalog_in(
+        &self,
+        workspace_id: Option<i64>,
+    ) -> Result<Catalog, StoreError> {
         self.dispatcher.catalog_in(workspace_id).await
     }
 

@@ -19,8 +19,30 @@ pub const RECHECK_QUERY: &str = "Wikipedia";
 pub const STATS_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 
 impl Engine {
+    /// The connectors the caller's workspace sees, as it sees them.
+    pub async fn connectors(&self, who: &Principal) -> Result<Vec<ConnectorInfo>, OpError> {
+        Ok(self.connectors_in(who.workspace_id).await?)
+    }
+
+    /// Each connector's figures over the last day in the caller's
+    /// workspace (fires, answers, latency by hour).
+    pub async fn connector_stats(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<model::ConnectorStats>, OpError> {
+        Ok(self.connector_stats_in(who.workspace_id).await?)
+    }
+
+    /// The caller's workspace's connectors with their status and figures.
+    pub async fn inventory(&self, who: &Principal) -> Result<Vec<InventoryRow>, OpError> {
+        Ok(self.inventory_in(who.workspace_id).await?)
+    }
+
     /// Every connector the workspace sees, as it sees it.
-    pub async fn connectors_in(&self, workspace_id: i64) -> Result<Vec<ConnectorInfo>, StoreError> {
+    pub(crate) async fn connectors_in(
+        &self,
+        workspace_id: i64,
+    ) -> Result<Vec<ConnectorInfo>, StoreError> {
         let lens = self.lens_now(workspace_id).await?;
         Ok(lens
             .handles(&self.registry)
@@ -39,7 +61,7 @@ impl Engine {
 
     /// How each connector did for the workspace's records over the last
     /// day: counts by outcome, latency, and both hour by hour.
-    pub async fn connector_stats(
+    pub(crate) async fn connector_stats_in(
         &self,
         workspace_id: i64,
     ) -> Result<Vec<model::ConnectorStats>, StoreError> {
@@ -51,8 +73,11 @@ impl Engine {
 
     /// The inventory of a workspace: every connector with today's fires and
     /// its figures over the last [`STATS_WINDOW_MS`].
-    pub async fn inventory(&self, workspace_id: i64) -> Result<Vec<InventoryRow>, StoreError> {
-        let mut stats = self.connector_stats(workspace_id).await?;
+    pub(crate) async fn inventory_in(
+        &self,
+        workspace_id: i64,
+    ) -> Result<Vec<InventoryRow>, StoreError> {
+        let mut stats = self.connector_stats_in(workspace_id).await?;
         let today = self.store.fires_today().await?;
         let lens = self.lens_now(workspace_id).await?;
         Ok(lens

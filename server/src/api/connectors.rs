@@ -35,7 +35,7 @@ pub async fn connectors(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<model::InventoryRow>>, ApiError> {
-    Ok(Json(state.engine.inventory(who.workspace_id).await?))
+    Ok(Json(state.engine.inventory(&who).await?))
 }
 
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -105,7 +105,7 @@ pub async fn stats(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<model::ConnectorStats>>, ApiError> {
-    Ok(Json(state.engine.connector_stats(who.workspace_id).await?))
+    Ok(Json(state.engine.connector_stats(&who).await?))
 }
 
 /// `GET /api/connectors/attention` (admins): the connectors the caller's

@@ -21,7 +21,7 @@ pub async fn packs(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<PackConfig>>, ApiError> {
-    let catalog = state.engine.catalog_in(Some(who.workspace_id)).await?;
+    let catalog = state.engine.catalog_of(&who).await?;
     Ok(Json(catalog.packs().to_vec()))
 }
 
@@ -34,7 +34,7 @@ pub async fn bundles(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Json<Vec<BundleConfig>>, ApiError> {
-    let catalog = state.engine.catalog_in(Some(who.workspace_id)).await?;
+    let catalog = state.engine.catalog_of(&who).await?;
     Ok(Json(catalog.bundles().to_vec()))
 }
 

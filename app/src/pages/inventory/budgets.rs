@@ -17,7 +17,7 @@ pub async fn list_budgets() -> Result<(Vec<BudgetStatus>, Vec<ConnectorInfo>), S
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
     let budgets = engine.budgets_of(&who).await.map_err(ssr::fail)?;
     let priced = engine
-        .connectors_in(who.workspace_id)
+        .connectors(&who)
         .await
         .map_err(ssr::fail)?
         .into_iter()

@@ -28,10 +28,7 @@ pub async fn list_connectors() -> Result<(Vec<InventoryRow>, Vec<model::Attentio
 {
     use crate::access::ssr;
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
-    let rows = engine
-        .inventory(who.workspace_id)
-        .await
-        .map_err(ssr::fail)?;
+    let rows = engine.inventory(&who).await.map_err(ssr::fail)?;
     let attention = if who.is_admin() {
         engine.attention(&who).await.map_err(ssr::fail)?
     } else {
@@ -76,10 +73,7 @@ pub async fn connector_history(id: String) -> Result<Vec<StatusChange>, ServerFn
 pub async fn load_connector_stats() -> Result<Vec<model::ConnectorStats>, ServerFnError> {
     use crate::access::ssr;
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
-    engine
-        .connector_stats(who.workspace_id)
-        .await
-        .map_err(ssr::fail)
+    engine.connector_stats(&who).await.map_err(ssr::fail)
 }
 
 /// Today's use and the last day's figures in a line.

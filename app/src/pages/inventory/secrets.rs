@@ -27,10 +27,7 @@ pub async fn list_secrets() -> Result<(bool, Vec<SecretRow>), ServerFnError> {
     use crate::access::ssr;
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
     let set = engine.secrets(&who).await.map_err(ssr::fail)?;
-    let connectors = engine
-        .connectors_in(who.workspace_id)
-        .await
-        .map_err(ssr::fail)?;
+    let connectors = engine.connectors(&who).await.map_err(ssr::fail)?;
     let mut rows: Vec<SecretRow> = Vec::new();
     for c in &connectors {
         for name in &c.profile.requires_env {

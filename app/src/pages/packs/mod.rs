@@ -34,7 +34,7 @@ pub async fn load_catalog() -> Result<(WorkspaceCatalog, Vec<ConnectorChoice>), 
     let (engine, who) = (ssr::engine()?, ssr::caller()?);
     let catalog = engine.workspace_catalog(&who).await.map_err(ssr::fail)?;
     let connectors = engine
-        .connectors_in(who.workspace_id)
+        .connectors(&who)
         .await
         .map_err(ssr::fail)?
         .into_iter()
