@@ -628,10 +628,15 @@ impl Curated {
             .ok_or_else(|| format!("no attempt: {:?} {:?}", report.skipped, report.notes))?;
         ensure(
             matches!(
-                attempt.outcome,
+                attempt.end.outcome,
                 Some(FireOutcome::Found | FireOutcome::NotFound)
             ),
-            || format!("the fire ended {:?}: {:?}", attempt.outcome, attempt.error),
+            || {
+                format!(
+                    "the fire ended {:?}: {:?}",
+                    attempt.end.outcome, attempt.end.error
+                )
+            },
         )?;
         report.fire_id.ok_or_else(|| "no fire".to_owned())
     }

@@ -16,10 +16,10 @@ use engine::connectors::seam::ConnectorResult;
 use engine::execution::dispatch::{DispatchConfig, FireRequest};
 use engine::store::testing;
 use engine::store::NewJob;
-use engine::store::{AttemptEnd, Backend, FireContext, FireEnd, FireStatus, Lease, INTERRUPTED};
+use engine::store::{Backend, FireContext, FireEnd, FireStatus, Lease, INTERRUPTED};
 use engine::time::now_ms;
 use engine::{Engine, EngineConfig};
-use model::{BuiltinCapability as B, ChipState, FireOutcome, JobStatus, TriggeredBy};
+use model::{AttemptEnd, BuiltinCapability as B, ChipState, FireOutcome, JobStatus, TriggeredBy};
 
 fn context(record_id: i64, job_id: Option<i64>) -> FireContext {
     FireContext {
@@ -196,7 +196,7 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
         let history = engine.store().history(records[3].id).await.unwrap();
         assert!(history
             .iter()
-            .any(|h| h.id == live_fire.id && h.outcome.is_none()));
+            .any(|h| h.id == live_fire.id && h.end.outcome.is_none()));
         assert_eq!(
             scalar(
                 &engine,
@@ -229,8 +229,8 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
             .into_iter()
             .find(|h| h.id == in_flight.id)
             .unwrap();
-        assert_eq!(closed.outcome, Some(FireOutcome::Error));
-        assert_eq!(closed.error.as_deref(), Some(INTERRUPTED));
+        assert_eq!(closed.end.outcome, Some(FireOutcome::Error));
+        assert_eq!(closed.end.error.as_deref(), Some(INTERRUPTED));
 
         // The job runs to its end here. The fire that finished is not fired
         // again, nor is the interrupted one: its call may have been paid for,
@@ -393,14 +393,18 @@ async fn a_hanging_provider_is_cut_at_the_timeout_and_the_chain_goes_on() {
                 .iter()
                 .find(|h| h.connector_id == "hanging")
                 .unwrap();
-            assert_eq!(cut.outcome, Some(FireOutcome::Error));
+            assert_eq!(cut.end.outcome, Some(FireOutcome::Error));
             assert!(
-                cut.error.as_deref().unwrap().contains("no answer within"),
+                cut.end
+                    .error
+                    .as_deref()
+                    .unwrap()
+                    .contains("no answer within"),
                 "{cut:?}"
             );
             assert!(history
                 .iter()
-                .any(|h| h.connector_id == "backup" && h.outcome == Some(FireOutcome::Found)));
+                .any(|h| h.connector_id == "backup" && h.end.outcome == Some(FireOutcome::Found)));
         }
         assert_eq!(open_attempts(&engine).await, 0);
     }
@@ -613,8 +617,9 @@ async fn a_database_that_fails_mid_fire_is_retried_then_the_fire_ends_as_an_erro
         );
         let history = engine.store().history(records[0].id).await.unwrap();
         assert_eq!(history.len(), 1);
-        assert_eq!(history[0].outcome, Some(FireOutcome::Error));
+        assert_eq!(history[0].end.outcome, Some(FireOutcome::Error));
         assert!(history[0]
+            .end
             .error
             .as_deref()
             .unwrap()

@@ -3,8 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::FireOutcome;
-
 /// `POST /api/capabilities/{capability}/call`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -45,19 +43,7 @@ pub struct CallAttempt {
     pub fired_at: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<FireOutcome>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_count: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// For a rate-limited attempt: when the provider said to come back (Unix ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<i64>,
-    /// What the provider billed for it, when its connector has a price.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub charge: Option<crate::Charge>,
-    /// What it asked of the provider and what came back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub receipt: Option<crate::Receipt>,
+    /// How it ended; empty while in flight.
+    #[serde(flatten)]
+    pub end: crate::AttemptEnd,
 }

@@ -71,6 +71,29 @@ impl FireOutcome {
     }
 }
 
+/// How an attempt ended: each part absent while it is in flight (and
+/// receipts for attempts made before they were kept). Shown flattened into
+/// a fire's attempts and a call's.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AttemptEnd {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<FireOutcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_count: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// For a rate-limited attempt: when the provider said to come back (Unix ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<i64>,
+    /// What the provider billed for it, when its connector has a price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub charge: Option<crate::Charge>,
+    /// What it asked of the provider and what came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::Receipt>,
+}
+
 /// One attempt in a record's `connector_history`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -90,23 +113,9 @@ pub struct HistoryEntry {
     pub triggered_by: TriggeredBy,
     /// Who fired: a user's name, or `job:<id>`.
     pub actor: String,
-    /// Absent while in flight.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<FireOutcome>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_count: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// For a rate-limited attempt: when the provider said to come back (Unix ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<i64>,
-    /// What the provider billed for it, when its connector has a price.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub charge: Option<crate::Charge>,
-    /// What it asked of the provider and what came back; absent while in
-    /// flight and for attempts made before receipts were kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub receipt: Option<crate::Receipt>,
+    /// How it ended; empty while in flight.
+    #[serde(flatten)]
+    pub end: AttemptEnd,
 }
 
 /// What a chip shows for one record and pack.

@@ -116,7 +116,7 @@ impl Envelope<crate::FireReport> {
         let cancelled = report
             .attempts
             .last()
-            .is_some_and(|a| a.outcome == Some(crate::FireOutcome::Cancelled));
+            .is_some_and(|a| a.end.outcome == Some(crate::FireOutcome::Cancelled));
         Envelope {
             status: if cancelled {
                 EnvelopeStatus::Cancelled

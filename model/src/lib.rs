@@ -29,7 +29,9 @@ pub use connector::{
     MAX_DAILY_CAP, MAX_PER_SECOND, MIN_PER_SECOND,
 };
 pub use event::{Event, EventKind};
-pub use fire::{ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy};
+pub use fire::{
+    AttemptEnd, ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy,
+};
 pub use health::Health;
 pub use item::{Evidence, Gone, Item, Revision, TriageState, TriageVerb};
 pub use job::{

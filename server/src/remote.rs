@@ -300,12 +300,14 @@ async fn fire(args: FireArgs, out: &mut impl Write) -> Outcome {
             ),
         )?;
         for a in &report.attempts {
-            let outcome = a.outcome.map_or("in flight", |o| o.name());
+            let outcome = a.end.outcome.map_or("in flight", |o| o.name());
             let count = a
+                .end
                 .result_count
                 .map(|n| format!(", {n} results"))
                 .unwrap_or_default();
             let error = a
+                .end
                 .error
                 .as_deref()
                 .map(|e| format!(": {e}"))

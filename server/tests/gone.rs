@@ -126,7 +126,7 @@ async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triag
         fake.listing.store(false, Ordering::SeqCst);
         let empty = fire(&server, record).await;
         assert_eq!(
-            empty.attempts[0].outcome,
+            empty.attempts[0].end.outcome,
             Some(FireOutcome::NotFound),
             "{empty:?}"
         );

@@ -61,7 +61,7 @@ async fn fire(server: &TestServer, record: i64, connector: &str) -> FireReport {
         .await;
     let report = answer.results.remove(0);
     assert_eq!(
-        report.attempts[0].outcome,
+        report.attempts[0].end.outcome,
         Some(FireOutcome::Found),
         "{report:?}"
     );

@@ -146,7 +146,7 @@ pub fn SpendPage() -> impl IntoView {
     let stale = StoredValue::new(false);
     crate::live::subscribe("/api/events", move |event| {
         let billed = match &event.kind {
-            EventKind::Attempt { entry } => entry.charge.is_some(),
+            EventKind::Attempt { entry } => entry.end.charge.is_some(),
             EventKind::BudgetChanged { .. } => true,
             _ => false,
         };

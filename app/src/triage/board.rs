@@ -323,7 +323,7 @@ impl Board {
                 }
             }
             EventKind::Attempt { entry } => {
-                if entry.outcome.is_none() {
+                if entry.end.outcome.is_none() {
                     if let Some(slot) = self.slot(entry.record_id, &entry.pack_id) {
                         slot.fire.set(Some(entry.fire_id));
                         slot.state.set(ChipState::Firing);

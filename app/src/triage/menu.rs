@@ -17,7 +17,7 @@ fn last_fire(entry: &MenuEntry) -> String {
     match &entry.last_attempt {
         None => "not fired for this record".to_owned(),
         Some(a) => {
-            let outcome = match (a.outcome, a.result_count) {
+            let outcome = match (a.end.outcome, a.end.result_count) {
                 (Some(model::FireOutcome::Found), Some(n)) => format!("found {n}"),
                 (Some(o), _) => o.name().replace('_', " "),
                 (None, _) => "in flight".to_owned(),
@@ -32,8 +32,8 @@ fn last_fire(entry: &MenuEntry) -> String {
 /// secrets or values).
 fn last_fire_detail(entry: &MenuEntry) -> Option<String> {
     let a = entry.last_attempt.as_ref()?;
-    let mut lines: Vec<String> = a.error.iter().cloned().collect();
-    if let Some(receipt) = &a.receipt {
+    let mut lines: Vec<String> = a.end.error.iter().cloned().collect();
+    if let Some(receipt) = &a.end.receipt {
         lines.push(receipt.version.clone());
         lines.extend(receipt.requests.iter().map(model::RequestReceipt::describe));
     }

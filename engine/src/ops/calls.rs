@@ -19,10 +19,10 @@ use tokio_util::sync::CancellationToken;
 use crate::connectors::seam::{ConnectorResult, FireOpts, Secrets};
 use crate::execution::dispatch::walk::{Ledger, Subject};
 use crate::execution::flow::Priority;
+use model::AttemptEnd;
+
 use crate::packs::chain::{self, ChainRequest};
-use crate::store::{
-    AttemptEnd, CallStatus, NewCall, Owned, Principal, Store, StoreError, StoredCall,
-};
+use crate::store::{CallStatus, NewCall, Owned, Principal, Store, StoreError, StoredCall};
 use crate::time::now_ms;
 use crate::urlnorm::{parse_web_url, url_key};
 use crate::Engine;

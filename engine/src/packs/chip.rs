@@ -25,7 +25,7 @@ pub struct ChipInputs<'a> {
 /// variables, else `idle`. A cancelled attempt leaves the chip as the attempts
 /// before it left it.
 pub fn chip_state(inputs: ChipInputs<'_>) -> ChipState {
-    if inputs.attempts.iter().any(|a| a.outcome.is_none()) {
+    if inputs.attempts.iter().any(|a| a.end.outcome.is_none()) {
         return ChipState::Firing;
     }
     if inputs.item_count > 0 {
@@ -36,18 +36,19 @@ pub fn chip_state(inputs: ChipInputs<'_>) -> ChipState {
     let mut finished: Vec<&HistoryEntry> = inputs
         .attempts
         .iter()
-        .filter(|a| !matches!(a.outcome, Some(FireOutcome::Cancelled)))
+        .filter(|a| !matches!(a.end.outcome, Some(FireOutcome::Cancelled)))
         .collect();
     finished.sort_by_key(|a| (a.fired_at, a.id));
     match finished.last() {
-        Some(last) => match last.outcome {
-            Some(FireOutcome::RateLimited) => match last.retry_after {
+        Some(last) => match last.end.outcome {
+            Some(FireOutcome::RateLimited) => match last.end.retry_after {
                 Some(until) if until > inputs.now => ChipState::RateLimited { until },
                 // The wait is over: nothing stands in the way of a new fire.
                 _ => ChipState::Idle,
             },
             Some(FireOutcome::Error) => ChipState::Error {
                 reason: last
+                    .end
                     .error
                     .clone()
                     .unwrap_or_else(|| "the connector failed".to_owned()),
@@ -83,12 +84,12 @@ mod tests {
             finished_at: outcome.map(|_| at + 1),
             triggered_by: TriggeredBy::HumanRefire,
             actor: "ana".into(),
-            outcome,
-            result_count: None,
-            error: (outcome == Some(FireOutcome::Error)).then(|| "provider error: 502".into()),
-            retry_after: (outcome == Some(FireOutcome::RateLimited)).then_some(5_000),
-            charge: None,
-            receipt: None,
+            end: model::AttemptEnd {
+                outcome,
+                error: (outcome == Some(FireOutcome::Error)).then(|| "provider error: 502".into()),
+                retry_after: (outcome == Some(FireOutcome::RateLimited)).then_some(5_000),
+                ..Default::default()
+            },
         }
     }
 

@@ -7,9 +7,9 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::batch::Batch;
-use super::history::AttemptEnd;
 use super::{Store, StoreError};
 use crate::time::now_ms;
+use model::AttemptEnd;
 
 /// A call to store.
 #[derive(Clone, Debug)]
@@ -247,27 +247,12 @@ impl Store {
         rows.iter()
             .map(|row| {
                 let id: i64 = row.try_get("id")?;
-                let outcome: Option<String> = row.try_get("outcome")?;
-                let result_count: Option<i64> = row.try_get("result_count")?;
                 Ok(CallAttempt {
                     connector_id: row.try_get("connector_id")?,
                     actor: row.try_get("actor")?,
                     fired_at: row.try_get("fired_at")?,
                     finished_at: row.try_get("finished_at")?,
-                    outcome: outcome
-                        .map(|o| {
-                            FireOutcome::from_name(&o).ok_or_else(|| {
-                                StoreError::Corrupt(format!("call attempt {id}: outcome"))
-                            })
-                        })
-                        .transpose()?,
-                    result_count: result_count.and_then(|c| u32::try_from(c).ok()),
-                    error: row.try_get("error")?,
-                    retry_after: row.try_get("retry_after")?,
-                    charge: super::spend::charge_of(row).map_err(|what| {
-                        StoreError::Corrupt(format!("call attempt {id}: {what}"))
-                    })?,
-                    receipt: super::history::receipt_of(row).map_err(|what| {
+                    end: super::history::attempt_end(row).map_err(|what| {
                         StoreError::Corrupt(format!("call attempt {id}: {what}"))
                     })?,
                 })

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use model::{Capability, FireOutcome, HistoryEntry, TriggeredBy};
+use model::{AttemptEnd, Capability, FireOutcome, HistoryEntry, TriggeredBy};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -20,7 +20,6 @@ fn entry(row: &AnyRow) -> Result<HistoryEntry, StoreError> {
     let corrupt = |what: &str| StoreError::Corrupt(format!("history entry {id}: {what}"));
     let intent: String = row.try_get("intent")?;
     let triggered_by: String = row.try_get("triggered_by")?;
-    let outcome: Option<String> = row.try_get("outcome")?;
     Ok(HistoryEntry {
         id,
         fire_id: row.try_get("fire_id")?,
@@ -33,17 +32,28 @@ fn entry(row: &AnyRow) -> Result<HistoryEntry, StoreError> {
         triggered_by: TriggeredBy::from_name(&triggered_by)
             .ok_or_else(|| corrupt("triggered_by"))?,
         actor: row.try_get("actor")?,
-        outcome: match outcome {
-            None => None,
-            Some(o) => Some(FireOutcome::from_name(&o).ok_or_else(|| corrupt("outcome"))?),
-        },
+        end: attempt_end(row).map_err(|what| corrupt(&what))?,
+    })
+}
+
+/// How an attempt ended, from its row (in `connector_history` or
+/// `call_attempts`, whose end columns are the same); what is wrong names
+/// the column.
+pub(super) fn attempt_end(row: &AnyRow) -> Result<AttemptEnd, String> {
+    let read = |e: sqlx::Error| e.to_string();
+    let outcome: Option<String> = row.try_get("outcome").map_err(read)?;
+    Ok(AttemptEnd {
+        outcome: outcome
+            .map(|o| FireOutcome::from_name(&o).ok_or_else(|| "outcome".to_owned()))
+            .transpose()?,
         result_count: row
-            .try_get::<Option<i64>, _>("result_count")?
+            .try_get::<Option<i64>, _>("result_count")
+            .map_err(read)?
             .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
-        error: row.try_get("error")?,
-        retry_after: row.try_get("retry_after")?,
-        charge: super::spend::charge_of(row).map_err(|what| corrupt(&what))?,
-        receipt: receipt_of(row).map_err(|what| corrupt(&what))?,
+        error: row.try_get("error").map_err(read)?,
+        retry_after: row.try_get("retry_after").map_err(read)?,
+        charge: super::spend::charge_of(row)?,
+        receipt: receipt_of(row)?,
     })
 }
 
@@ -106,19 +116,6 @@ pub struct FireContext {
     pub triggered_by: TriggeredBy,
     pub actor: String,
     pub job_id: Option<i64>,
-}
-
-/// How an attempt ended, as stored.
-#[derive(Clone, Debug, Default)]
-pub struct AttemptEnd {
-    pub outcome: Option<FireOutcome>,
-    pub result_count: Option<u32>,
-    pub error: Option<String>,
-    pub retry_after: Option<i64>,
-    /// What the provider billed for the call, when its connector is priced.
-    pub charge: Option<model::Charge>,
-    /// What the call asked of the provider and what came back.
-    pub receipt: Option<model::Receipt>,
 }
 
 /// How a fire ended. (`interrupted` is written by the lease reaper, for a
@@ -325,12 +322,7 @@ impl Store {
         Ok(Closed {
             attempt: HistoryEntry {
                 finished_at: Some(now),
-                outcome: end.outcome,
-                result_count: end.result_count,
-                error: end.error.clone(),
-                retry_after: end.retry_after,
-                charge: end.charge.clone(),
-                receipt: end.receipt.clone(),
+                end: end.clone(),
                 ..attempt.clone()
             },
             items: ordered,
@@ -499,12 +491,7 @@ fn in_flight(
         finished_at: None,
         triggered_by: ctx.triggered_by,
         actor: ctx.actor.clone(),
-        outcome: None,
-        result_count: None,
-        error: None,
-        retry_after: None,
-        charge: None,
-        receipt: None,
+        end: AttemptEnd::default(),
     }
 }
 

@@ -28,7 +28,7 @@ pub use connector_log::StatusChange;
 pub use credentials::TokenInfo;
 pub use events::{EventSpan, NewEvent, EVENTS_CHANNEL};
 pub use health::StoredHealth;
-pub use history::{AttemptEnd, Closed, FireContext, FireEnd, FireStatus, Lease};
+pub use history::{Closed, FireContext, FireEnd, FireStatus, Lease};
 pub use items::TriageError;
 pub use jobs::{NewJob, Task};
 pub use leases::{Leased, ReapedFire, INTERRUPTED};

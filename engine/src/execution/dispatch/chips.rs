@@ -42,7 +42,7 @@ impl ChipReading<'_> {
             .collect();
         let found: Vec<String> = mine
             .iter()
-            .filter(|a| a.outcome == Some(FireOutcome::Found))
+            .filter(|a| a.end.outcome == Some(FireOutcome::Found))
             .map(|a| a.connector_id.clone())
             .collect();
         let chain = chain::resolve(

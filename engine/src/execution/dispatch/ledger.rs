@@ -7,7 +7,8 @@ use model::{ChipState, FireOutcome, RecordSetSummary, Skipped};
 use super::{walk, Dispatcher, Scope, Walk};
 use crate::connectors::seam::ConnectorResult;
 use crate::packs::PackConfig;
-use crate::store::{retrying, AttemptEnd, Lease, StoreError, StoredRecord};
+use crate::store::{retrying, Lease, StoreError, StoredRecord};
+use model::AttemptEnd;
 
 /// A fire's attempts: its row (opened with the first attempt), its chip,
 /// its items, its job task, and the events every viewer of the set gets.

@@ -256,8 +256,8 @@ impl Dispatcher {
             }
         }
         if let Some(mut open) = walk.open.take() {
-            open.outcome = Some(FireOutcome::Error);
-            open.error = Some(reason.clone());
+            open.end.outcome = Some(FireOutcome::Error);
+            open.end.error = Some(reason.clone());
             open.finished_at = Some(now_ms());
             self.publish_attempt(set_id, &open);
             walk.report.attempts.push(open);
@@ -331,7 +331,7 @@ fn task_outcome(
     pending: Option<FireOutcome>,
     chip: Option<&ChipState>,
 ) -> String {
-    let outcomes = attempts.iter().filter_map(|a| a.outcome).chain(pending);
+    let outcomes = attempts.iter().filter_map(|a| a.end.outcome).chain(pending);
     let mut last = None;
     for outcome in outcomes {
         if outcome == FireOutcome::Found {

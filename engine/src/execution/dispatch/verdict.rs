@@ -7,8 +7,9 @@ use super::Dispatcher;
 use crate::connectors::registry::ConnectorHandle;
 use crate::connectors::seam::{ConnectorResult, FireError, Found};
 use crate::execution::flow::Signal;
-use crate::store::{retrying, AttemptEnd, StoreError};
+use crate::store::{retrying, StoreError};
 use crate::time::now_ms;
+use model::AttemptEnd;
 
 /// How one call of one connector ended.
 pub(super) enum Called {

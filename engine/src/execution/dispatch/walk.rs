@@ -17,7 +17,8 @@ use crate::connectors::lens::Lens;
 use crate::connectors::registry::ConnectorHandle;
 use crate::connectors::seam::{ConnectorResult, FireError, FireOpts, Found, Secrets};
 use crate::execution::flow::{Permit, Priority};
-use crate::store::{retrying, AttemptEnd, Reservation, StoreError, Taken};
+use crate::store::{retrying, Reservation, StoreError, Taken};
+use model::AttemptEnd;
 
 /// How far ahead background work (a job's fire) waits for the rate limit
 /// of the last connector its chain can try instead of ending unfired: a
