@@ -1,8 +1,6 @@
 //! The rows behind a workspace's own packs and bundles: each definition as
 //! JSON, laid over the shipped catalogue by `engine::packs::workspace`.
 
-use sqlx::Row;
-
 use super::{Store, StoreError};
 use crate::time::now_ms;
 
@@ -28,7 +26,7 @@ impl Store {
         &self,
         workspace_id: i64,
     ) -> Result<(Vec<model::PackConfig>, Vec<model::BundleConfig>), StoreError> {
-        let rows = sqlx::query(
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
             "SELECT kind, item_id, definition FROM workspace_catalog \
              WHERE workspace_id = $1 ORDER BY updated_at, item_id",
         )
@@ -36,10 +34,7 @@ impl Store {
         .fetch_all(self.pool())
         .await?;
         let (mut packs, mut bundles) = (Vec::new(), Vec::new());
-        for row in &rows {
-            let kind: String = row.try_get("kind")?;
-            let id: String = row.try_get("item_id")?;
-            let json: String = row.try_get("definition")?;
+        for (kind, id, json) in rows {
             let corrupt = |e: serde_json::Error| StoreError::Corrupt(format!("{kind} {id}: {e}"));
             match kind.as_str() {
                 "pack" => packs.push(serde_json::from_str(&json).map_err(corrupt)?),

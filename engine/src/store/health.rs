@@ -2,7 +2,6 @@
 //! each connector, shared by every process and kept across restarts.
 
 use model::ConnectorStatus;
-use sqlx::Row;
 
 use super::{Store, StoreError};
 use crate::time::now_ms;
@@ -56,14 +55,12 @@ impl Store {
     /// Every stored health. A row this version cannot read is left out
     /// (and logged): the connector keeps the status this process has.
     pub async fn connector_health(&self) -> Result<Vec<StoredHealth>, StoreError> {
-        let rows = sqlx::query("SELECT connector_id, status, suspensions FROM connector_health")
-            .fetch_all(&self.pool)
-            .await?;
+        let rows: Vec<(String, String, i64)> =
+            sqlx::query_as("SELECT connector_id, status, suspensions FROM connector_health")
+                .fetch_all(&self.pool)
+                .await?;
         let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let connector_id: String = row.try_get("connector_id")?;
-            let status: String = row.try_get("status")?;
-            let suspensions: i64 = row.try_get("suspensions")?;
+        for (connector_id, status, suspensions) in rows {
             match serde_json::from_str(&status) {
                 Ok(status) => out.push(StoredHealth {
                     connector_id,
