@@ -182,10 +182,4 @@ impl Engine {
     pub fn outbound(&self) -> &connectors::guard::Outbound {
         &self.outbound
     }
-    pub fn owner(&self) -> &lease::Owner {
-        &self.owner
-    }
-    pub fn leases(&self) -> &lease::LeaseConfig {
-        &self.leases
-    }
 }

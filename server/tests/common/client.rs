@@ -2,13 +2,13 @@
 //! `server.me()` for the test user) acts as one person, and each call
 //! answers the wire type the door documents, or fails the test with the
 //! status and body it got. Tests then read as what a person does:
-//! `let set = me.import("Set", "test", csv).await; me.fire(record, "web")`.
-//! Refusals are checked with [`As::refused`].
+//! `let set = me.import("Set", "test", csv).await;
+//! me.fire_through(record, "news", Some("lister"))`.
 
-use model::{Envelope, FireReport, HistoryEntry, ImportReport, Item, RecordsPage, TriageVerb};
+use model::{Envelope, FireReport, ImportReport, Item, RecordsPage, TriageVerb};
 use reqwest::{Method, RequestBuilder};
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::TestServer;
 
@@ -76,12 +76,6 @@ impl As<'_> {
             .collect()
     }
 
-    /// Fires `pack` on a record, as a click on its chip does, and waits
-    /// for the fire's answer.
-    pub async fn fire(&self, record_id: i64, pack: &str) -> Envelope<FireReport> {
-        self.fire_through(record_id, pack, None).await
-    }
-
     /// Fires `pack` on a record through one connector (the menu's choice).
     pub async fn fire_through(
         &self,
@@ -101,31 +95,11 @@ impl As<'_> {
         self.answer(self.request(Method::GET, &path), 200).await
     }
 
-    /// A record's attempts, newest first.
-    pub async fn history(&self, record_id: i64) -> Vec<HistoryEntry> {
-        let path = format!("/api/records/{record_id}/history");
-        self.answer(self.request(Method::GET, &path), 200).await
-    }
-
     /// Triages an item at the version the caller saw.
     pub async fn triage(&self, item_id: i64, verb: TriageVerb, version: i64) -> Item {
         let request = self
             .request(Method::POST, &format!("/api/items/{item_id}/triage"))
             .json(&json!({ "verb": verb, "version": version }));
         self.answer(request, 200).await
-    }
-
-    /// Sends a request the door should refuse, and answers the status and
-    /// error body it refused with (failing the test if it did not).
-    pub async fn refused(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request = self.request(method, path);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let res = request.send().await.expect("the server answers");
-        let status = res.status().as_u16();
-        let body: Value = res.json().await.unwrap_or(Value::Null);
-        assert!(status >= 400, "{path} was not refused: {status} {body}");
-        (status, body)
     }
 }
