@@ -424,3 +424,36 @@ async fn a_capability_call_is_the_same_through_every_door() {
     assert_eq!(alpha["found"], 4, "{stats}");
     server.stop().await;
 }
+
+/// A page's server function and the REST door refuse the same bad input
+/// with the same status and words: the pages map the operations' one error
+/// type as REST does (they once answered 500 for a bad label and an unknown
+/// pack, where REST answered 400 and 404).
+#[tokio::test]
+async fn a_page_refuses_bad_input_with_the_status_and_words_rest_uses() {
+    let server = server(None).await;
+    let browser = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
+    // A label for a pack the workspace does not have.
+    let (rest_status, rest) = server
+        .put_json("/api/me/pack-labels/nope", json!({"label": "x"}))
+        .await;
+    let (page_status, page) = server
+        .call_server_fn(
+            &browser,
+            "save_pack_label",
+            &[("pack_id", "nope"), ("label", "x")],
+        )
+        .await;
+    assert_eq!((rest_status, page_status), (400, 400), "{rest} / {page}");
+    let detail = rest["detail"].as_str().unwrap();
+    assert!(page.contains(detail), "{page} vs {detail}");
+    // Removing a pack the workspace never had.
+    let (rest_status, rest) = server.delete("/api/packs/nope").await;
+    let (page_status, page) = server
+        .call_server_fn(&browser, "remove_pack", &[("id", "nope")])
+        .await;
+    assert_eq!((rest_status, page_status), (404, 404), "{rest} / {page}");
+    let detail = rest["detail"].as_str().unwrap();
+    assert!(page.contains(detail), "{page} vs {detail}");
+    server.stop().await;
+}
