@@ -161,6 +161,10 @@ impl Engine {
     pub fn store(&self) -> &Store {
         &self.store
     }
+    /// The clock every part of this engine reads; a test moves it.
+    pub fn clock(&self) -> &time::Clock {
+        self.store.clock()
+    }
     pub fn registry(&self) -> &Registry {
         &self.registry
     }

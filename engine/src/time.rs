@@ -1,9 +1,44 @@
-//! The clock: every stored time is Unix milliseconds.
+//! The clock: every stored time is Unix milliseconds, read from one
+//! [`Clock`] per store so that a test can move it.
 
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> i64 {
+/// The time the engine reads: the system's, plus how far a test moved it.
+///
+/// Every part of one engine shares its store's clock, so moving it moves
+/// every reading at once (leases, budgets' months, daily caps, sessions,
+/// schedules, presence). Outside tests it is the system clock.
+#[derive(Clone, Debug, Default)]
+pub struct Clock {
+    ahead_ms: Arc<AtomicI64>,
+}
+
+impl Clock {
+    /// Milliseconds since the Unix epoch, now.
+    pub fn now_ms(&self) -> i64 {
+        system_now_ms().saturating_add(self.ahead_ms.load(Ordering::Relaxed))
+    }
+
+    /// How long until the next UTC day begins (when daily caps free again).
+    pub fn until_next_utc_day(&self) -> std::time::Duration {
+        let now = self.now_ms();
+        let next = utc_day_start(now) + 86_400_000;
+        std::time::Duration::from_millis(u64::try_from(next - now).unwrap_or(0))
+    }
+
+    /// Moves this clock, and every reading made through it, `by` ahead: as
+    /// if that long went by. Time keeps running from there.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn advance(&self, by: std::time::Duration) {
+        let by = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        self.ahead_ms.fetch_add(by, Ordering::Relaxed);
+    }
+}
+
+/// The system clock in Unix milliseconds: only [`Clock`] reads it.
+fn system_now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -19,13 +54,6 @@ pub fn format_utc(ms: i64) -> String {
 pub fn utc_day_start(ms: i64) -> i64 {
     const DAY: i64 = 86_400_000;
     ms.div_euclid(DAY) * DAY
-}
-
-/// How long until the next UTC day begins (when daily caps free again).
-pub fn until_next_utc_day() -> std::time::Duration {
-    let now = now_ms();
-    let next = utc_day_start(now) + 86_400_000;
-    std::time::Duration::from_millis(u64::try_from(next - now).unwrap_or(0))
 }
 
 /// The UTC month holding `ms`, as `YYYY-MM` (budgets count by it).
@@ -103,6 +131,19 @@ mod tests {
         for bad in ["2024-13", "2024-2", "24-02", "december", ""] {
             assert!(month_bounds(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_moved_clock_moves_every_reading_through_it_and_keeps_running() {
+        let clock = Clock::default();
+        let shared = clock.clone();
+        let before = clock.now_ms();
+        clock.advance(std::time::Duration::from_secs(3_600));
+        let after = shared.now_ms();
+        assert!(after >= before + 3_600_000, "{before} then {after}");
+        assert!(after < before + 3_660_000, "{before} then {after}");
+        assert!(Clock::default().now_ms() < after, "other clocks stay");
+        assert!(shared.until_next_utc_day() <= std::time::Duration::from_secs(86_400));
     }
 
     #[test]

@@ -164,7 +164,7 @@ async fn a_refused_abandoned_or_orphaned_import_leaves_nothing() {
             .unwrap();
         orphan.add(&records(10)).await.unwrap();
         std::mem::forget(orphan);
-        let now = engine::time::now_ms();
+        let now = store.clock().now_ms();
         assert_eq!(
             store.forget_abandoned_imports(now - 60_000).await.unwrap(),
             0

@@ -17,7 +17,6 @@ use engine::execution::dispatch::{DispatchConfig, FireRequest};
 use engine::store::testing;
 use engine::store::NewJob;
 use engine::store::{Backend, FireContext, FireEnd, FireStatus, Lease, INTERRUPTED};
-use engine::time::now_ms;
 use engine::{Engine, EngineConfig};
 use model::{AttemptEnd, BuiltinCapability as B, ChipState, FireOutcome, JobStatus, TriggeredBy};
 
@@ -101,7 +100,7 @@ async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fi
         let alpha = scripted(&engine, "alpha", None, vec![Step::Found(1)]);
         let set = record_set(&engine, "Leased", 4).await;
         let records = engine.store().records(set, 0, 10).await.unwrap();
-        let now = now_ms();
+        let now = engine.clock().now_ms();
         let dead = Lease {
             owner: "crashed-host/1/0",
             until: now - 1,
@@ -721,7 +720,7 @@ async fn a_taken_over_job_ends_only_when_the_tasks_another_process_held_are_done
         let engine = engine(&db, &["alpha"], config).await;
         let alpha = scripted(&engine, "alpha", None, vec![Step::Found(1)]);
         let set = record_set(&engine, "Held", 3).await;
-        let now = now_ms();
+        let now = engine.clock().now_ms();
         let dead = Lease {
             owner: "crashed-host/1/0",
             until: now - 1,

@@ -264,7 +264,7 @@ async fn results_past_their_keeping_time_are_gone_and_say_so() {
     let news: Vec<Capability> = vec![B::SearchNews.into()];
     let server = TestServer::start_configured(
         engine::store::testing::sqlite(),
-        |config| config.calls.keep_results = Duration::ZERO,
+        |config| config.calls.keep_results = Duration::from_secs(3_600),
         move |state| {
             state
                 .engine
@@ -279,8 +279,12 @@ async fn results_past_their_keeping_time_are_gone_and_say_so() {
     .await;
     let (_, first) = call(&server, json!({"query": "Ada"})).await;
     assert_eq!(first["results"].as_array().unwrap().len(), 1);
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    // The next call forgets what is past its keeping time.
+    // An hour later, the next call forgets what is past its keeping time.
+    server
+        .state
+        .engine
+        .clock()
+        .advance(Duration::from_secs(3_600));
     call(&server, json!({"query": "Grace"})).await;
     let id = first["job_id"].as_i64().unwrap();
     let (_, read) = server.get_json(&format!("/api/calls/{id}")).await;

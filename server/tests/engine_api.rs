@@ -521,6 +521,24 @@ async fn a_daily_cap_is_enforced_from_the_database() {
         .clone();
     assert_eq!(alpha_view["fires_today"], 2);
     assert_eq!(alpha_view["rate_hints"]["daily_cap"], 2);
+
+    // When the next UTC day begins, the cap frees.
+    let clock = server.state.engine.clock();
+    let wait = clock.until_next_utc_day();
+    assert!(wait <= Duration::from_secs(86_400), "{wait:?}");
+    clock.advance(wait);
+    let report = server.fire(records[1], "web", None).await;
+    assert_eq!(outcomes(&report), pairs(&[("alpha", "not_found")]));
+    assert_eq!(alpha.calls(), 3);
+    let (_, connectors) = server.get_json("/api/connectors").await;
+    let alpha_today = connectors
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "alpha")
+        .unwrap()["fires_today"]
+        .clone();
+    assert_eq!(alpha_today, 1, "a new day counts from nothing");
 }
 
 #[tokio::test]
@@ -913,7 +931,7 @@ async fn connectors_come_and_go_while_fires_are_in_flight() {
     let server = server(
         testing::sqlite(),
         &[
-            ("alpha", CostTier::Free, slow),
+            ("alpha", CostTier::Free, slow.clone()),
             ("beta", CostTier::Free, beta.clone()),
         ],
     )
@@ -934,7 +952,7 @@ async fn connectors_come_and_go_while_fires_are_in_flight() {
                 .unwrap()
         })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    common::until("alpha to be asked", || async { slow.calls() == 1 }).await;
     // While alpha is in flight: beta leaves, gamma arrives.
     let registry = &server.state.engine.registry();
     registry.unregister("beta").unwrap();

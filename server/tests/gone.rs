@@ -174,10 +174,11 @@ async fn a_page_left_out_that_answers_410_is_marked_gone_and_kept_with_its_triag
 
         // An hour later the provider returns the gone page again, and it
         // answers: it is back.
-        sqlx::query("UPDATE items SET checked_at = checked_at - 3600001")
-            .execute(server.state.engine.store().pool())
-            .await
-            .unwrap();
+        server
+            .state
+            .engine
+            .clock()
+            .advance(Duration::from_millis(3_600_001));
         fake.back.store(true, Ordering::SeqCst);
         fake.listing.store(true, Ordering::SeqCst);
         let stream = server.open_events(&format!("record_set={set_id}")).await;

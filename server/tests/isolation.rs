@@ -147,7 +147,7 @@ async fn a_shared_rate_limit_holds_an_hour_at_most_and_tells_others_nothing_of_t
     let (_, server, neighbour) =
         shared_with_a_neighbour(engine::store::testing::sqlite(), "").await;
 
-    let before = engine::time::now_ms();
+    let before = server.state.engine.clock().now_ms();
     let attempts = fire_each(&server, &server.client, &["limit Secret Merger Target"]).await;
     assert_eq!(attempts[0]["outcome"], "rate_limited", "{attempts:?}");
     // The server's key is limited: every workspace waits, but an hour at
@@ -397,7 +397,7 @@ async fn a_session_ended_elsewhere_is_never_brought_back_by_a_request_that_held_
             .await
             .unwrap()
             .unwrap();
-        let far = engine::time::now_ms() + 3_600_000;
+        let far = server.state.engine.clock().now_ms() + 3_600_000;
         assert!(store
             .insert_session("held", Some(user.id), "{}", far)
             .await

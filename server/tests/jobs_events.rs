@@ -153,7 +153,7 @@ async fn a_job_can_be_cancelled() {
         .post_json(&format!("/api/record-sets/{set}/fanout"), json!({}))
         .await;
     let job = envelope["job_id"].as_i64().unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    common::until("the fan-out to fire", || async { slow.calls() >= 2 }).await;
     let (code, cancelled) = server
         .post_json(&format!("/api/jobs/{job}/cancel"), json!({}))
         .await;

@@ -245,7 +245,8 @@ async fn tools_follow_the_registry_and_stay_in_their_workspace() {
         .await
         .unwrap();
     assert_eq!(res.status().as_u16(), 204);
-    // A client may keep a listing for its time to live (a second).
+    // The client (rmcp) keeps a listing for the time to live the server
+    // gave it (a second), by its own clock.
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     assert!(!tool_names(&mine).await.iter().any(|n| n == "search.video"));
     mine.cancel().await.ok();
@@ -282,7 +283,7 @@ async fn a_manifest_dropped_into_the_folder_is_a_tool_within_a_second() {
     let dir = std::env::temp_dir().join(format!(
         "switchyard-mcp-drop-{}-{}",
         std::process::id(),
-        engine::time::now_ms()
+        server.state.engine.clock().now_ms()
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let folder = engine::connectors::manifest::folder::DropFolder::new(

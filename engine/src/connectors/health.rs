@@ -10,7 +10,6 @@ use model::{ConnectorStatus, EventKind};
 
 use super::registry::{lock, Registry, RegistryError, SYSTEM_ACTOR};
 use crate::store::StoreError;
-use crate::time::now_ms;
 
 /// When repeated errors suspend a connector, and for how long.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,7 +121,8 @@ impl Registry {
 
     /// The provider said 429: skip the connector until `retry_after` passes.
     pub async fn mark_rate_limited(&self, id: &str, retry_after: Duration, reason: &str) {
-        let until = now_ms() + i64::try_from(retry_after.as_millis()).unwrap_or(i64::MAX / 2);
+        let until =
+            self.store.now_ms() + i64::try_from(retry_after.as_millis()).unwrap_or(i64::MAX / 2);
         let status = ConnectorStatus::RateLimited {
             until,
             reason: reason.to_owned(),
@@ -154,7 +154,9 @@ impl Registry {
             if !entry.registration.suspends_on_errors {
                 return None;
             }
-            let status = entry.streak.next_suspension(&policy, error)?;
+            let status = entry
+                .streak
+                .next_suspension(&policy, error, self.store.now_ms())?;
             entry.status = status.clone();
             status
         };
@@ -189,7 +191,7 @@ impl Registry {
         streaks
             .entry((id.to_owned(), workspace_id))
             .or_default()
-            .next_suspension(&policy, error)
+            .next_suspension(&policy, error, self.store.now_ms())
     }
 
     /// The connector answered with workspace `workspace_id`'s own key: that
@@ -207,7 +209,7 @@ impl Registry {
     /// re-enables it.
     pub async fn mark_auth_failed(&self, id: &str, reason: &str) {
         let status = ConnectorStatus::AuthFailed {
-            at: now_ms(),
+            at: self.store.now_ms(),
             reason: reason.to_owned(),
         };
         let _ = self.set_status(id, SYSTEM_ACTOR, status).await;
@@ -272,7 +274,12 @@ impl Streak {
     /// a suspension ended, for `base`, then twice as long each time, up to
     /// `max`. The suspension says since when the streak has kept the
     /// connector suspended.
-    fn next_suspension(&mut self, policy: &SuspendPolicy, error: &str) -> Option<ConnectorStatus> {
+    fn next_suspension(
+        &mut self,
+        policy: &SuspendPolicy,
+        error: &str,
+        now: i64,
+    ) -> Option<ConnectorStatus> {
         self.failures += 1;
         let threshold = if self.suspensions > 0 {
             1
@@ -283,7 +290,6 @@ impl Streak {
             return None;
         }
         let streak = std::mem::take(&mut self.failures);
-        let now = now_ms();
         if self.suspensions == 0 || self.since == 0 {
             self.since = now;
         }

@@ -10,6 +10,7 @@ use model::{BudgetStatus, ConnectorInfo, ConnectorStatus};
 
 use crate::connectors::registry::{ConnectorHandle, Registry};
 use crate::store::{Store, StoreError, WorkspaceSettings};
+use crate::time::Clock;
 
 /// One workspace's view, read once per request or fire.
 #[derive(Clone, Debug, Default)]
@@ -18,6 +19,8 @@ pub struct Lens {
     off: HashMap<String, ConnectorStatus>,
     secrets: BTreeSet<String>,
     budgets: Vec<BudgetStatus>,
+    /// When its own rate limits and suspensions lift is read from this.
+    clock: Clock,
 }
 
 impl Lens {
@@ -30,16 +33,18 @@ impl Lens {
         Ok(Self::from_settings(
             ws,
             &*store.workspace_settings(ws).await?,
+            store.clock(),
         ))
     }
 
-    /// The view of workspace `ws` with these settings.
-    pub fn from_settings(ws: i64, settings: &WorkspaceSettings) -> Self {
+    /// The view of workspace `ws` with these settings, by `clock`.
+    pub fn from_settings(ws: i64, settings: &WorkspaceSettings, clock: &Clock) -> Self {
         Self {
             workspace_id: Some(ws),
             off: settings.off.clone(),
             secrets: settings.secret_names.clone(),
             budgets: settings.budgets.clone(),
+            clock: clock.clone(),
         }
     }
 
@@ -85,7 +90,7 @@ impl Lens {
 
     /// The status before budgets.
     fn own_status(&self, handle: &ConnectorHandle) -> ConnectorStatus {
-        let now = crate::time::now_ms();
+        let now = self.clock.now_ms();
         match self.off.get(&handle.registration.profile.id) {
             Some(
                 ConnectorStatus::RateLimited { until, .. }
@@ -190,9 +195,9 @@ mod tests {
             .await;
         let handle = engine.registry.by_id("keyed").unwrap();
         let mut settings = WorkspaceSettings::default();
-        let server_key = Lens::from_settings(1, &settings);
+        let server_key = Lens::from_settings(1, &settings, engine.store.clock());
         settings.secret_names.insert("KEYED_KEY".to_owned());
-        let own_key = Lens::from_settings(1, &settings);
+        let own_key = Lens::from_settings(1, &settings, engine.store.clock());
 
         // The server's key is limited: so is a workspace using it, not one
         // using its own key, whose fires and caps count apart.
@@ -207,23 +212,25 @@ mod tests {
         settings.off.insert(
             "keyed".to_owned(),
             ConnectorStatus::RateLimited {
-                until: crate::time::now_ms() + 60_000,
+                until: engine.store.now_ms() + 60_000,
                 reason: "HTTP 429 (this workspace's key)".to_owned(),
             },
         );
         assert_eq!(
-            Lens::from_settings(1, &settings).status(&handle).kind(),
+            Lens::from_settings(1, &settings, engine.store.clock())
+                .status(&handle)
+                .kind(),
             "rate-limited"
         );
         settings.off.insert(
             "keyed".to_owned(),
             ConnectorStatus::RateLimited {
-                until: crate::time::now_ms() - 1,
+                until: engine.store.now_ms() - 1,
                 reason: "HTTP 429 (this workspace's key)".to_owned(),
             },
         );
         assert_eq!(
-            Lens::from_settings(1, &settings).status(&handle),
+            Lens::from_settings(1, &settings, engine.store.clock()).status(&handle),
             ConnectorStatus::Available
         );
     }

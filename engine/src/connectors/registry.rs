@@ -16,7 +16,6 @@ use crate::connectors::seam::Connector;
 use crate::execution::throttle::{Priority, Throttle};
 use crate::live::events::EventBus;
 use crate::store::Store;
-use crate::time::now_ms;
 use model::EventKind;
 
 /// What a connector declares about itself, and how the registry treats it.
@@ -209,7 +208,7 @@ impl Registry {
     /// The connector with this id, with its status in force now.
     pub fn by_id(&self, id: &str) -> Option<ConnectorHandle> {
         let entries = self.read();
-        entries.get(id).map(|e| self.handle(e, now_ms()))
+        entries.get(id).map(|e| self.handle(e, self.store.now_ms()))
     }
 
     /// The connector with this id if `workspace_id` may see it: another
@@ -227,7 +226,7 @@ impl Registry {
 
     /// Every connector, ordered by id.
     pub fn all(&self) -> Vec<ConnectorHandle> {
-        let now = now_ms();
+        let now = self.store.now_ms();
         let mut all: Vec<_> = self.read().values().map(|e| self.handle(e, now)).collect();
         all.sort_by(|a, b| a.registration.profile.id.cmp(&b.registration.profile.id));
         all
@@ -384,7 +383,7 @@ mod tests {
             )
             .unwrap();
         let until = |r: &Registry| match r.by_id("alpha").unwrap().status {
-            ConnectorStatus::Suspended { until, .. } => Some(until - now_ms()),
+            ConnectorStatus::Suspended { until, .. } => Some(until - r.store.now_ms()),
             _ => None,
         };
         registry.record_failure("alpha", "HTTP 502").await;

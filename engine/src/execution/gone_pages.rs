@@ -17,7 +17,6 @@ use crate::connectors::guard::Outbound;
 use crate::connectors::registry::{Registry, SYSTEM_ACTOR};
 use crate::live::events::EventBus;
 use crate::store::{Store, StoreError};
-use crate::time::now_ms;
 
 /// Whether pages are asked for themselves. Asking tells the page's site
 /// that someone looked, so an operator may turn it off
@@ -129,7 +128,7 @@ impl PageChecker {
                 &answered.intent,
                 &answered.connector_id,
                 answered.fire_id,
-                now_ms() - i64::try_from(CHECK_EVERY.as_millis()).unwrap_or(i64::MAX),
+                self.store.now_ms() - i64::try_from(CHECK_EVERY.as_millis()).unwrap_or(i64::MAX),
                 PER_ANSWER,
             )
             .await?;
@@ -148,7 +147,11 @@ impl PageChecker {
                 }
                 other => other,
             };
-            if let Some(item) = self.store.mark_checked(item_id, &checked, now_ms()).await? {
+            if let Some(item) = self
+                .store
+                .mark_checked(item_id, &checked, self.store.now_ms())
+                .await?
+            {
                 changed += 1;
                 self.events.publish(
                     Some(answered.set_id),

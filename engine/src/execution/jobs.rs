@@ -129,7 +129,7 @@ impl JobRunner {
     fn lease(&self) -> Lease<'_> {
         Lease {
             owner: self.owner.as_str(),
-            until: self.leases.expiry(),
+            until: self.leases.expiry(self.store.now_ms()),
         }
     }
 

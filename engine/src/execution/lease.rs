@@ -13,7 +13,6 @@ use model::{ChipState, EventKind};
 
 use crate::connectors::registry::SYSTEM_ACTOR;
 use crate::store::{Leased, ReapedFire, StoreError};
-use crate::time::now_ms;
 use crate::Engine;
 
 /// How often a process running jobs looks for those cancelled elsewhere.
@@ -59,9 +58,9 @@ impl LeaseConfig {
         Ok(Self { lease, heartbeat })
     }
 
-    /// The lease expiry of work renewed now (Unix ms).
-    pub fn expiry(&self) -> i64 {
-        now_ms().saturating_add(i64::try_from(self.lease.as_millis()).unwrap_or(i64::MAX / 2))
+    /// The lease expiry of work renewed at `now` (Unix ms).
+    pub fn expiry(&self, now: i64) -> i64 {
+        now.saturating_add(i64::try_from(self.lease.as_millis()).unwrap_or(i64::MAX / 2))
     }
 }
 
@@ -159,7 +158,7 @@ impl Engine {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let released = self.store.release_owner(self.owner.as_str()).await?;
-        let interrupted = self.store.reap_expired_fires(now_ms()).await?;
+        let interrupted = self.store.reap_expired_fires(self.store.now_ms()).await?;
         for fire in &interrupted {
             if let Err(e) = self.announce_reaped(fire).await {
                 tracing::warn!(fire = fire.fire_id, error = %e, "Telling viewers about an interrupted fire failed.");
@@ -209,7 +208,10 @@ impl Engine {
             if let Err(e) = self.events.prune().await {
                 tracing::warn!(error = %e, "Pruning old events failed; trying again at the next heartbeat.");
             }
-            let abandoned = now_ms().saturating_sub(ABANDONED_IMPORT_AFTER.as_millis() as i64);
+            let abandoned = self
+                .store
+                .now_ms()
+                .saturating_sub(ABANDONED_IMPORT_AFTER.as_millis() as i64);
             match self.store.forget_abandoned_imports(abandoned).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(
@@ -257,7 +259,7 @@ impl Engine {
 
     /// Renews the leases of everything running in this process.
     pub async fn heartbeat(&self) -> Result<(), StoreError> {
-        let until = self.leases.expiry();
+        let until = self.leases.expiry(self.store.now_ms());
         let owner = self.owner.as_str();
         let fires = self.dispatcher.in_flight();
         self.store
@@ -274,7 +276,7 @@ impl Engine {
     /// Closes fires, requeues tasks and takes over jobs whose lease expired
     /// (and only those): their process died or hung.
     pub async fn reclaim(&self) -> Result<Reclaimed, StoreError> {
-        let now = now_ms();
+        let now = self.store.now_ms();
         let fires = self.store.reap_expired_fires(now).await?;
         for fire in &fires {
             if let Err(e) = self.announce_reaped(fire).await {
@@ -284,7 +286,11 @@ impl Engine {
         let tasks = self.store.requeue_expired_tasks(now).await?;
         let jobs = self
             .store
-            .claim_expired_jobs(self.owner.as_str(), now, self.leases.expiry())
+            .claim_expired_jobs(
+                self.owner.as_str(),
+                now,
+                self.leases.expiry(self.store.now_ms()),
+            )
             .await?;
         for id in &jobs {
             self.jobs.resume(*id).await?;
@@ -349,6 +355,6 @@ mod tests {
         assert!(err.contains("at most half"), "{err}");
         assert!(LeaseConfig::new(s(0), s(0)).is_err());
         let c = LeaseConfig::default();
-        assert!(c.expiry() > now_ms() + 29_000);
+        assert!(c.expiry(1_000) == 31_000);
     }
 }

@@ -7,7 +7,6 @@
 use model::{JobStatus, RefreshPlan, TriggeredBy};
 
 use crate::store::{NewJob, StoreError, StoredSchedule};
-use crate::time::now_ms;
 use crate::Engine;
 
 const HOUR: i64 = 3_600_000;
@@ -36,7 +35,7 @@ impl Engine {
     /// the jobs started here. One schedule that fails is logged and the
     /// others still run.
     pub async fn run_due_refreshes(&self) -> Result<Vec<i64>, StoreError> {
-        let now = now_ms();
+        let now = self.store.now_ms();
         let mut started = Vec::new();
         for due in self.store.due_refreshes(now, PER_LOOK).await? {
             match self.run_refresh(&due, now).await {

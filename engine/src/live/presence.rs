@@ -13,7 +13,6 @@ use tokio::sync::{mpsc, oneshot};
 use crate::execution::lease::{LeaseConfig, Owner};
 use crate::live::events::EventBus;
 use crate::store::{Backend, Store, StoreError};
-use crate::time::now_ms;
 
 /// Open streams per record set and viewer.
 #[derive(Clone, Debug)]
@@ -103,7 +102,7 @@ impl Presence {
                 .get(&record_set_id)
                 .map(|m| m.keys().cloned().collect())
                 .unwrap_or_default()),
-            Counts::Shared { store, .. } => store.viewers(record_set_id, now_ms()).await,
+            Counts::Shared { store, .. } => store.viewers(record_set_id, store.now_ms()).await,
         }
     }
 
@@ -118,7 +117,9 @@ impl Presence {
             ..
         } = &self.counts
         {
-            store.renew_viewers(owner.as_str(), leases.expiry()).await?;
+            store
+                .renew_viewers(owner.as_str(), leases.expiry(store.now_ms()))
+                .await?;
             self.forget(None).await?;
         }
         Ok(())
@@ -137,7 +138,7 @@ impl Presence {
         let Counts::Shared { store, .. } = &self.counts else {
             return Ok(());
         };
-        let now = now_ms();
+        let now = store.now_ms();
         for set in store.drop_viewers(now, owner.map(Owner::as_str)).await? {
             let viewers = store.viewers(set, now).await?;
             self.events
@@ -214,8 +215,8 @@ impl Presence {
                     change.record_set_id,
                     &change.viewer,
                     change.delta,
-                    now_ms(),
-                    leases.expiry(),
+                    store.now_ms(),
+                    leases.expiry(store.now_ms()),
                 )
             })
             .await;

@@ -17,7 +17,12 @@ impl Engine {
         workspace_id: i64,
     ) -> Result<Vec<Attention>, StoreError> {
         let lens = self.lens_now(workspace_id).await?;
-        let mut items = all_in(&self.registry, &lens, self.dispatcher.attention_after());
+        let mut items = all_in(
+            &self.registry,
+            &lens,
+            self.dispatcher.attention_after(),
+            self.store.now_ms(),
+        );
         items.sort_by_key(|a| a.since);
         Ok(items)
     }

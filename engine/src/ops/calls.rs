@@ -23,7 +23,6 @@ use model::AttemptEnd;
 
 use crate::packs::chain::{self, ChainRequest};
 use crate::store::{CallStatus, NewCall, Owned, Principal, Store, StoreError, StoredCall};
-use crate::time::now_ms;
 use crate::urlnorm::{parse_web_url, url_key};
 use crate::Engine;
 
@@ -128,7 +127,7 @@ impl Engine {
             },
             &scope.candidates(&self.registry),
         );
-        let now = now_ms();
+        let now = self.store.now_ms();
         let config = self.calls;
         let id = self
             .store
@@ -326,7 +325,7 @@ impl Engine {
         self.authorize(who, Owned::Call(id)).await?;
         let call = self.store.call(id).await?;
         let attempts = self.store.call_attempts(id).await?;
-        Ok(stored_envelope(call, &attempts, now_ms()))
+        Ok(stored_envelope(call, &attempts, self.store.now_ms()))
     }
 
     /// The receipts of a call's attempts, in order.

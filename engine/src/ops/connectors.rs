@@ -65,7 +65,7 @@ impl Engine {
         &self,
         workspace_id: i64,
     ) -> Result<Vec<model::ConnectorStats>, StoreError> {
-        let now = crate::time::now_ms();
+        let now = self.store.now_ms();
         self.store
             .connector_stats(workspace_id, now - STATS_WINDOW_MS, now)
             .await

@@ -23,7 +23,7 @@ impl Engine {
     pub async fn password_link(&self, user_id: i64) -> Result<String, StoreError> {
         self.store.retire_password_links(user_id).await?;
         let token = URL_SAFE_NO_PAD.encode(random_bytes::<32>());
-        let expires = crate::time::now_ms() + PASSWORD_LINK_DAYS * 24 * 3600 * 1000;
+        let expires = self.store.now_ms() + PASSWORD_LINK_DAYS * 24 * 3600 * 1000;
         self.store
             .create_password_link(user_id, &secret_hash(&token), expires)
             .await?;

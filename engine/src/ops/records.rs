@@ -49,7 +49,7 @@ impl Engine {
                     capped.join("; ")
                 ),
                 // The soonest a cap frees: the next UTC day.
-                retry_after: crate::time::until_next_utc_day(),
+                retry_after: self.store.clock().until_next_utc_day(),
             });
         }
         Ok(report)

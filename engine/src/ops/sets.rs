@@ -81,7 +81,7 @@ impl Engine {
         self.check_page(who, &asked).await?;
         let since = self
             .store
-            .visit_set(who.user_id, set_id, crate::time::now_ms())
+            .visit_set(who.user_id, set_id, self.store.now_ms())
             .await?;
         let page = self.page_for(who, &asked, since).await?;
         let ids: Vec<i64> = page.records.iter().map(|r| r.id).collect();

@@ -5,17 +5,17 @@
 use model::{check_unit, Budget, BudgetStatus, EventKind, SpendReport};
 
 use crate::store::{ChargeRow, Principal};
-use crate::time::{month_bounds, now_ms, utc_month};
+use crate::time::{month_bounds, utc_month};
 use crate::Engine;
 
 use super::{require_admin, OpError};
 
-/// `month` checked, or this month when absent.
-fn month_or_now(month: Option<&str>) -> Result<(String, i64, i64), OpError> {
+/// `month` checked, or the month holding `now` when absent.
+fn month_or_now(month: Option<&str>, now: i64) -> Result<(String, i64, i64), OpError> {
     let month = month
         .map(str::trim)
         .filter(|m| !m.is_empty())
-        .map_or_else(|| utc_month(now_ms()), str::to_owned);
+        .map_or_else(|| utc_month(now), str::to_owned);
     let (from, until) =
         month_bounds(&month).map_err(|e| OpError::Invalid(format!("month: {e}")))?;
     Ok((month, from, until))
@@ -29,7 +29,7 @@ impl Engine {
         who: &Principal,
         month: Option<&str>,
     ) -> Result<SpendReport, OpError> {
-        let (month, _, _) = month_or_now(month)?;
+        let (month, _, _) = month_or_now(month, self.store.now_ms())?;
         Ok(self.store.spend_report(who.workspace_id, &month).await?)
     }
 
@@ -40,7 +40,7 @@ impl Engine {
         who: &Principal,
         month: Option<&str>,
     ) -> Result<(String, Vec<ChargeRow>), OpError> {
-        let (month, from, until) = month_or_now(month)?;
+        let (month, from, until) = month_or_now(month, self.store.now_ms())?;
         let rows = self.store.charges(who.workspace_id, from, until).await?;
         Ok((month, rows))
     }

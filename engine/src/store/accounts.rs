@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use model::{Role, WorkspaceRef};
 
 use super::{Store, StoreError};
-use crate::time::now_ms;
 
 /// What taking someone out of a workspace did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,7 +121,7 @@ impl Store {
             "INSERT INTO workspaces (name, created_at) VALUES ($1, $2) RETURNING id",
         )
         .bind(name)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .fetch_one(self.pool())
         .await?;
         Ok((id, true))
@@ -176,7 +175,7 @@ impl Store {
         )
         .bind(email)
         .bind(password_hash)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .fetch_one(self.pool())
         .await?)
     }
@@ -214,7 +213,7 @@ impl Store {
         .bind(user_id)
         .bind(workspace_id)
         .bind(role.name())
-        .bind(now_ms())
+        .bind(self.now_ms())
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;

@@ -8,7 +8,6 @@ use sqlx::Row;
 
 use super::batch::Batch;
 use super::{Store, StoreError};
-use crate::time::now_ms;
 use model::AttemptEnd;
 
 /// A call to store.
@@ -107,7 +106,7 @@ impl Store {
     /// Stores a call as running, and forgets the results of calls whose
     /// keeping time is over. Returns its id.
     pub async fn create_call(&self, new: &NewCall<'_>) -> Result<i64, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         sqlx::query(
             "UPDATE calls SET results = NULL WHERE keep_until < $1 AND results IS NOT NULL",
         )
@@ -164,7 +163,7 @@ impl Store {
         .bind(status.name())
         .bind(results)
         .bind(error)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .bind(id)
         .execute(self.pool())
         .await?;
@@ -186,7 +185,7 @@ impl Store {
         .bind(call_id)
         .bind(connector_id)
         .bind(actor)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .fetch_one(self.pool())
         .await?)
     }
@@ -194,7 +193,7 @@ impl Store {
     /// Writes how an attempt of a call ended (and, when it was billed, its
     /// receipt in `charges`).
     pub async fn close_call_attempt(&self, id: i64, end: &AttemptEnd) -> Result<(), StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let outcome = end.outcome.map(FireOutcome::name);
         let mut batch = Batch::default();
         batch.push(

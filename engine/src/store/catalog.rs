@@ -2,7 +2,6 @@
 //! JSON, laid over the shipped catalogue by `engine::packs::workspace`.
 
 use super::{Store, StoreError};
-use crate::time::now_ms;
 
 /// Which part of the catalogue a row holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +65,7 @@ impl Store {
         .bind(id)
         .bind(definition)
         .bind(actor)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .execute(self.pool())
         .await?;
         self.settings_changed(workspace_id);

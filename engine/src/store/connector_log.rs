@@ -5,7 +5,6 @@ use model::ConnectorStatus;
 use sqlx::Row;
 
 use super::{Store, StoreError};
-use crate::time::now_ms;
 
 pub use model::StatusChange;
 
@@ -29,7 +28,7 @@ impl Store {
         .bind(status)
         .bind(reason)
         .bind(actor)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .execute(self.pool())
         .await?;
         Ok(())
@@ -118,7 +117,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         // When the state began: now, but a suspension keeps the start of
         // the streak it belongs to.
-        let mut began = now_ms();
+        let mut began = self.now_ms();
         let (kind, reason, until) = match status {
             None | Some(ConnectorStatus::Available) => (None, "", None),
             Some(ConnectorStatus::NeedsEnv { .. } | ConnectorStatus::OverBudget { .. }) => {

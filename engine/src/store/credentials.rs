@@ -3,7 +3,6 @@
 
 use super::accounts::{Principal, PRINCIPAL};
 use super::{Store, StoreError};
-use crate::time::now_ms;
 
 /// An API token as listed (never its value).
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
@@ -39,7 +38,7 @@ impl Store {
         .bind(user_id)
         .bind(workspace_id)
         .bind(token_hash)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .fetch_one(self.pool())
         .await?)
     }
@@ -67,7 +66,7 @@ impl Store {
         };
         // At most one write a minute per token, not one per request: a
         // client calling hundreds of times a second costs one read each.
-        let now = now_ms();
+        let now = self.now_ms();
         if last_used.is_none_or(|at| at < now - 60_000) {
             sqlx::query(
                 "UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2 \
@@ -87,7 +86,7 @@ impl Store {
         let done = sqlx::query(
             "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
         )
-        .bind(now_ms())
+        .bind(self.now_ms())
         .bind(id)
         .execute(self.pool())
         .await?;
@@ -134,7 +133,7 @@ impl Store {
             "SELECT data, expires_at FROM sessions WHERE id_hash = $1 AND expires_at > $2",
         )
         .bind(id_hash)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .fetch_optional(self.pool())
         .await?)
     }
@@ -180,7 +179,7 @@ impl Store {
         .bind(user_id)
         .bind(data)
         .bind(expires_at)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected() > 0)
@@ -214,7 +213,7 @@ impl Store {
         )
         .bind(token_hash)
         .bind(user_id)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .bind(expires_at)
         .execute(self.pool())
         .await?;
@@ -224,7 +223,7 @@ impl Store {
     /// Uses a live set-password link, once: the user it is for, or `None`
     /// when it is unknown, used or expired. Two uses at once: one wins.
     pub async fn take_password_link(&self, token_hash: &str) -> Result<Option<i64>, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         Ok(sqlx::query_scalar(
             "UPDATE password_links SET used_at = $1 \
              WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1 RETURNING user_id",
@@ -240,7 +239,7 @@ impl Store {
         sqlx::query(
             "UPDATE password_links SET used_at = $1 WHERE user_id = $2 AND used_at IS NULL",
         )
-        .bind(now_ms())
+        .bind(self.now_ms())
         .bind(user_id)
         .execute(self.pool())
         .await?;
@@ -258,7 +257,7 @@ impl Store {
     /// Forgets expired sessions; returns how many.
     pub async fn delete_expired_sessions(&self) -> Result<u64, StoreError> {
         let done = sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
-            .bind(now_ms())
+            .bind(self.now_ms())
             .execute(self.pool())
             .await?;
         Ok(done.rows_affected())

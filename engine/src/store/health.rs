@@ -4,7 +4,6 @@
 use model::ConnectorStatus;
 
 use super::{Store, StoreError};
-use crate::time::now_ms;
 
 /// A connector's stored health.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,7 +36,7 @@ impl Store {
         .bind(connector_id)
         .bind(json)
         .bind(i64::from(suspensions))
-        .bind(now_ms())
+        .bind(self.now_ms())
         .execute(&self.pool)
         .await?;
         Ok(())

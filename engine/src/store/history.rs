@@ -9,7 +9,6 @@ use sqlx::Row;
 use super::batch::Batch;
 use super::{Backend, Store, StoreError};
 use crate::connectors::seam::ConnectorResult;
-use crate::time::now_ms;
 
 const ENTRY: &str = "SELECT id, fire_id, record_id, pack_id, intent, connector_id, triggered_by, \
      actor, fired_at, finished_at, outcome, result_count, error, retry_after, cost_micros, cost_unit, \
@@ -168,7 +167,7 @@ impl Store {
         lease: Lease<'_>,
         connector_id: &str,
     ) -> Result<HistoryEntry, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let sql = match self.backend() {
             Backend::Sqlite => {
                 "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, status, job_id, \
@@ -220,7 +219,7 @@ impl Store {
         fire_id: i64,
         connector_id: &str,
     ) -> Result<HistoryEntry, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let id = sqlx::query_scalar(
             "INSERT INTO connector_history (fire_id, record_id, pack_id, intent, connector_id, \
              triggered_by, actor, fired_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
@@ -249,7 +248,7 @@ impl Store {
         results: &[ConnectorResult],
         fire_end: Option<&FireEnd>,
     ) -> Result<Closed, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut batch = Batch::default();
         let keys = super::results::push_results(
             &mut batch,
@@ -334,7 +333,7 @@ impl Store {
     /// an attempt still open is closed with `open_attempt_error`).
     pub async fn close_fire(&self, end: &FireEnd) -> Result<(), StoreError> {
         let mut batch = Batch::default();
-        push_fire_end(&mut batch, end, now_ms());
+        push_fire_end(&mut batch, end, self.now_ms());
         batch.run(self).await?;
         Ok(())
     }

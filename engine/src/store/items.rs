@@ -8,7 +8,6 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::{Store, StoreError};
-use crate::time::now_ms;
 
 /// An item's columns (`i`) and its newest revision's (`rv_`).
 macro_rules! item_columns {
@@ -253,7 +252,7 @@ impl Store {
                 }
             }
         };
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self.pool().begin().await.map_err(StoreError::from)?;
         let updated = sqlx::query(
             "UPDATE items SET state = $1, version = version + 1, triaged_by = $2, triaged_at = $3 \

@@ -7,7 +7,6 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::{Backend, Lease, Store, StoreError};
-use crate::time::now_ms;
 
 /// One record x pack of a job, claimed by a worker.
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
@@ -104,7 +103,7 @@ impl Store {
         .bind(new.record_set_id)
         .bind(serde_json::to_string(packs).unwrap_or_else(|_| "[]".to_owned()))
         .bind(new.actor)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .bind(lease.owner)
         .bind(lease.until)
         .bind(new.paid_per_record.map(i64::from))
@@ -229,7 +228,7 @@ impl Store {
              RETURNING id, job_id, record_id, pack_id"
         );
         let mut tasks: Vec<Task> = sqlx::query_as(&sql)
-            .bind(now_ms())
+            .bind(self.now_ms())
             .bind(lease.owner)
             .bind(lease.until)
             .bind(job_id)
@@ -335,7 +334,7 @@ impl Store {
             "UPDATE jobs SET status = $1, finished_at = $2 WHERE id = $3 AND status = 'running'",
         )
         .bind(status.name())
-        .bind(now_ms())
+        .bind(self.now_ms())
         .bind(job_id)
         .execute(self.pool())
         .await?;

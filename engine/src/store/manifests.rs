@@ -6,7 +6,6 @@ use sqlx::Row;
 use model::{ManifestFormat, SavedManifest, SecretInfo};
 
 use super::{Store, StoreError};
-use crate::time::now_ms;
 
 /// A stored manifest and the workspace that owns it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,7 +88,7 @@ impl Store {
         .bind(format.name())
         .bind(text)
         .bind(actor)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected() > 0)
@@ -153,7 +152,7 @@ impl Store {
         .bind(name)
         .bind(sealed)
         .bind(actor)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .execute(self.pool())
         .await?;
         self.settings_changed(workspace_id);

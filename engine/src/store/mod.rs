@@ -107,6 +107,8 @@ pub struct Store {
     /// For connections outside the pool (listening for events).
     url: SecretUrl,
     settings: std::sync::Arc<settings::SettingsCache>,
+    /// What every time this store writes or compares is read from.
+    clock: crate::time::Clock,
 }
 
 impl Store {
@@ -162,7 +164,18 @@ impl Store {
             backend,
             url: SecretUrl(url.into()),
             settings: std::sync::Arc::default(),
+            clock: crate::time::Clock::default(),
         })
+    }
+
+    /// The clock this store, and the engine on it, reads time from.
+    pub fn clock(&self) -> &crate::time::Clock {
+        &self.clock
+    }
+
+    /// Milliseconds since the Unix epoch, now, by [`Store::clock`].
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     pub fn backend(&self) -> Backend {

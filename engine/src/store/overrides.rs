@@ -4,7 +4,6 @@
 use sqlx::Row;
 
 use super::{Store, StoreError};
-use crate::time::now_ms;
 
 impl Store {
     /// The connector a record starts with for a pack, if a person set one.
@@ -67,7 +66,7 @@ impl Store {
                 .bind(pack_id)
                 .bind(connector_id)
                 .bind(actor)
-                .bind(now_ms())
+                .bind(self.now_ms())
                 .execute(self.pool())
                 .await?;
             }

@@ -5,7 +5,6 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::{Store, StoreError};
-use crate::time::now_ms;
 
 /// A record about to be stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -220,7 +219,7 @@ impl Store {
         bundle_id: &str,
         is_demo: bool,
     ) -> Result<NewRecordSet, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO record_sets (workspace_id, name, bundle_id, is_demo, created_at, importing_since) \
              VALUES ($1, $2, $3, $4, $5, $5) RETURNING id",

@@ -8,7 +8,6 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::{Store, StoreError};
-use crate::time::now_ms;
 
 const SCHEDULE: &str = "SELECT id, record_set_id, pack_id, every_hours, window_start, window_end, \
      created_by, created_at, next_run_at, last_run_at, last_job_id FROM refresh_schedules";
@@ -56,7 +55,7 @@ impl Store {
         plan: RefreshPlan,
         actor: &str,
     ) -> Result<RefreshSchedule, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         sqlx::query(
             "INSERT INTO refresh_schedules (record_set_id, pack_id, every_hours, window_start, \
              window_end, created_by, created_at, next_run_at) \

@@ -10,7 +10,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use super::{Backend, Store, StoreError};
-use crate::time::{now_ms, utc_month};
+use crate::time::utc_month;
 
 /// The `connector_id` of budgets and counts that cover every connector
 /// priced in their unit.
@@ -99,7 +99,7 @@ impl Store {
         unit: &str,
         amount: Amount,
     ) -> Result<Taken, StoreError> {
-        let month = utc_month(now_ms());
+        let month = utc_month(self.now_ms());
         let mut tx = self.exclusive().await?;
         // The budgets that count this call, as set (their spend is read
         // with the count below).
@@ -200,7 +200,7 @@ impl Store {
     /// A workspace's budgets with this month's spend against each, every
     /// connector's before the ones for every connector, by connector and unit.
     pub async fn budgets(&self, workspace_id: i64) -> Result<Vec<BudgetStatus>, StoreError> {
-        let month = utc_month(now_ms());
+        let month = utc_month(self.now_ms());
         let rows = sqlx::query(
             "SELECT b.connector_id, b.unit, b.monthly_limit_micros, b.set_by, b.set_at, \
              COALESCE(s.spent_micros, 0) AS spent FROM budgets b \
@@ -234,7 +234,7 @@ impl Store {
         .bind(&budget.unit)
         .bind(budget.monthly_limit.micros())
         .bind(actor)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .execute(self.pool())
         .await?;
         self.settings_changed(workspace_id);

@@ -4,7 +4,7 @@
 use sqlx::Row;
 
 use super::{Store, StoreError};
-use crate::time::{now_ms, utc_day_start};
+use crate::time::utc_day_start;
 
 impl Store {
     /// Counts one fire against a connector's daily cap, atomically across
@@ -17,7 +17,7 @@ impl Store {
              WHERE connector_usage.fires < $3 RETURNING fires",
         )
         .bind(connector_id)
-        .bind(utc_day_start(now_ms()))
+        .bind(utc_day_start(self.now_ms()))
         .bind(i64::from(cap))
         .fetch_optional(self.pool())
         .await?;
@@ -28,7 +28,7 @@ impl Store {
     /// the whole inventory).
     pub async fn fires_today(&self) -> Result<std::collections::HashMap<String, i64>, StoreError> {
         let rows = sqlx::query("SELECT connector_id, fires FROM connector_usage WHERE day = $1")
-            .bind(utc_day_start(now_ms()))
+            .bind(utc_day_start(self.now_ms()))
             .fetch_all(self.pool())
             .await?;
         rows.iter()

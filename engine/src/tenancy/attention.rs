@@ -79,8 +79,12 @@ pub fn of(info: &ConnectorInfo, own_key: bool, now: i64, after: Duration) -> Opt
 }
 
 /// Everything that needs the admins of the workspace `lens` sees with.
-pub(crate) fn all_in(registry: &Registry, lens: &Lens, after: Duration) -> Vec<Attention> {
-    let now = crate::time::now_ms();
+pub(crate) fn all_in(
+    registry: &Registry,
+    lens: &Lens,
+    after: Duration,
+    now: i64,
+) -> Vec<Attention> {
     lens.handles(registry)
         .iter()
         .filter_map(|h| of(&lens.info(h), lens.key_owner(h).is_some(), now, after))
@@ -103,7 +107,7 @@ pub(crate) async fn raise(
         Some(ws) => vec![ws],
         None => store.workspace_ids().await?,
     };
-    let now = crate::time::now_ms();
+    let now = store.now_ms();
     for ws in workspaces {
         let lens = Lens::of(store, Some(ws)).await?;
         if !lens.sees(&handle) || lens.key_owner(&handle) != keyed_by {

@@ -559,3 +559,21 @@ bundle_id = "test"
 display_name = "Test"
 members = [{ pack = "web" }, { pack = "news" }]
 "#;
+
+/// Waits until `holds` is true, asking every 10 ms, and fails the test
+/// naming `what` after 30 s: a test waits on the state it asserts, never
+/// for a fixed time.
+pub async fn until<F, Fut>(what: &str, mut holds: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !holds().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited 30 s for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}

@@ -11,7 +11,6 @@ use crate::packs::chain::{self, Candidate, ChainRequest};
 use crate::packs::chip::{chip_state, ChipInputs};
 use crate::packs::PackConfig;
 use crate::store::{StoreError, StoredRecord};
-use crate::time::now_ms;
 
 /// What the chips of one read share: one registry snapshot (the
 /// candidates and the names they show), the records' overrides and item
@@ -128,7 +127,7 @@ impl Dispatcher {
             attempts,
             item_count,
             needs_env: needs_env.as_deref(),
-            now: now_ms(),
+            now: self.store.now_ms(),
         })
     }
 
@@ -179,7 +178,7 @@ impl Dispatcher {
             overrides: &overrides,
             counts: &counts,
             bundle_chains: &bundle_chains,
-            now: now_ms(),
+            now: self.store.now_ms(),
         };
         let empty: Vec<HistoryEntry> = Vec::new();
         let mut out = HashMap::with_capacity(record_ids.len());

@@ -37,7 +37,7 @@ impl walk::Ledger for FireLedger<'_, '_> {
             None => {
                 let lease = Lease {
                     owner: d.owner.as_str(),
-                    until: d.leases.expiry(),
+                    until: d.leases.expiry(d.store.now_ms()),
                 };
                 let attempt = retrying(|| {
                     d.store

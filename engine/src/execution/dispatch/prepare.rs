@@ -81,7 +81,7 @@ impl Dispatcher {
             member.as_ref(),
             req.connector.as_deref(),
             inputs,
-            walk::waits_out_until(req.priority()),
+            walk::waits_out_until(req.priority(), self.store.now_ms()),
         );
         let query = render_query(&pack.query_template, &record.name, &record.field_map());
         Prepared {

@@ -13,7 +13,6 @@ use crate::execution::flow::{Permit, Priority};
 use crate::packs::chain::Chain;
 use crate::packs::PackConfig;
 use crate::store::{retrying, FireContext, FireEnd, FireStatus, StoreError, StoredRecord};
-use crate::time::now_ms;
 
 /// A fire under way: what it has done so far.
 pub(super) struct Walk {
@@ -258,7 +257,7 @@ impl Dispatcher {
         if let Some(mut open) = walk.open.take() {
             open.end.outcome = Some(FireOutcome::Error);
             open.end.error = Some(reason.clone());
-            open.finished_at = Some(now_ms());
+            open.finished_at = Some(self.store.now_ms());
             self.publish_attempt(set_id, &open);
             walk.report.attempts.push(open);
         }

@@ -72,7 +72,7 @@ impl Dispatcher {
         };
         let settings = self.store.workspace_settings(ws).await?;
         Ok(Scope {
-            lens: Lens::from_settings(ws, &settings),
+            lens: Lens::from_settings(ws, &settings, self.store.clock()),
             catalog: overlaid(base, ws, &settings),
         })
     }

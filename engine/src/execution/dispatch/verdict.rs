@@ -8,7 +8,6 @@ use crate::connectors::registry::ConnectorHandle;
 use crate::connectors::seam::{ConnectorResult, FireError, Found};
 use crate::execution::flow::Signal;
 use crate::store::{retrying, StoreError};
-use crate::time::now_ms;
 use model::AttemptEnd;
 
 /// How one call of one connector ended.
@@ -136,7 +135,8 @@ impl Dispatcher {
                 let wait = retry_after
                     .unwrap_or(self.config.default_retry_after)
                     .min(crate::connectors::seam::MAX_RETRY_AFTER);
-                let until = now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
+                let until =
+                    self.store.now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2);
                 match keyed_by {
                     // The workspace's own key is limited: only it waits.
                     Some(ws) => {
@@ -159,7 +159,7 @@ impl Dispatcher {
                     // connector until the key is set again.
                     Some(ws) => {
                         let status = ConnectorStatus::AuthFailed {
-                            at: now_ms(),
+                            at: self.store.now_ms(),
                             reason: format!(
                                 "{reason} (with this workspace's key; set it again to retry)"
                             ),

@@ -31,9 +31,9 @@ pub(crate) const WAIT_OUT_AT_MOST: Duration = Duration::from_secs(60);
 const WAITS_OUT_PER_CONNECTOR: u32 = 3;
 
 /// The latest rate limit `priority`'s work waits out rather than skips, as
-/// chain resolution takes it (ms since the epoch).
-pub(crate) fn waits_out_until(priority: Priority) -> Option<i64> {
-    (priority == Priority::Background).then(|| crate::time::now_ms() + millis(WAIT_OUT_AT_MOST))
+/// chain resolution takes it (ms since the epoch), `now`.
+pub(crate) fn waits_out_until(priority: Priority, now: i64) -> Option<i64> {
+    (priority == Priority::Background).then(|| now + millis(WAIT_OUT_AT_MOST))
 }
 
 fn millis(d: Duration) -> i64 {
@@ -41,9 +41,10 @@ fn millis(d: Duration) -> i64 {
 }
 
 /// How long to wait for a rate limit lifting at `until` (ms since the
-/// epoch), if the walk `waits` and it lifts within [`WAIT_OUT_AT_MOST`].
-fn wait_for(until: Option<i64>, waits: bool) -> Option<Duration> {
-    let left = until? - crate::time::now_ms();
+/// epoch), if the walk `waits` and it lifts within [`WAIT_OUT_AT_MOST`]
+/// of `now`.
+fn wait_for(until: Option<i64>, waits: bool, now: i64) -> Option<Duration> {
+    let left = until? - now;
     (waits && left <= millis(WAIT_OUT_AT_MOST))
         .then(|| Duration::from_millis(u64::try_from(left.max(1)).unwrap_or(1)))
 }
@@ -167,6 +168,7 @@ impl Dispatcher {
             Some(ws) => Some(Lens::from_settings(
                 ws,
                 &*self.store.workspace_settings(ws).await?,
+                self.store.clock(),
             )),
             None => None,
         };
@@ -265,7 +267,7 @@ impl Dispatcher {
             }
             let wait_out = match end.outcome {
                 Some(FireOutcome::RateLimited) if waited < WAITS_OUT_PER_CONNECTOR => {
-                    wait_for(end.retry_after, turn.waits)
+                    wait_for(end.retry_after, turn.waits, self.store.now_ms())
                 }
                 _ => None,
             };
@@ -322,7 +324,7 @@ impl Dispatcher {
                 ConnectorStatus::RateLimited { until, .. } => Some(until),
                 _ => None,
             };
-            let Some(wait) = wait_for(until, waits) else {
+            let Some(wait) = wait_for(until, waits, self.store.now_ms()) else {
                 return Lifted::Here(Box::new(handle), status);
             };
             tokio::select! {

@@ -14,7 +14,6 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{EventBus, Inner, Unsent, KEPT};
 use crate::store::{NewEvent, Store, StoreError};
-use crate::time::now_ms;
 
 /// At most this many events go into one statement.
 const BATCH: usize = 512;
@@ -142,7 +141,7 @@ impl Outbox {
     /// Removes old events (any process may; it is the same for all).
     pub(super) async fn prune(&self) -> Result<u64, StoreError> {
         self.store
-            .prune_events(KEEP_EVENTS, now_ms().saturating_sub(KEEP_FOR_MS))
+            .prune_events(KEEP_EVENTS, self.store.now_ms().saturating_sub(KEEP_FOR_MS))
             .await
     }
 }
@@ -197,7 +196,7 @@ async fn write(
 async fn write_batch(store: &Store, batch: &[NewEvent], bus: &Weak<Inner>) {
     let mut pauses = WRITE_PAUSES.iter();
     loop {
-        match store.write_events(batch, now_ms()).await {
+        match store.write_events(batch, store.now_ms()).await {
             Ok(_) => return,
             Err(e) => match pauses.next() {
                 Some(pause) => {
