@@ -1117,7 +1117,7 @@ async fn run_modes(subject: &Subject, fixture: &Fixture) -> Vec<(&'static str, C
         let due = curated
             .engine
             .store()
-            .recheck_due(curated.record, &intent, &id, fire, i64::MAX, 100)
+            .pages_to_check(curated.record, &intent, &id, fire, i64::MAX, 100)
             .await
             .map_err(|e| e.to_string())?;
         ensure(due.len() == distinct, || {

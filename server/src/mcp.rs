@@ -373,8 +373,8 @@ impl ServerHandler for Door {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let who = caller(context.request_context())?;
         let credential = credential(context.request_context());
-        let mut recheck = tokio::time::interval(crate::api::STREAM_RECHECK);
-        recheck.tick().await;
+        let mut access_check = tokio::time::interval(crate::api::STREAM_ACCESS_CHECK);
+        access_check.tick().await;
         let mut events = self.engine.subscribe();
         let names = |door: &Door| -> Vec<String> {
             door.tools(&who)
@@ -386,7 +386,7 @@ impl ServerHandler for Door {
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
-                _ = recheck.tick() => {
+                _ = access_check.tick() => {
                     let holds = match &credential {
                         Some(c) => c.still_holds(&self.engine, &who).await,
                         None => false,

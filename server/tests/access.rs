@@ -724,7 +724,7 @@ async fn an_open_stream_ends_when_its_token_is_revoked_or_its_member_removed() {
         .await;
     let set = set["id"].as_i64().unwrap();
     let path = format!("/api/events?record_set={set}");
-    let limit = server::api::STREAM_RECHECK * 3;
+    let limit = server::api::STREAM_ACCESS_CHECK * 3;
 
     // A token revoked while its stream is open.
     let (id, token) = server
@@ -776,7 +776,7 @@ async fn an_open_stream_ends_when_its_token_is_revoked_or_its_member_removed() {
 
     // A stream whose access holds stays open.
     let stream = server.client.get(server.at(&path)).send().await.unwrap();
-    assert!(!ends_within(stream, server::api::STREAM_RECHECK * 2).await);
+    assert!(!ends_within(stream, server::api::STREAM_ACCESS_CHECK * 2).await);
     server.stop().await;
 }
 

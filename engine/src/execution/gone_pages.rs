@@ -123,7 +123,7 @@ impl PageChecker {
     pub async fn check_pages(&self, answered: &Answered) -> Result<usize, StoreError> {
         let due = self
             .store
-            .recheck_due(
+            .pages_to_check(
                 answered.record_id,
                 &answered.intent,
                 &answered.connector_id,

@@ -235,7 +235,7 @@ impl Store {
 
     /// A call's attempts, in the order they were made.
     pub async fn call_attempts(&self, call_id: i64) -> Result<Vec<CallAttempt>, StoreError> {
-        let rows = sqlx::query(
+        let rows: Vec<AttemptRow> = sqlx::query_as(
             "SELECT id, connector_id, actor, fired_at, finished_at, outcome, result_count, error, \
              retry_after, cost_micros, cost_unit, paid_by, receipt FROM call_attempts \
              WHERE call_id = $1 ORDER BY id",
@@ -243,19 +243,31 @@ impl Store {
         .bind(call_id)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
+        rows.into_iter()
             .map(|row| {
-                let id: i64 = row.try_get("id")?;
+                let id = row.id;
                 Ok(CallAttempt {
-                    connector_id: row.try_get("connector_id")?,
-                    actor: row.try_get("actor")?,
-                    fired_at: row.try_get("fired_at")?,
-                    finished_at: row.try_get("finished_at")?,
-                    end: super::history::attempt_end(row).map_err(|what| {
+                    connector_id: row.connector_id,
+                    actor: row.actor,
+                    fired_at: row.fired_at,
+                    finished_at: row.finished_at,
+                    end: row.end.end().map_err(|what| {
                         StoreError::Corrupt(format!("call attempt {id}: {what}"))
                     })?,
                 })
             })
             .collect()
     }
+}
+
+/// A `call_attempts` row.
+#[derive(sqlx::FromRow)]
+struct AttemptRow {
+    id: i64,
+    connector_id: String,
+    actor: String,
+    fired_at: i64,
+    finished_at: Option<i64>,
+    #[sqlx(flatten)]
+    end: super::history::AttemptEndRow,
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use model::{AttemptEnd, Capability, FireOutcome, HistoryEntry, TriggeredBy};
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{FromRow, Row};
 
 use super::batch::Batch;
 use super::{Backend, Store, StoreError};
@@ -14,54 +14,87 @@ const ENTRY: &str = "SELECT id, fire_id, record_id, pack_id, intent, connector_i
      actor, fired_at, finished_at, outcome, result_count, error, retry_after, cost_micros, cost_unit, \
      paid_by, receipt FROM connector_history";
 
+/// A `connector_history` row as [`ENTRY`] reads it.
+#[derive(sqlx::FromRow)]
+struct EntryRow {
+    id: i64,
+    fire_id: i64,
+    record_id: i64,
+    pack_id: String,
+    intent: String,
+    connector_id: String,
+    triggered_by: String,
+    actor: String,
+    fired_at: i64,
+    finished_at: Option<i64>,
+    #[sqlx(flatten)]
+    end: AttemptEndRow,
+}
+
+/// How an attempt ended, as its row keeps it (in `connector_history` or
+/// `call_attempts`, whose end columns are the same).
+#[derive(sqlx::FromRow)]
+pub(super) struct AttemptEndRow {
+    outcome: Option<String>,
+    result_count: Option<i64>,
+    error: Option<String>,
+    retry_after: Option<i64>,
+    cost_micros: Option<i64>,
+    cost_unit: Option<String>,
+    paid_by: Option<String>,
+    /// JSON.
+    receipt: Option<String>,
+}
+
 fn entry(row: &AnyRow) -> Result<HistoryEntry, StoreError> {
-    let id: i64 = row.try_get("id")?;
+    let row = EntryRow::from_row(row)?;
+    let id = row.id;
     let corrupt = |what: &str| StoreError::Corrupt(format!("history entry {id}: {what}"));
-    let intent: String = row.try_get("intent")?;
-    let triggered_by: String = row.try_get("triggered_by")?;
     Ok(HistoryEntry {
         id,
-        fire_id: row.try_get("fire_id")?,
-        record_id: row.try_get("record_id")?,
-        pack_id: row.try_get("pack_id")?,
-        intent: intent.parse().map_err(|_| corrupt("intent"))?,
-        connector_id: row.try_get("connector_id")?,
-        fired_at: row.try_get("fired_at")?,
-        finished_at: row.try_get("finished_at")?,
-        triggered_by: TriggeredBy::from_name(&triggered_by)
+        fire_id: row.fire_id,
+        record_id: row.record_id,
+        pack_id: row.pack_id,
+        intent: row.intent.parse().map_err(|_| corrupt("intent"))?,
+        connector_id: row.connector_id,
+        fired_at: row.fired_at,
+        finished_at: row.finished_at,
+        triggered_by: TriggeredBy::from_name(&row.triggered_by)
             .ok_or_else(|| corrupt("triggered_by"))?,
-        actor: row.try_get("actor")?,
-        end: attempt_end(row).map_err(|what| corrupt(&what))?,
+        actor: row.actor,
+        end: row.end.end().map_err(|what| corrupt(&what))?,
     })
 }
 
-/// How an attempt ended, from its row (in `connector_history` or
-/// `call_attempts`, whose end columns are the same); what is wrong names
-/// the column.
-pub(super) fn attempt_end(row: &AnyRow) -> Result<AttemptEnd, String> {
-    let read = |e: sqlx::Error| e.to_string();
-    let outcome: Option<String> = row.try_get("outcome").map_err(read)?;
-    Ok(AttemptEnd {
-        outcome: outcome
-            .map(|o| FireOutcome::from_name(&o).ok_or_else(|| "outcome".to_owned()))
-            .transpose()?,
-        result_count: row
-            .try_get::<Option<i64>, _>("result_count")
-            .map_err(read)?
-            .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
-        error: row.try_get("error").map_err(read)?,
-        retry_after: row.try_get("retry_after").map_err(read)?,
-        charge: super::spend::charge_of(row)?,
-        receipt: receipt_of(row)?,
-    })
-}
-
-/// The receipt an attempt's row keeps (`receipt`, JSON), if any.
-pub(super) fn receipt_of(row: &AnyRow) -> Result<Option<model::Receipt>, String> {
-    row.try_get::<Option<String>, _>("receipt")
-        .map_err(|e| format!("receipt: {e}"))?
-        .map(|json| serde_json::from_str(&json).map_err(|e| format!("receipt: {e}")))
-        .transpose()
+impl AttemptEndRow {
+    /// The attempt's end; what is wrong names the column.
+    pub(super) fn end(self) -> Result<AttemptEnd, String> {
+        let charge = match (self.cost_micros, self.cost_unit, self.paid_by) {
+            (Some(micros), Some(unit), Some(paid_by)) => Some(model::Charge {
+                amount: model::Amount::from_micros(micros),
+                unit,
+                paid_by: model::PaidBy::parse(&paid_by)
+                    .ok_or_else(|| format!("paid_by {paid_by:?}"))?,
+            }),
+            _ => None,
+        };
+        Ok(AttemptEnd {
+            outcome: self
+                .outcome
+                .map(|o| FireOutcome::from_name(&o).ok_or_else(|| "outcome".to_owned()))
+                .transpose()?,
+            result_count: self
+                .result_count
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+            error: self.error,
+            retry_after: self.retry_after,
+            charge,
+            receipt: self
+                .receipt
+                .map(|json| serde_json::from_str(&json).map_err(|e| format!("receipt: {e}")))
+                .transpose()?,
+        })
+    }
 }
 
 /// The receipt as its row keeps it.

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use model::{Capability, Evidence, Gone, Item, Revision, TriageState, TriageVerb, TriggeredBy};
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{FromRow, Row};
 
 use super::{Store, StoreError};
 
@@ -27,52 +27,104 @@ const ITEM: &str = concat!(
     " FROM items i LEFT JOIN item_revisions rv ON rv.id = i.last_revision_id"
 );
 
+/// An item's columns as [`ITEM`] reads them.
+#[derive(sqlx::FromRow)]
+struct ItemRow {
+    id: i64,
+    record_id: i64,
+    intent: String,
+    url: String,
+    title: String,
+    snippet: String,
+    raw: String,
+    state: String,
+    version: i64,
+    triaged_by: Option<String>,
+    triaged_at: Option<i64>,
+    first_seen_at: i64,
+    gone_at: Option<i64>,
+    gone_reason: Option<String>,
+    #[sqlx(flatten)]
+    revision: RevisionRow,
+}
+
+/// An item's newest revision's columns (`rv_`), all null when it has none.
+#[derive(sqlx::FromRow)]
+struct RevisionRow {
+    rv_connector: Option<String>,
+    rv_fire: Option<i64>,
+    rv_changed_at: Option<i64>,
+    rv_title_before: Option<String>,
+    rv_snippet_before: Option<String>,
+    rv_title: Option<String>,
+    rv_snippet: Option<String>,
+}
+
+/// One sighting of an item as `item_evidence` keeps it.
+#[derive(sqlx::FromRow)]
+struct EvidenceRow {
+    item_id: i64,
+    connector_id: String,
+    fire_id: i64,
+    found_at: i64,
+    triggered_by: String,
+}
+
 fn item(row: &AnyRow) -> Result<Item, StoreError> {
-    let id: i64 = row.try_get("id")?;
+    let row = ItemRow::from_row(row)?;
+    let id = row.id;
     let corrupt = |what: &str| StoreError::Corrupt(format!("item {id}: {what}"));
-    let intent: String = row.try_get("intent")?;
-    let state: String = row.try_get("state")?;
-    let raw: String = row.try_get("raw")?;
     Ok(Item {
         id,
-        record_id: row.try_get("record_id")?,
-        intent: intent.parse().map_err(|_| corrupt("intent"))?,
-        url: row.try_get("url")?,
-        title: row.try_get("title")?,
-        snippet: row.try_get("snippet")?,
-        state: TriageState::from_name(&state).ok_or_else(|| corrupt("state"))?,
-        version: row.try_get("version")?,
-        triaged_by: row.try_get("triaged_by")?,
-        triaged_at: row.try_get("triaged_at")?,
-        first_seen_at: row.try_get("first_seen_at")?,
+        record_id: row.record_id,
+        intent: row.intent.parse().map_err(|_| corrupt("intent"))?,
+        url: row.url,
+        title: row.title,
+        snippet: row.snippet,
+        state: TriageState::from_name(&row.state).ok_or_else(|| corrupt("state"))?,
+        version: row.version,
+        triaged_by: row.triaged_by,
+        triaged_at: row.triaged_at,
+        first_seen_at: row.first_seen_at,
         evidence: Vec::new(),
-        revision: revision(row)?,
-        gone: match row.try_get::<Option<i64>, _>("gone_at")? {
-            Some(at) => Some(Gone {
-                at,
-                reason: row
-                    .try_get::<Option<String>, _>("gone_reason")?
-                    .unwrap_or_default(),
-            }),
-            None => None,
-        },
-        raw: serde_json::from_str(&raw).unwrap_or(serde_json::Value::Null),
+        revision: row.revision.revision().map_err(|what| corrupt(what))?,
+        gone: row.gone_at.map(|at| Gone {
+            at,
+            reason: row.gone_reason.unwrap_or_default(),
+        }),
+        raw: serde_json::from_str(&row.raw).unwrap_or(serde_json::Value::Null),
     })
 }
 
-fn revision(row: &AnyRow) -> Result<Option<Revision>, StoreError> {
-    let Some(changed_at) = row.try_get::<Option<i64>, _>("rv_changed_at")? else {
-        return Ok(None);
-    };
-    Ok(Some(Revision {
-        connector_id: row.try_get("rv_connector")?,
-        fire_id: row.try_get("rv_fire")?,
-        changed_at,
-        title_before: row.try_get("rv_title_before")?,
-        snippet_before: row.try_get("rv_snippet_before")?,
-        title: row.try_get("rv_title")?,
-        snippet: row.try_get("rv_snippet")?,
-    }))
+impl RevisionRow {
+    /// The revision, if the item has one; else which column is missing.
+    fn revision(self) -> Result<Option<Revision>, &'static str> {
+        let Some(changed_at) = self.rv_changed_at else {
+            return Ok(None);
+        };
+        Ok(Some(Revision {
+            connector_id: self.rv_connector.ok_or("revision's connector")?,
+            fire_id: self.rv_fire.ok_or("revision's fire")?,
+            changed_at,
+            title_before: self.rv_title_before.ok_or("revision's title before")?,
+            snippet_before: self.rv_snippet_before.ok_or("revision's snippet before")?,
+            title: self.rv_title.ok_or("revision's title")?,
+            snippet: self.rv_snippet.ok_or("revision's snippet")?,
+        }))
+    }
+}
+
+impl EvidenceRow {
+    fn evidence(self) -> Result<Evidence, StoreError> {
+        Ok(Evidence {
+            triggered_by: TriggeredBy::from_name(&self.triggered_by).ok_or_else(|| {
+                StoreError::Corrupt(format!("evidence of item {}: triggered_by", self.item_id))
+            })?,
+            connector_id: self.connector_id,
+            fire_id: self.fire_id,
+            found_at: self.found_at,
+        })
+    }
 }
 
 /// Why a triage verb was not applied.
@@ -112,15 +164,14 @@ pub(super) fn fold_items<'r>(
         let Some(fire_id) = row.try_get::<Option<i64>, _>("e_fire")? else {
             continue;
         };
-        let triggered_by: String = row.try_get("e_triggered_by")?;
-        let evidence = Evidence {
+        let evidence = EvidenceRow {
+            item_id: id,
             connector_id: row.try_get("e_connector")?,
             fire_id,
             found_at: row.try_get("e_found_at")?,
-            triggered_by: TriggeredBy::from_name(&triggered_by).ok_or_else(|| {
-                StoreError::Corrupt(format!("evidence of item {id}: triggered_by"))
-            })?,
-        };
+            triggered_by: row.try_get("e_triggered_by")?,
+        }
+        .evidence()?;
         if let Some((_, item)) = items.last_mut() {
             item.evidence.push(evidence);
         }
@@ -199,21 +250,12 @@ impl Store {
                 "SELECT item_id, fire_id, connector_id, triggered_by, found_at FROM item_evidence \
                  WHERE item_id IN ({ph}) ORDER BY found_at, id"
             );
-            let mut query = sqlx::query(&sql);
+            let mut query = sqlx::query_as::<_, EvidenceRow>(&sql);
             for id in chunk {
                 query = query.bind(*id);
             }
             for row in query.fetch_all(self.pool()).await? {
-                let item_id: i64 = row.try_get("item_id")?;
-                let triggered_by: String = row.try_get("triggered_by")?;
-                out.entry(item_id).or_default().push(Evidence {
-                    connector_id: row.try_get("connector_id")?,
-                    fire_id: row.try_get("fire_id")?,
-                    found_at: row.try_get("found_at")?,
-                    triggered_by: TriggeredBy::from_name(&triggered_by).ok_or_else(|| {
-                        StoreError::Corrupt(format!("evidence of item {item_id}: triggered_by"))
-                    })?,
-                });
+                out.entry(row.item_id).or_default().push(row.evidence()?);
             }
         }
         Ok(out)
@@ -319,16 +361,12 @@ impl Store {
                 "SELECT record_id, intent, COUNT(*) AS n FROM items WHERE record_id IN ({ph}) \
                  GROUP BY record_id, intent"
             );
-            let mut query = sqlx::query(&sql);
+            let mut query = sqlx::query_as::<_, (i64, String, i64)>(&sql);
             for id in chunk {
                 query = query.bind(*id);
             }
-            for row in query.fetch_all(self.pool()).await? {
-                let n: i64 = row.try_get("n")?;
-                out.insert(
-                    (row.try_get("record_id")?, row.try_get("intent")?),
-                    u32::try_from(n).unwrap_or(u32::MAX),
-                );
+            for (record_id, intent, n) in query.fetch_all(self.pool()).await? {
+                out.insert((record_id, intent), u32::try_from(n).unwrap_or(u32::MAX));
             }
         }
         Ok(out)
@@ -341,7 +379,7 @@ impl Store {
     /// not checked since `checked_before`, at most `limit`: those it found
     /// before and left out now, and those marked gone that it returned.
     /// Their ids and addresses.
-    pub async fn recheck_due(
+    pub async fn pages_to_check(
         &self,
         record_id: i64,
         intent: &Capability,
@@ -350,7 +388,7 @@ impl Store {
         checked_before: i64,
         limit: i64,
     ) -> Result<Vec<(i64, String)>, StoreError> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_as(
             "SELECT i.id, i.url FROM items i \
              JOIN item_sightings s ON s.item_id = i.id AND s.connector_id = $1 \
              WHERE i.record_id = $2 AND i.intent = $3 \
@@ -367,10 +405,7 @@ impl Store {
         .bind(fire_id)
         .bind(limit)
         .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|row| Ok((row.try_get("id")?, row.try_get("url")?)))
-            .collect()
+        .await?)
     }
 
     /// Keeps what asking an item's page said at `now`; returns the item

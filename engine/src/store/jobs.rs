@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use model::{Job, JobStatus, Progress, TriggeredBy};
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{FromRow, Row};
 
 use super::{Backend, Lease, Store, StoreError};
 
@@ -26,33 +26,48 @@ const JOB: &str = "SELECT j.id, j.record_set_id, j.packs, j.status, j.total, j.c
         AND t.outcome NOT IN ('found', 'not_found', 'cancelled', 'skipped')) AS errors \
      FROM jobs j";
 
+/// A job as [`JOB`] reads it, with its tasks counted.
+#[derive(sqlx::FromRow)]
+struct JobRow {
+    id: i64,
+    record_set_id: i64,
+    /// JSON: the pack ids.
+    packs: String,
+    status: String,
+    total: i64,
+    created_by: String,
+    created_at: i64,
+    finished_at: Option<i64>,
+    paid_per_record: Option<i64>,
+    triggered_by: Option<String>,
+    done: i64,
+    found: i64,
+    not_found: i64,
+    errors: i64,
+}
+
 fn job(row: &AnyRow) -> Result<Job, StoreError> {
-    let id: i64 = row.try_get("id")?;
+    let row = JobRow::from_row(row)?;
+    let id = row.id;
     let corrupt = |what: &str| StoreError::Corrupt(format!("job {id}: {what}"));
-    let packs: String = row.try_get("packs")?;
-    let status: String = row.try_get("status")?;
-    let count = |name: &str| -> Result<u64, StoreError> {
-        Ok(u64::try_from(row.try_get::<i64, _>(name)?).unwrap_or(0))
-    };
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
     Ok(Job {
         id,
-        record_set_id: row.try_get("record_set_id")?,
-        packs: serde_json::from_str(&packs).map_err(|_| corrupt("packs"))?,
-        status: JobStatus::from_name(&status).ok_or_else(|| corrupt("status"))?,
+        record_set_id: row.record_set_id,
+        packs: serde_json::from_str(&row.packs).map_err(|_| corrupt("packs"))?,
+        status: JobStatus::from_name(&row.status).ok_or_else(|| corrupt("status"))?,
         progress: Progress {
-            done: count("done")?,
-            total: count("total")?,
+            done: count(row.done),
+            total: count(row.total),
         },
-        found: count("found")?,
-        not_found: count("not_found")?,
-        errors: count("errors")?,
-        created_at: row.try_get("created_at")?,
-        finished_at: row.try_get("finished_at")?,
-        created_by: row.try_get("created_by")?,
-        paid_per_record: row
-            .try_get::<Option<i64>, _>("paid_per_record")?
-            .and_then(|n| u32::try_from(n).ok()),
-        triggered_by: match row.try_get::<Option<String>, _>("triggered_by")? {
+        found: count(row.found),
+        not_found: count(row.not_found),
+        errors: count(row.errors),
+        created_at: row.created_at,
+        finished_at: row.finished_at,
+        created_by: row.created_by,
+        paid_per_record: row.paid_per_record.and_then(|n| u32::try_from(n).ok()),
+        triggered_by: match row.triggered_by {
             None => TriggeredBy::InitialFanout,
             Some(name) => TriggeredBy::from_name(&name).ok_or_else(|| corrupt("triggered_by"))?,
         },

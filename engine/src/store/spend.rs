@@ -5,8 +5,7 @@
 //! answer. Every process shares the count, so no number of processes and
 //! concurrent fan-outs spends past a budget.
 
-use model::{Amount, Budget, BudgetStatus, Charge, PaidBy};
-use sqlx::any::AnyRow;
+use model::{Amount, Budget, BudgetStatus, PaidBy};
 use sqlx::{Any, Row, Transaction};
 
 use super::{Backend, Store, StoreError};
@@ -19,21 +18,31 @@ const EVERY_CONNECTOR: &str = "*";
 /// Far above any budget (a trillion units, in millionths): "no limit".
 const UNLIMITED: i64 = 1_000_000_000_000_000_000;
 
-/// A budget read with its spend (`connector_id`, `unit`,
-/// `monthly_limit_micros`, `set_by`, `set_at`, `spent`) for `month`.
-fn status_of(row: &AnyRow, month: &str) -> Result<BudgetStatus, StoreError> {
-    let connector: String = row.try_get("connector_id")?;
-    Ok(BudgetStatus {
-        budget: Budget {
-            connector_id: (connector != EVERY_CONNECTOR).then_some(connector),
-            unit: row.try_get("unit")?,
-            monthly_limit: Amount::from_micros(row.try_get("monthly_limit_micros")?),
-        },
-        month: month.to_owned(),
-        spent: Amount::from_micros(row.try_get("spent")?),
-        set_by: row.try_get("set_by")?,
-        set_at: row.try_get("set_at")?,
-    })
+/// A budget read with its spend for a month.
+#[derive(sqlx::FromRow)]
+struct BudgetRow {
+    connector_id: String,
+    unit: String,
+    monthly_limit_micros: i64,
+    spent: i64,
+    set_by: String,
+    set_at: i64,
+}
+
+impl BudgetRow {
+    fn status(self, month: &str) -> BudgetStatus {
+        BudgetStatus {
+            budget: Budget {
+                connector_id: (self.connector_id != EVERY_CONNECTOR).then_some(self.connector_id),
+                unit: self.unit,
+                monthly_limit: Amount::from_micros(self.monthly_limit_micros),
+            },
+            month: month.to_owned(),
+            spent: Amount::from_micros(self.spent),
+            set_by: self.set_by,
+            set_at: self.set_at,
+        }
+    }
 }
 
 /// A cost taken from a workspace's count for one call.
@@ -57,26 +66,6 @@ pub enum Taken {
     },
     /// A budget has too little left for the call; nothing was taken.
     Refused(BudgetStatus),
-}
-
-/// The charge an attempt's row records (`cost_micros`, `cost_unit`,
-/// `paid_by`), or what about it is not as written.
-pub(super) fn charge_of(row: &AnyRow) -> Result<Option<Charge>, String> {
-    let read = |name: &str| -> Result<Option<String>, String> {
-        row.try_get(name).map_err(|e| format!("{name}: {e}"))
-    };
-    let micros: Option<i64> = row
-        .try_get("cost_micros")
-        .map_err(|e| format!("cost_micros: {e}"))?;
-    let (Some(micros), Some(unit), Some(paid_by)) = (micros, read("cost_unit")?, read("paid_by")?)
-    else {
-        return Ok(None);
-    };
-    Ok(Some(Charge {
-        amount: Amount::from_micros(micros),
-        unit,
-        paid_by: PaidBy::parse(&paid_by).ok_or_else(|| format!("paid_by {paid_by:?}"))?,
-    }))
 }
 
 impl Store {
@@ -103,7 +92,7 @@ impl Store {
         let mut tx = self.exclusive().await?;
         // The budgets that count this call, as set (their spend is read
         // with the count below).
-        let budgets = sqlx::query(
+        let budgets = sqlx::query_as::<_, BudgetRow>(
             "SELECT connector_id, unit, monthly_limit_micros, set_by, set_at, 0 AS spent \
              FROM budgets WHERE workspace_id = $1 AND unit = $2 AND connector_id IN ($3, $4)",
         )
@@ -113,9 +102,9 @@ impl Store {
         .bind(EVERY_CONNECTOR)
         .fetch_all(&mut *tx)
         .await?
-        .iter()
-        .map(|row| status_of(row, &month))
-        .collect::<Result<Vec<_>, _>>()?;
+        .into_iter()
+        .map(|row| row.status(&month))
+        .collect::<Vec<_>>();
         let mut warnings = Vec::new();
         // The connector's count first, then everyone's: one order for
         // every call, so two calls never wait on each other's rows.
@@ -201,7 +190,7 @@ impl Store {
     /// connector's before the ones for every connector, by connector and unit.
     pub async fn budgets(&self, workspace_id: i64) -> Result<Vec<BudgetStatus>, StoreError> {
         let month = utc_month(self.now_ms());
-        let rows = sqlx::query(
+        let rows: Vec<BudgetRow> = sqlx::query_as(
             "SELECT b.connector_id, b.unit, b.monthly_limit_micros, b.set_by, b.set_at, \
              COALESCE(s.spent_micros, 0) AS spent FROM budgets b \
              LEFT JOIN spend s ON s.workspace_id = b.workspace_id \
@@ -212,7 +201,7 @@ impl Store {
         .bind(&month)
         .fetch_all(self.pool())
         .await?;
-        rows.iter().map(|row| status_of(row, &month)).collect()
+        Ok(rows.into_iter().map(|row| row.status(&month)).collect())
     }
 
     /// Sets (or changes) a budget; this month's spend so far counts against it.
@@ -282,6 +271,48 @@ pub struct ChargeRow {
     pub call_id: Option<i64>,
 }
 
+/// A row of the `charges` view.
+#[derive(sqlx::FromRow)]
+struct StoredCharge {
+    at: i64,
+    connector_id: String,
+    amount_micros: i64,
+    unit: String,
+    paid_by: String,
+    person: String,
+    outcome: String,
+    capability: String,
+    record_set_id: Option<i64>,
+    record_set_name: Option<String>,
+    record_id: Option<i64>,
+    record_name: Option<String>,
+    pack_id: Option<String>,
+    job_id: Option<i64>,
+    call_id: Option<i64>,
+}
+
+impl StoredCharge {
+    fn charge(self) -> Result<ChargeRow, StoreError> {
+        Ok(ChargeRow {
+            paid_by: PaidBy::parse(&self.paid_by).ok_or_else(|| {
+                StoreError::Corrupt(format!("a charge's paid_by {:?}", self.paid_by))
+            })?,
+            at: self.at,
+            connector_id: self.connector_id,
+            amount: Amount::from_micros(self.amount_micros),
+            unit: self.unit,
+            person: self.person,
+            outcome: self.outcome,
+            capability: self.capability,
+            record_set: self.record_set_id.zip(self.record_set_name),
+            record: self.record_id.zip(self.record_name),
+            pack_id: self.pack_id,
+            job_id: self.job_id,
+            call_id: self.call_id,
+        })
+    }
+}
+
 /// What the record-set breakdown calls capability calls.
 pub const CALLS: &str = "capability calls";
 
@@ -294,7 +325,7 @@ impl Store {
         from: i64,
         until: i64,
     ) -> Result<Vec<ChargeRow>, StoreError> {
-        let rows = sqlx::query(
+        let rows: Vec<StoredCharge> = sqlx::query_as(
             "SELECT at, connector_id, amount_micros, unit, paid_by, person, outcome, capability, \
              record_set_id, record_set_name, record_id, record_name, pack_id, job_id, call_id \
              FROM charges WHERE workspace_id = $1 AND at >= $2 AND at < $3 ORDER BY at, id",
@@ -304,33 +335,7 @@ impl Store {
         .bind(until)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|row| {
-                let paid_by: String = row.try_get("paid_by")?;
-                let pair = |id: &str, name: &str| -> Result<Option<(i64, String)>, StoreError> {
-                    Ok(row
-                        .try_get::<Option<i64>, _>(id)?
-                        .zip(row.try_get::<Option<String>, _>(name)?))
-                };
-                Ok(ChargeRow {
-                    at: row.try_get("at")?,
-                    connector_id: row.try_get("connector_id")?,
-                    amount: Amount::from_micros(row.try_get("amount_micros")?),
-                    unit: row.try_get("unit")?,
-                    paid_by: PaidBy::parse(&paid_by).ok_or_else(|| {
-                        StoreError::Corrupt(format!("a charge's paid_by {paid_by:?}"))
-                    })?,
-                    person: row.try_get("person")?,
-                    outcome: row.try_get("outcome")?,
-                    capability: row.try_get("capability")?,
-                    record_set: pair("record_set_id", "record_set_name")?,
-                    record: pair("record_id", "record_name")?,
-                    pack_id: row.try_get("pack_id")?,
-                    job_id: row.try_get("job_id")?,
-                    call_id: row.try_get("call_id")?,
-                })
-            })
-            .collect()
+        rows.into_iter().map(StoredCharge::charge).collect()
     }
 
     /// What the workspace spent in `month` (`YYYY-MM`), per unit, by key,

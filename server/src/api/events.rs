@@ -54,7 +54,7 @@ fn resync(id: u64) -> SseEvent {
 }
 
 /// How often an open stream checks its caller's access again.
-pub const STREAM_RECHECK: Duration = Duration::from_secs(5);
+pub const STREAM_ACCESS_CHECK: Duration = Duration::from_secs(5);
 
 /// Event streams one person may hold open at once in a process (a tab
 /// each, and a few scripts): past it, 429. Each costs a subscription and
@@ -142,7 +142,7 @@ pub async fn stream(
     });
     let replay = stream::iter(replay.into_iter().map(Ok));
     let revoked = async move {
-        let mut every = tokio::time::interval(STREAM_RECHECK);
+        let mut every = tokio::time::interval(STREAM_ACCESS_CHECK);
         every.tick().await;
         loop {
             every.tick().await;

@@ -7,7 +7,7 @@ mod calls;
 mod connectors;
 mod error;
 mod events;
-pub use events::{MAX_STREAMS_PER_PERSON, STREAM_RECHECK};
+pub use events::{MAX_STREAMS_PER_PERSON, STREAM_ACCESS_CHECK};
 mod extract;
 mod fires;
 mod jobs;
