@@ -5,7 +5,8 @@
 #[cfg(feature = "ssr")]
 pub mod ssr {
     use engine::ops::OpError;
-    use engine::store::{Owned, Principal};
+    use engine::store::Owned;
+    use engine::tenancy::Principal;
     use leptos::prelude::*;
 
     pub fn engine() -> Result<engine::Engine, ServerFnError> {

@@ -15,7 +15,8 @@ use tokio::sync::broadcast;
 use crate::connectors::http::Http;
 use crate::connectors::manifest::folder::{DropFolder, Watching};
 use crate::live::presence::Viewing;
-use crate::store::{Principal, StoreError};
+use crate::store::StoreError;
+use crate::tenancy::Principal;
 use crate::Engine;
 
 impl Engine {

@@ -36,7 +36,7 @@ async fn count_sets(store: &Store) -> i64 {
         .expect("a count")
 }
 
-async fn principal(engine: &Engine, email: &str, workspace: &str) -> engine::store::Principal {
+async fn principal(engine: &Engine, email: &str, workspace: &str) -> engine::tenancy::Principal {
     let added = engine
         .add_user(email, workspace, Role::Admin, None)
         .await

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use engine::store::Principal;
+use engine::tenancy::Principal;
 use engine::Engine;
 use model::{CallRequest, EventKind, RecordFilter, TriageVerb};
 use rmcp::model::SubscriptionFilter;

@@ -203,7 +203,7 @@ async fn an_undo_with_nothing_to_undo_is_a_conflict_through_every_door() {
 async fn every_admin_operation_refuses_a_member_in_the_engine_itself() {
     let server = server(None).await;
     let engine = &server.state.engine;
-    let member = engine::store::Principal {
+    let member = engine::tenancy::Principal {
         user_id: 0,
         email: "member@example.org".to_owned(),
         workspace_id: server.workspace_id,

@@ -7,13 +7,14 @@
 use model::{Role, Viewer};
 
 use crate::ops::OpError;
-use crate::store::{Owned, Principal, Removal, StoreError};
+use crate::store::{Owned, Removal, StoreError};
 use crate::tenancy::accounts::{
     check_workspace_name, last_admin, normalize_email, AccountError, AddedUser,
 };
 use crate::tenancy::credentials::{
     check_new_password, generate_password, hash_password_blocking, NO_PASSWORD,
 };
+use crate::tenancy::Principal;
 use crate::Engine;
 
 impl Engine {

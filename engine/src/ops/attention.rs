@@ -5,8 +5,9 @@
 use model::Attention;
 
 use crate::ops::OpError;
-use crate::store::{Principal, StoreError};
+use crate::store::StoreError;
 use crate::tenancy::attention::all_in;
+use crate::tenancy::Principal;
 use crate::Engine;
 
 impl Engine {

@@ -22,7 +22,8 @@ use crate::execution::flow::Priority;
 use model::AttemptEnd;
 
 use crate::packs::chain::{self, ChainRequest};
-use crate::store::{CallStatus, NewCall, Owned, Principal, Store, StoreError, StoredCall};
+use crate::store::{CallStatus, NewCall, Owned, Store, StoreError, StoredCall};
+use crate::tenancy::Principal;
 use crate::urlnorm::{parse_web_url, url_key};
 use crate::Engine;
 

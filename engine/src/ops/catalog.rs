@@ -6,7 +6,8 @@ use model::{BundleConfig, EventKind, PackConfig, WorkspaceCatalog};
 use crate::ops::OpError;
 use crate::packs::workspace::CatalogEditError;
 use crate::packs::Catalog;
-use crate::store::{CatalogKind, Principal, StoreError};
+use crate::store::{CatalogKind, StoreError};
+use crate::tenancy::Principal;
 use crate::Engine;
 
 impl Engine {

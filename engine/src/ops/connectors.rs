@@ -9,7 +9,8 @@ use crate::connectors::manifest::report;
 use crate::connectors::registry::RegistryError;
 use crate::connectors::seam::{FireError, FireOpts};
 use crate::ops::OpError;
-use crate::store::{Principal, StatusChange, StoreError};
+use crate::store::{StatusChange, StoreError};
+use crate::tenancy::Principal;
 use crate::Engine;
 
 /// What a re-check asks a connector for: a name every search knows.

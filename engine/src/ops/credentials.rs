@@ -8,13 +8,14 @@ use base64::Engine as _;
 use hmac::Mac;
 
 use crate::ops::OpError;
-use crate::store::{Principal, StoreError, TokenInfo};
+use crate::store::{StoreError, TokenInfo};
 use crate::tenancy::accounts::{normalize_email, AccountError};
 use crate::tenancy::credentials::{
     browser_mac, check_new_password, generate_token, hash_password_blocking, hex, random_bytes,
     secret_hash, unhex, verify_in_turn, Sessions, PASSWORD_LINK_DAYS, SET_PASSWORD_PATH,
     TOKEN_PREFIX,
 };
+use crate::tenancy::Principal;
 use crate::Engine;
 
 impl Engine {

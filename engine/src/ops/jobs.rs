@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use model::{FanoutEstimate, Job};
 
-use crate::store::{NewJob, Owned, Principal};
+use crate::store::{NewJob, Owned};
+use crate::tenancy::Principal;
 use crate::Engine;
 
 use super::OpError;

@@ -11,7 +11,8 @@ use crate::connectors::manifest::workspace::{parse, probe, report, taken_by, Sav
 use crate::connectors::manifest::{Format, Manifest, ManifestConnector, ManifestError};
 use crate::connectors::seam::{FireError, FireOpts};
 use crate::ops::OpError;
-use crate::store::{Owned, Principal, StoreError};
+use crate::store::{Owned, StoreError};
+use crate::tenancy::Principal;
 use crate::Engine;
 
 impl Engine {

@@ -36,7 +36,8 @@ use model::Item;
 
 use crate::connectors::registry::RegistryError;
 use crate::execution::dispatch::DispatchError;
-use crate::store::{Principal, StoreError, TriageError};
+use crate::store::{StoreError, TriageError};
+use crate::tenancy::Principal;
 
 /// Why an operation did nothing. The message is for the person asking; an
 /// [`OpError::Internal`] source is for the log only.

@@ -5,7 +5,8 @@
 use model::{ConnectorMenu, Envelope, FireReport, HistoryEntry, Item, TriageVerb};
 
 use crate::execution::dispatch::FireRequest;
-use crate::store::{Owned, Principal};
+use crate::store::Owned;
+use crate::tenancy::Principal;
 use crate::Engine;
 
 use super::OpError;

@@ -3,7 +3,8 @@
 
 use model::{RefreshPlan, RefreshSchedule};
 
-use crate::store::{Owned, Principal};
+use crate::store::Owned;
+use crate::tenancy::Principal;
 use crate::Engine;
 
 use super::{require_admin, OpError};

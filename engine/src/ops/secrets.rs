@@ -4,8 +4,9 @@
 use model::{check_secret_name, EventKind, SecretInfo};
 
 use crate::ops::OpError;
-use crate::store::{Principal, StoreError};
+use crate::store::StoreError;
 use crate::tenancy::secrets::{check_value, SecretsError};
+use crate::tenancy::Principal;
 use crate::Engine;
 
 impl Engine {

@@ -8,7 +8,8 @@ use model::{
 
 use crate::import::{parse_csv_in_batches, ImportError, ImportLimits, ParsedCsv};
 use crate::read_models::MAX_PAGE;
-use crate::store::{NewRecordSet, Owned, Principal, StoreError};
+use crate::store::{NewRecordSet, Owned, StoreError};
+use crate::tenancy::Principal;
 use crate::Engine;
 
 use super::OpError;

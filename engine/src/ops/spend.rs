@@ -4,7 +4,8 @@
 
 use model::{check_unit, Budget, BudgetStatus, EventKind, SpendReport};
 
-use crate::store::{ChargeRow, Principal};
+use crate::store::ChargeRow;
+use crate::tenancy::Principal;
 use crate::time::{month_bounds, utc_month};
 use crate::Engine;
 

@@ -3,7 +3,8 @@
 
 use model::{Capability, CapabilityView, Member};
 
-use crate::store::{Principal, StoreError};
+use crate::store::StoreError;
+use crate::tenancy::Principal;
 use crate::Engine;
 
 use super::OpError;

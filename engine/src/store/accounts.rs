@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use model::{Role, WorkspaceRef};
 
 use super::{Store, StoreError};
+use crate::tenancy::Principal;
 
 /// What taking someone out of a workspace did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,32 +24,6 @@ pub struct UserRow {
     pub id: i64,
     pub email: String,
     pub password_hash: String,
-}
-
-/// Who is acting and where: a user in one of their workspaces, with the role
-/// they hold there. Every request that reaches data carries one.
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
-pub struct Principal {
-    pub user_id: i64,
-    pub email: String,
-    pub workspace_id: i64,
-    pub workspace_name: String,
-    #[sqlx(try_from = "String")]
-    pub role: Role,
-}
-
-impl Principal {
-    pub fn is_admin(&self) -> bool {
-        self.role == Role::Admin
-    }
-
-    pub fn workspace(&self) -> WorkspaceRef {
-        WorkspaceRef {
-            id: self.workspace_id,
-            name: self.workspace_name.clone(),
-            role: self.role,
-        }
-    }
 }
 
 /// A stored thing whose workspace decides who may reach it.

@@ -1,8 +1,9 @@
 //! How people prove who they are, in the database: API tokens (kept as
 //! hashes), browser sessions and set-password links.
 
-use super::accounts::{Principal, PRINCIPAL};
+use super::accounts::PRINCIPAL;
 use super::{Store, StoreError};
+use crate::tenancy::Principal;
 
 /// An API token as listed (never its value).
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]

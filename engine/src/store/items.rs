@@ -87,7 +87,7 @@ fn item(row: &AnyRow) -> Result<Item, StoreError> {
         triaged_at: row.triaged_at,
         first_seen_at: row.first_seen_at,
         evidence: Vec::new(),
-        revision: row.revision.revision().map_err(|what| corrupt(what))?,
+        revision: row.revision.revision().map_err(corrupt)?,
         gone: row.gone_at.map(|at| Gone {
             at,
             reason: row.gone_reason.unwrap_or_default(),

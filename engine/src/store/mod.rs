@@ -21,7 +21,7 @@ mod events;
 mod manifests;
 mod migrations;
 mod overrides;
-pub use accounts::{Owned, Principal, Removal, UserRow};
+pub use accounts::{Owned, Removal, UserRow};
 pub use calls::{CallStatus, NewCall, StoredCall};
 pub use catalog::CatalogKind;
 pub use connector_log::StatusChange;

@@ -1,5 +1,5 @@
 //! Tenancy: the rules behind who may do what, and what each workspace keeps
-//! to itself. `accounts`: email and workspace names, the errors of account
+//! to itself. `principal`: the caller every operation takes; `accounts`: email and workspace names, the errors of account
 //! changes; `credentials`: password hashing, tokens and links, sessions;
 //! `secrets`: the sealing of each workspace's API keys; `attention`: what
 //! a workspace's admins must act on. The operations callers use are in
@@ -9,4 +9,7 @@
 pub mod accounts;
 pub mod attention;
 pub mod credentials;
+pub mod principal;
 pub mod secrets;
+
+pub use principal::Principal;

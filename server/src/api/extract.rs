@@ -3,7 +3,7 @@
 
 use axum::extract::{FromRequest, FromRequestParts};
 use axum::http::request::Parts;
-use engine::store::Principal;
+use engine::tenancy::Principal;
 
 use super::ApiError;
 use engine::ops::OpError;

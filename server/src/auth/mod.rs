@@ -1,6 +1,6 @@
 //! Who is asking: browser sessions (cookie, kept in the database) and API
 //! tokens (`Authorization: Bearer`), resolved once per request into an
-//! [`engine::store::Principal`] by [`gate`], which also turns away every
+//! [`engine::tenancy::Principal`] by [`gate`], which also turns away every
 //! request outside [`is_public`] that carries neither. Sign-in, sign-out,
 //! the workspace switch and passwords are plain HTML form posts handled here.
 
@@ -16,7 +16,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use engine::store::Principal;
+use engine::tenancy::Principal;
 use serde::Deserialize;
 use tower_sessions::cookie::{Cookie, SameSite};
 use tower_sessions::{Expiry, Session, SessionManagerLayer};

@@ -9,8 +9,8 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
-use engine::store::Principal;
 use engine::tenancy::credentials::{check_new_password, secret_hash};
+use engine::tenancy::Principal;
 use serde::Deserialize;
 use tower_sessions::Session;
 

@@ -193,7 +193,7 @@ impl TestServer {
     }
 
     /// The test user as the operations layer takes a caller.
-    pub async fn tester(&self) -> engine::store::Principal {
+    pub async fn tester(&self) -> engine::tenancy::Principal {
         let (_, token) = self
             .state
             .engine
