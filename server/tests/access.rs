@@ -9,7 +9,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::http::Method;
-use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_PASSWORD};
+use common::{on_every_backend, TestServer, TEST_EMAIL, TEST_PACKS, TEST_PASSWORD};
 use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::packs::Catalog;
 use engine::store::testing::{self, TestDatabase};
@@ -148,171 +148,174 @@ async fn every_route_needs_a_session_or_a_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_cannot_do_what_admins_do() {
-    let server = server(testing::sqlite()).await;
-    let member = server
-        .user("member@example.org", common::TEST_WORKSPACE, Role::Member)
-        .await;
-    let tester = server
-        .state
-        .engine
-        .store()
-        .user_by_email(TEST_EMAIL)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
-    let admin_actions = [
-        (
-            Method::POST,
-            "/api/connectors/alpha/disable".to_owned(),
-            None,
-        ),
-        (
-            Method::POST,
-            "/api/connectors/alpha/enable".to_owned(),
-            None,
-        ),
-        (Method::GET, "/api/connectors/attention".to_owned(), None),
-        (
-            Method::POST,
-            "/api/members".to_owned(),
-            Some(serde_json::json!({"email": "x@example.org", "role": "admin"})),
-        ),
-        (
-            Method::PUT,
-            format!("/api/members/{tester}"),
-            Some(serde_json::json!({"role": "member"})),
-        ),
-        (Method::DELETE, format!("/api/members/{tester}"), None),
-        (
-            Method::POST,
-            "/api/connectors/alpha/recheck".to_owned(),
-            None,
-        ),
-        (
-            Method::POST,
-            "/api/manifests".to_owned(),
-            Some(serde_json::json!({"id": "x"})),
-        ),
-        (
-            Method::POST,
-            "/api/manifests/test?query=x".to_owned(),
-            Some(serde_json::json!({"id": "x"})),
-        ),
-        (Method::DELETE, "/api/manifests/x".to_owned(), None),
-        (
-            Method::PUT,
-            "/api/secrets/SOME_KEY".to_owned(),
-            Some(serde_json::json!({"value": "v"})),
-        ),
-        (Method::DELETE, "/api/secrets/SOME_KEY".to_owned(), None),
-        (
-            Method::PUT,
-            "/api/packs/web".to_owned(),
-            Some(
-                serde_json::json!({"pack_id": "web", "display_name": "W", "short_label": "w", "intent": "search.web"}),
+    on_every_backend(|db| async {
+        let server = server(db).await;
+        let member = server
+            .user("member@example.org", common::TEST_WORKSPACE, Role::Member)
+            .await;
+        let tester = server
+            .state
+            .engine
+            .store()
+            .user_by_email(TEST_EMAIL)
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        let admin_actions = [
+            (
+                Method::POST,
+                "/api/connectors/alpha/disable".to_owned(),
+                None,
             ),
-        ),
-        (Method::DELETE, "/api/packs/web".to_owned(), None),
-        (
-            Method::PUT,
-            "/api/bundles/test".to_owned(),
-            Some(
-                serde_json::json!({"bundle_id": "test", "display_name": "T", "members": [{"pack": "web"}]}),
+            (
+                Method::POST,
+                "/api/connectors/alpha/enable".to_owned(),
+                None,
             ),
-        ),
-        (Method::DELETE, "/api/bundles/test".to_owned(), None),
-    ];
-    for (method, path, body) in admin_actions {
-        let mut req = member.request(method.clone(), server.at(&path));
-        if let Some(body) = body {
-            req = req.json(&body);
+            (Method::GET, "/api/connectors/attention".to_owned(), None),
+            (
+                Method::POST,
+                "/api/members".to_owned(),
+                Some(serde_json::json!({"email": "x@example.org", "role": "admin"})),
+            ),
+            (
+                Method::PUT,
+                format!("/api/members/{tester}"),
+                Some(serde_json::json!({"role": "member"})),
+            ),
+            (Method::DELETE, format!("/api/members/{tester}"), None),
+            (
+                Method::POST,
+                "/api/connectors/alpha/recheck".to_owned(),
+                None,
+            ),
+            (
+                Method::POST,
+                "/api/manifests".to_owned(),
+                Some(serde_json::json!({"id": "x"})),
+            ),
+            (
+                Method::POST,
+                "/api/manifests/test?query=x".to_owned(),
+                Some(serde_json::json!({"id": "x"})),
+            ),
+            (Method::DELETE, "/api/manifests/x".to_owned(), None),
+            (
+                Method::PUT,
+                "/api/secrets/SOME_KEY".to_owned(),
+                Some(serde_json::json!({"value": "v"})),
+            ),
+            (Method::DELETE, "/api/secrets/SOME_KEY".to_owned(), None),
+            (
+                Method::PUT,
+                "/api/packs/web".to_owned(),
+                Some(
+                    serde_json::json!({"pack_id": "web", "display_name": "W", "short_label": "w", "intent": "search.web"}),
+                ),
+            ),
+            (Method::DELETE, "/api/packs/web".to_owned(), None),
+            (
+                Method::PUT,
+                "/api/bundles/test".to_owned(),
+                Some(
+                    serde_json::json!({"bundle_id": "test", "display_name": "T", "members": [{"pack": "web"}]}),
+                ),
+            ),
+            (Method::DELETE, "/api/bundles/test".to_owned(), None),
+        ];
+        for (method, path, body) in admin_actions {
+            let mut req = member.request(method.clone(), server.at(&path));
+            if let Some(body) = body {
+                req = req.json(&body);
+            }
+            let res = req.send().await.unwrap();
+            assert_eq!(res.status().as_u16(), 403, "{method} {path}");
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(body["error"], "forbidden");
         }
-        let res = req.send().await.unwrap();
-        assert_eq!(res.status().as_u16(), 403, "{method} {path}");
-        let body: Value = res.json().await.unwrap();
-        assert_eq!(body["error"], "forbidden");
-    }
-    // The admin-only server functions refuse members too.
-    let pack = r#"{"pack": {"pack_id": "web", "display_name": "W", "short_label": "w", "intent": "search.web"}}"#;
-    let bundle =
-        r#"{"bundle": {"bundle_id": "test", "display_name": "T", "members": [{"pack": "web"}]}}"#;
-    let admin_fns: Vec<(String, String)> = server::router::inventory()
-        .into_iter()
-        .filter_map(|(_, p)| {
-            // A server function's path is its name and a hash.
-            let name = p.trim_end_matches(|c: char| c.is_ascii_digit());
-            let args = if name == "/api/save_pack" {
-                pack.to_owned()
-            } else if name == "/api/save_bundle" {
-                bundle.to_owned()
-            } else if name == "/api/remove_pack" || name == "/api/remove_bundle" {
-                "id=web".to_owned()
-            } else if name == "/api/add_member" {
-                "email=x%40example.org&role=admin".to_owned()
-            } else if name == "/api/set_member_role" {
-                format!("user_id={tester}&role=member")
-            } else if name == "/api/remove_member" {
-                format!("user_id={tester}")
-            } else if name == "/api/switch_connector" {
-                "id=alpha&on=false".to_owned()
-            } else if name == "/api/recheck_connector" || name == "/api/remove_manifest" {
-                "id=alpha".to_owned()
-            } else if name == "/api/test_manifest" {
-                "text=x&format=toml&query=q".to_owned()
-            } else if name == "/api/save_manifest" {
-                "text=x&format=toml".to_owned()
-            } else if name == "/api/set_secret" {
-                "name=SOME_KEY&value=v".to_owned()
-            } else if name == "/api/clear_secret" {
-                "name=SOME_KEY".to_owned()
+        // The admin-only server functions refuse members too.
+        let pack = r#"{"pack": {"pack_id": "web", "display_name": "W", "short_label": "w", "intent": "search.web"}}"#;
+        let bundle =
+            r#"{"bundle": {"bundle_id": "test", "display_name": "T", "members": [{"pack": "web"}]}}"#;
+        let admin_fns: Vec<(String, String)> = server::router::inventory()
+            .into_iter()
+            .filter_map(|(_, p)| {
+                // A server function's path is its name and a hash.
+                let name = p.trim_end_matches(|c: char| c.is_ascii_digit());
+                let args = if name == "/api/save_pack" {
+                    pack.to_owned()
+                } else if name == "/api/save_bundle" {
+                    bundle.to_owned()
+                } else if name == "/api/remove_pack" || name == "/api/remove_bundle" {
+                    "id=web".to_owned()
+                } else if name == "/api/add_member" {
+                    "email=x%40example.org&role=admin".to_owned()
+                } else if name == "/api/set_member_role" {
+                    format!("user_id={tester}&role=member")
+                } else if name == "/api/remove_member" {
+                    format!("user_id={tester}")
+                } else if name == "/api/switch_connector" {
+                    "id=alpha&on=false".to_owned()
+                } else if name == "/api/recheck_connector" || name == "/api/remove_manifest" {
+                    "id=alpha".to_owned()
+                } else if name == "/api/test_manifest" {
+                    "text=x&format=toml&query=q".to_owned()
+                } else if name == "/api/save_manifest" {
+                    "text=x&format=toml".to_owned()
+                } else if name == "/api/set_secret" {
+                    "name=SOME_KEY&value=v".to_owned()
+                } else if name == "/api/clear_secret" {
+                    "name=SOME_KEY".to_owned()
+                } else {
+                    return None;
+                };
+                Some((p, args))
+            })
+            .collect();
+        assert_eq!(admin_fns.len(), 14, "{admin_fns:?}");
+        for (path, args) in admin_fns {
+            let kind = if args.starts_with('{') {
+                "application/json"
             } else {
-                return None;
+                "application/x-www-form-urlencoded"
             };
-            Some((p, args))
-        })
-        .collect();
-    assert_eq!(admin_fns.len(), 14, "{admin_fns:?}");
-    for (path, args) in admin_fns {
-        let kind = if args.starts_with('{') {
-            "application/json"
-        } else {
-            "application/x-www-form-urlencoded"
-        };
+            let res = member
+                .post(server.at(&path))
+                .header("content-type", kind)
+                .body(args)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status().as_u16(), 403, "server fn {path}");
+        }
+        let members = server
+            .state
+            .engine
+            .store()
+            .members_of(server.workspace_id)
+            .await
+            .unwrap();
+        assert_eq!(members.len(), 2, "nothing changed: {members:?}");
+        // Members still import, fire and triage.
         let res = member
-            .post(server.at(&path))
-            .header("content-type", kind)
-            .body(args)
+            .post(server.at("/api/record-sets"))
+            .query(&[("name", "Mine"), ("bundle", "test")])
+            .body("name,city\nAcme,Lyon\n")
             .send()
             .await
             .unwrap();
-        assert_eq!(res.status().as_u16(), 403, "server fn {path}");
-    }
-    let members = server
-        .state
-        .engine
-        .store()
-        .members_of(server.workspace_id)
-        .await
-        .unwrap();
-    assert_eq!(members.len(), 2, "nothing changed: {members:?}");
-    // Members still import, fire and triage.
-    let res = member
-        .post(server.at("/api/record-sets"))
-        .query(&[("name", "Mine"), ("bundle", "test")])
-        .body("name,city\nAcme,Lyon\n")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 201);
-    // The admin may.
-    let res = server
-        .client
-        .post(server.at("/api/connectors/alpha/disable"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 200);
+        assert_eq!(res.status().as_u16(), 201);
+        // The admin may.
+        let res = server
+            .client
+            .post(server.at("/api/connectors/alpha/disable"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1040,143 +1043,146 @@ async fn the_operator_commands_work_on_a_running_server_database() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admins_manage_members_and_a_removed_member_is_out_at_once() {
-    let server = server(testing::sqlite()).await;
-    let (code, added) = server
-        .post_json(
-            "/api/members",
-            serde_json::json!({"email": "New@Example.org", "role": "member"}),
-        )
-        .await;
-    assert_eq!(code, 201, "{added}");
-    // No password is made up and shown: a link lets the person choose one.
-    assert!(added.get("password").is_none(), "{added}");
-    let link = added["set_password_link"].as_str().unwrap().to_owned();
-    assert!(link.starts_with("/set-password#"), "{link}");
-    let new_id = added["user_id"].as_i64().unwrap();
-    let (browser, to) = server.use_link(&link, "new's own long password").await;
-    assert_eq!(to, "/");
-    // Once only.
-    let (_, to) = server.use_link(&link, "someone else's password").await;
-    assert_eq!(to, "/set-password?error=link#");
-    assert_eq!(
-        server
-            .browser("new@example.org", "new's own long password")
-            .await
+    on_every_backend(|db| async {
+        let server = server(db).await;
+        let (code, added) = server
+            .post_json(
+                "/api/members",
+                serde_json::json!({"email": "New@Example.org", "role": "member"}),
+            )
+            .await;
+        assert_eq!(code, 201, "{added}");
+        // No password is made up and shown: a link lets the person choose one.
+        assert!(added.get("password").is_none(), "{added}");
+        let link = added["set_password_link"].as_str().unwrap().to_owned();
+        assert!(link.starts_with("/set-password#"), "{link}");
+        let new_id = added["user_id"].as_i64().unwrap();
+        let (browser, to) = server.use_link(&link, "new's own long password").await;
+        assert_eq!(to, "/");
+        // Once only.
+        let (_, to) = server.use_link(&link, "someone else's password").await;
+        assert_eq!(to, "/set-password?error=link#");
+        assert_eq!(
+            server
+                .browser("new@example.org", "new's own long password")
+                .await
+                .get(server.at("/api/me"))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16(),
+            200
+        );
+        let me: Value = browser
             .get(server.at("/api/me"))
             .send()
             .await
             .unwrap()
-            .status()
-            .as_u16(),
-        200
-    );
-    let me: Value = browser
-        .get(server.at("/api/me"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(me["workspace"]["name"], common::TEST_WORKSPACE);
-    assert_eq!(me["workspace"]["role"], "member");
-    let (_, token) = server
-        .state
-        .engine
-        .create_token("new@example.org", common::TEST_WORKSPACE)
-        .await
-        .unwrap();
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(me["workspace"]["name"], common::TEST_WORKSPACE);
+        assert_eq!(me["workspace"]["role"], "member");
+        let (_, token) = server
+            .state
+            .engine
+            .create_token("new@example.org", common::TEST_WORKSPACE)
+            .await
+            .unwrap();
 
-    // Adding someone who has an account gives no credential at all.
-    let (code, again) = server
-        .post_json(
-            "/api/members",
-            serde_json::json!({"email": "new@example.org", "role": "member"}),
-        )
-        .await;
-    assert_eq!(code, 201);
-    assert_eq!(again, serde_json::json!({"user_id": new_id}));
+        // Adding someone who has an account gives no credential at all.
+        let (code, again) = server
+            .post_json(
+                "/api/members",
+                serde_json::json!({"email": "new@example.org", "role": "member"}),
+            )
+            .await;
+        assert_eq!(code, 201);
+        assert_eq!(again, serde_json::json!({"user_id": new_id}));
 
-    // The last admin cannot step down or be removed.
-    let tester = server
-        .state
-        .engine
-        .store()
-        .user_by_email(TEST_EMAIL)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
-    let res = server
-        .client
-        .put(server.at(&format!("/api/members/{tester}")))
-        .json(&serde_json::json!({"role": "member"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 400);
-    assert!(res.text().await.unwrap().contains("last admin"));
-    let res = server
-        .client
-        .put(server.at(&format!("/api/members/{new_id}")))
-        .json(&serde_json::json!({"role": "admin"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 204);
-    let me: Value = browser
-        .get(server.at("/api/me"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(me["workspace"]["role"], "admin");
-
-    // Removed: the session and the token stop on the next request.
-    let res = server
-        .client
-        .delete(server.at(&format!("/api/members/{new_id}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 204);
-    assert_eq!(
-        browser
+        // The last admin cannot step down or be removed.
+        let tester = server
+            .state
+            .engine
+            .store()
+            .user_by_email(TEST_EMAIL)
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        let res = server
+            .client
+            .put(server.at(&format!("/api/members/{tester}")))
+            .json(&serde_json::json!({"role": "member"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 400);
+        assert!(res.text().await.unwrap().contains("last admin"));
+        let res = server
+            .client
+            .put(server.at(&format!("/api/members/{new_id}")))
+            .json(&serde_json::json!({"role": "admin"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 204);
+        let me: Value = browser
             .get(server.at("/api/me"))
             .send()
             .await
             .unwrap()
-            .status()
-            .as_u16(),
-        401
-    );
-    let res = no_redirects()
-        .get(server.at("/api/me"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 401);
-    // Another workspace's member is not this admin's to touch.
-    server.user("zed@example.org", "two", Role::Admin).await;
-    let zed = server
-        .state
-        .engine
-        .store()
-        .user_by_email("zed@example.org")
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
-    let res = server
-        .client
-        .delete(server.at(&format!("/api/members/{zed}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 404);
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(me["workspace"]["role"], "admin");
+
+        // Removed: the session and the token stop on the next request.
+        let res = server
+            .client
+            .delete(server.at(&format!("/api/members/{new_id}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 204);
+        assert_eq!(
+            browser
+                .get(server.at("/api/me"))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16(),
+            401
+        );
+        let res = no_redirects()
+            .get(server.at("/api/me"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 401);
+        // Another workspace's member is not this admin's to touch.
+        server.user("zed@example.org", "two", Role::Admin).await;
+        let zed = server
+            .state
+            .engine
+            .store()
+            .user_by_email("zed@example.org")
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        let res = server
+            .client
+            .delete(server.at(&format!("/api/members/{zed}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 404);
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1292,74 +1298,78 @@ async fn a_connector_switched_off_in_one_workspace_still_serves_the_others() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_changes_their_own_password_and_their_other_sessions_end() {
-    let server = server(testing::sqlite()).await;
-    let phone = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
-    let laptop = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
-    let change = |current: &'static str, new: &'static str, again: &'static str| {
-        laptop
-            .post(server.at("/auth/password"))
-            .form(&[("current", current), ("password", new), ("again", again)])
+    on_every_backend(|db| async {
+        let server = server(db).await;
+        let phone = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
+        let laptop = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
+        let change = |current: &'static str, new: &'static str, again: &'static str| {
+            laptop
+                .post(server.at("/auth/password"))
+                .form(&[("current", current), ("password", new), ("again", again)])
+                .send()
+        };
+        let outcome =
+            |res: reqwest::Response| res.headers()["location"].to_str().unwrap().to_owned();
+        let status = |client: &reqwest::Client| {
+            let request = client.get(server.at("/api/me")).send();
+            async move { request.await.unwrap().status().as_u16() }
+        };
+        for (current, new, again, said) in [
+            (
+                "not my password",
+                "a new long password",
+                "a new long password",
+                "wrong",
+            ),
+            (
+                TEST_PASSWORD,
+                "a new long password",
+                "a new long passwort",
+                "mismatch",
+            ),
+            (TEST_PASSWORD, "short", "short", "short"),
+        ] {
+            let to = outcome(change(current, new, again).await.unwrap());
+            assert_eq!(to, format!("/settings?password={said}"));
+            assert_eq!(status(&phone).await, 200, "nothing changed after {said}");
+        }
+        let to = outcome(
+            change(TEST_PASSWORD, "a new long password", "a new long password")
+                .await
+                .unwrap(),
+        );
+        assert_eq!(to, "/settings?password=changed");
+        // This browser goes on; the other is signed out; only the new password works.
+        assert_eq!(status(&laptop).await, 200);
+        assert_eq!(status(&phone).await, 401);
+        let res = no_redirects()
+            .post(server.at("/auth/sign-in"))
+            .form(&[("email", TEST_EMAIL), ("password", TEST_PASSWORD)])
             .send()
-    };
-    let outcome = |res: reqwest::Response| res.headers()["location"].to_str().unwrap().to_owned();
-    let status = |client: &reqwest::Client| {
-        let request = client.get(server.at("/api/me")).send();
-        async move { request.await.unwrap().status().as_u16() }
-    };
-    for (current, new, again, said) in [
-        (
-            "not my password",
-            "a new long password",
-            "a new long password",
-            "wrong",
-        ),
-        (
-            TEST_PASSWORD,
-            "a new long password",
-            "a new long passwort",
-            "mismatch",
-        ),
-        (TEST_PASSWORD, "short", "short", "short"),
-    ] {
-        let to = outcome(change(current, new, again).await.unwrap());
-        assert_eq!(to, format!("/settings?password={said}"));
-        assert_eq!(status(&phone).await, 200, "nothing changed after {said}");
-    }
-    let to = outcome(
-        change(TEST_PASSWORD, "a new long password", "a new long password")
             .await
-            .unwrap(),
-    );
-    assert_eq!(to, "/settings?password=changed");
-    // This browser goes on; the other is signed out; only the new password works.
-    assert_eq!(status(&laptop).await, 200);
-    assert_eq!(status(&phone).await, 401);
-    let res = no_redirects()
-        .post(server.at("/auth/sign-in"))
-        .form(&[("email", TEST_EMAIL), ("password", TEST_PASSWORD)])
-        .send()
-        .await
-        .unwrap();
-    assert!(res.headers()["location"]
-        .to_str()
-        .unwrap()
-        .contains("error=invalid"));
-    server.browser(TEST_EMAIL, "a new long password").await;
-    // Nobody signed in cannot change a password.
-    let res = no_redirects()
-        .post(server.at("/auth/password"))
-        .form(&[
-            ("current", "x"),
-            ("password", "a third long password"),
-            ("again", "a third long password"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 303);
-    assert!(res.headers()["location"]
-        .to_str()
-        .unwrap()
-        .starts_with("/sign-in"));
-    server.stop().await;
+            .unwrap();
+        assert!(res.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("error=invalid"));
+        server.browser(TEST_EMAIL, "a new long password").await;
+        // Nobody signed in cannot change a password.
+        let res = no_redirects()
+            .post(server.at("/auth/password"))
+            .form(&[
+                ("current", "x"),
+                ("password", "a third long password"),
+                ("again", "a third long password"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 303);
+        assert!(res.headers()["location"]
+            .to_str()
+            .unwrap()
+            .starts_with("/sign-in"));
+        server.stop().await;
+    })
+    .await;
 }

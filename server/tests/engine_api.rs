@@ -223,93 +223,96 @@ async fn a_connector_failing_again_and_again_is_suspended_and_skipped_then_comes
 
 #[tokio::test]
 async fn stats_and_metrics_count_the_workspace_s_attempts_from_the_database() {
-    let alpha = ScriptedConnector::new(
-        "alpha",
-        [
-            Step::Found(2),
-            Step::Empty,
-            Step::Fail(FireError::Malformed {
-                reason: "bad".into(),
-            }),
-        ],
-    );
-    let server = server(testing::sqlite(), &[("alpha", CostTier::Free, alpha)]).await;
-    let (_, records) = imported(&server).await;
-    for record in [records[0], records[1], records[0]] {
-        server.fire(record, "web", Some("alpha")).await;
-    }
-    let (code, stats) = server.get_json("/api/connectors/stats").await;
-    assert_eq!(code, 200);
-    let alpha = stats
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["connector_id"] == "alpha")
-        .unwrap();
-    assert_eq!(alpha["attempts"], 3, "{alpha}");
-    assert_eq!(alpha["found"], 1);
-    assert_eq!(alpha["not_found"], 1);
-    assert_eq!(alpha["errors"], 1);
-    assert!(alpha["p95_ms"].as_i64().unwrap() >= alpha["p50_ms"].as_i64().unwrap());
-    // Hour by hour for the chart: 24 hours, all of it in the last one.
-    let hours = alpha["hours"].as_array().unwrap();
-    assert_eq!(hours.len(), 24, "{alpha}");
-    let last = &hours[23];
-    assert_eq!(
-        (
-            &last["attempts"],
-            &last["found"],
-            &last["failed"],
-            &last["rate_limited"]
-        ),
-        (&json!(3), &json!(1), &json!(1), &json!(0)),
-        "{alpha}"
-    );
-    // ...with the hour's latency, for the chart over time.
-    assert_eq!(last["p50_ms"], alpha["p50_ms"], "{alpha}");
-    assert_eq!(last["p95_ms"], alpha["p95_ms"], "{alpha}");
-    assert!(
-        hours[..23].iter().all(|h| h.get("p50_ms").is_none()),
-        "{alpha}"
-    );
-    assert!(hours[..23].iter().all(|h| h["attempts"] == 0), "{alpha}");
+    on_every_backend(|db| async {
+        let alpha = ScriptedConnector::new(
+            "alpha",
+            [
+                Step::Found(2),
+                Step::Empty,
+                Step::Fail(FireError::Malformed {
+                    reason: "bad".into(),
+                }),
+            ],
+        );
+        let server = server(db, &[("alpha", CostTier::Free, alpha)]).await;
+        let (_, records) = imported(&server).await;
+        for record in [records[0], records[1], records[0]] {
+            server.fire(record, "web", Some("alpha")).await;
+        }
+        let (code, stats) = server.get_json("/api/connectors/stats").await;
+        assert_eq!(code, 200);
+        let alpha = stats
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["connector_id"] == "alpha")
+            .unwrap();
+        assert_eq!(alpha["attempts"], 3, "{alpha}");
+        assert_eq!(alpha["found"], 1);
+        assert_eq!(alpha["not_found"], 1);
+        assert_eq!(alpha["errors"], 1);
+        assert!(alpha["p95_ms"].as_i64().unwrap() >= alpha["p50_ms"].as_i64().unwrap());
+        // Hour by hour for the chart: 24 hours, all of it in the last one.
+        let hours = alpha["hours"].as_array().unwrap();
+        assert_eq!(hours.len(), 24, "{alpha}");
+        let last = &hours[23];
+        assert_eq!(
+            (
+                &last["attempts"],
+                &last["found"],
+                &last["failed"],
+                &last["rate_limited"]
+            ),
+            (&json!(3), &json!(1), &json!(1), &json!(0)),
+            "{alpha}"
+        );
+        // ...with the hour's latency, for the chart over time.
+        assert_eq!(last["p50_ms"], alpha["p50_ms"], "{alpha}");
+        assert_eq!(last["p95_ms"], alpha["p95_ms"], "{alpha}");
+        assert!(
+            hours[..23].iter().all(|h| h.get("p50_ms").is_none()),
+            "{alpha}"
+        );
+        assert!(hours[..23].iter().all(|h| h["attempts"] == 0), "{alpha}");
 
-    let metrics = server
-        .client
-        .get(server.at("/metrics"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(metrics.status(), 200);
-    assert!(metrics.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/plain"));
-    let text = metrics.text().await.unwrap();
-    assert!(
-        text.contains("switchyard_connector_attempts{connector=\"alpha\",outcome=\"found\"} 1"),
-        "{text}"
-    );
-    assert!(
-        text.contains("switchyard_connector_up{connector=\"alpha\",status=\"available\"} 1"),
-        "{text}"
-    );
-    // Another workspace has its own figures.
-    let other = server
-        .user("other@example.org", "elsewhere", model::Role::Member)
-        .await;
-    let theirs = other
-        .get(server.at("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        !theirs.contains("switchyard_connector_attempts{"),
-        "{theirs}"
-    );
+        let metrics = server
+            .client
+            .get(server.at("/metrics"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(metrics.status(), 200);
+        assert!(metrics.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain"));
+        let text = metrics.text().await.unwrap();
+        assert!(
+            text.contains("switchyard_connector_attempts{connector=\"alpha\",outcome=\"found\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("switchyard_connector_up{connector=\"alpha\",status=\"available\"} 1"),
+            "{text}"
+        );
+        // Another workspace has its own figures.
+        let other = server
+            .user("other@example.org", "elsewhere", model::Role::Member)
+            .await;
+        let theirs = other
+            .get(server.at("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            !theirs.contains("switchyard_connector_attempts{"),
+            "{theirs}"
+        );
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -458,87 +461,91 @@ async fn an_explicit_disabled_connector_falls_back_and_says_so() {
 
 #[tokio::test]
 async fn a_daily_cap_is_enforced_from_the_database() {
-    let alpha = ScriptedConnector::new("alpha", [Step::Empty]);
-    let beta = ScriptedConnector::new("beta", [Step::Empty]);
-    let server = TestServer::start_with(testing::sqlite(), {
-        let (alpha, beta) = (alpha.clone(), beta.clone());
-        move |state| {
-            *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-            let mut reg = ScriptedConnector::registration("alpha", CostTier::Paid, &web());
-            reg.profile.rate_hints.daily_cap = Some(2);
-            state.engine.registry().register(reg, alpha).unwrap();
-            state
-                .engine
-                .registry()
-                .register(
-                    ScriptedConnector::registration("beta", CostTier::Free, &web()),
-                    beta,
-                )
-                .unwrap();
+    on_every_backend(|db| async {
+        let alpha = ScriptedConnector::new("alpha", [Step::Empty]);
+        let beta = ScriptedConnector::new("beta", [Step::Empty]);
+        let server = TestServer::start_with(db, {
+            let (alpha, beta) = (alpha.clone(), beta.clone());
+            move |state| {
+                *state.engine.catalog_lock().write().unwrap() =
+                    Catalog::from_toml(TEST_PACKS).unwrap();
+                let mut reg = ScriptedConnector::registration("alpha", CostTier::Paid, &web());
+                reg.profile.rate_hints.daily_cap = Some(2);
+                state.engine.registry().register(reg, alpha).unwrap();
+                state
+                    .engine
+                    .registry()
+                    .register(
+                        ScriptedConnector::registration("beta", CostTier::Free, &web()),
+                        beta,
+                    )
+                    .unwrap();
+            }
+        })
+        .await;
+        let (_, records) = imported(&server).await;
+        for _ in 0..3 {
+            server.fire(records[0], "web", None).await;
         }
-    })
-    .await;
-    let (_, records) = imported(&server).await;
-    for _ in 0..3 {
-        server.fire(records[0], "web", None).await;
-    }
-    assert_eq!(alpha.calls(), 2, "the third fire must not reach alpha");
-    assert_eq!(beta.calls(), 3);
-    let report = server.fire(records[1], "web", None).await;
-    assert!(
-        report["skipped"]
+        assert_eq!(alpha.calls(), 2, "the third fire must not reach alpha");
+        assert_eq!(beta.calls(), 3);
+        let report = server.fire(records[1], "web", None).await;
+        assert!(
+            report["skipped"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["connector_id"] == "alpha"
+                    && s["reason"] == "daily cap of 2 fires reached"),
+            "{report}"
+        );
+        // With beta off too, nothing can fire: the API says 429 and why.
+        server
+            .post_json("/api/connectors/beta/disable", json!({}))
+            .await;
+        let (code, err) = server
+            .post_json(
+                &format!("/api/records/{}/fire", records[1]),
+                json!({"pack": "web"}),
+            )
+            .await;
+        assert_eq!(code, 429, "{err}");
+        assert!(
+            err["detail"].as_str().unwrap().contains(
+                "alpha: daily cap of 2 fires reached; nothing else in the chain could fire"
+            ),
+            "{err}"
+        );
+        let (_, connectors) = server.get_json("/api/connectors").await;
+        let alpha_view = connectors
             .as_array()
             .unwrap()
             .iter()
-            .any(|s| s["connector_id"] == "alpha" && s["reason"] == "daily cap of 2 fires reached"),
-        "{report}"
-    );
-    // With beta off too, nothing can fire: the API says 429 and why.
-    server
-        .post_json("/api/connectors/beta/disable", json!({}))
-        .await;
-    let (code, err) = server
-        .post_json(
-            &format!("/api/records/{}/fire", records[1]),
-            json!({"pack": "web"}),
-        )
-        .await;
-    assert_eq!(code, 429, "{err}");
-    assert!(
-        err["detail"]
-            .as_str()
+            .find(|c| c["id"] == "alpha")
             .unwrap()
-            .contains("alpha: daily cap of 2 fires reached; nothing else in the chain could fire"),
-        "{err}"
-    );
-    let (_, connectors) = server.get_json("/api/connectors").await;
-    let alpha_view = connectors
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "alpha")
-        .unwrap()
-        .clone();
-    assert_eq!(alpha_view["fires_today"], 2);
-    assert_eq!(alpha_view["rate_hints"]["daily_cap"], 2);
+            .clone();
+        assert_eq!(alpha_view["fires_today"], 2);
+        assert_eq!(alpha_view["rate_hints"]["daily_cap"], 2);
 
-    // When the next UTC day begins, the cap frees.
-    let clock = server.state.engine.clock();
-    let wait = clock.until_next_utc_day();
-    assert!(wait <= Duration::from_secs(86_400), "{wait:?}");
-    clock.advance(wait);
-    let report = server.fire(records[1], "web", None).await;
-    assert_eq!(outcomes(&report), pairs(&[("alpha", "not_found")]));
-    assert_eq!(alpha.calls(), 3);
-    let (_, connectors) = server.get_json("/api/connectors").await;
-    let alpha_today = connectors
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "alpha")
-        .unwrap()["fires_today"]
-        .clone();
-    assert_eq!(alpha_today, 1, "a new day counts from nothing");
+        // When the next UTC day begins, the cap frees.
+        let clock = server.state.engine.clock();
+        let wait = clock.until_next_utc_day();
+        assert!(wait <= Duration::from_secs(86_400), "{wait:?}");
+        clock.advance(wait);
+        let report = server.fire(records[1], "web", None).await;
+        assert_eq!(outcomes(&report), pairs(&[("alpha", "not_found")]));
+        assert_eq!(alpha.calls(), 3);
+        let (_, connectors) = server.get_json("/api/connectors").await;
+        let alpha_today = connectors
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "alpha")
+            .unwrap()["fires_today"]
+            .clone();
+        assert_eq!(alpha_today, 1, "a new day counts from nothing");
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -713,56 +720,59 @@ fn api_limit() -> usize {
 
 #[tokio::test]
 async fn exports_carry_accepted_items_with_provenance() {
-    let alpha = ScriptedConnector::new("alpha", [Step::Found(2)]);
-    let server = server(testing::sqlite(), &[("alpha", CostTier::Free, alpha)]).await;
-    let (set, records) = imported(&server).await;
-    let report = server.fire(records[0], "web", None).await;
-    let id = report["items"][0]["id"].as_i64().unwrap();
-    server
-        .post_json(
-            &format!("/api/items/{id}/triage"),
-            json!({"verb": "accept-canonical", "version": 1}),
-        )
-        .await;
+    on_every_backend(|db| async {
+        let alpha = ScriptedConnector::new("alpha", [Step::Found(2)]);
+        let server = server(db, &[("alpha", CostTier::Free, alpha)]).await;
+        let (set, records) = imported(&server).await;
+        let report = server.fire(records[0], "web", None).await;
+        let id = report["items"][0]["id"].as_i64().unwrap();
+        server
+            .post_json(
+                &format!("/api/items/{id}/triage"),
+                json!({"verb": "accept-canonical", "version": 1}),
+            )
+            .await;
 
-    let (code, json_export) = server
-        .get_json(&format!("/api/record-sets/{set}/export?format=json"))
-        .await;
-    assert_eq!(code, 200);
-    assert_eq!(json_export[0]["accepted"].as_array().unwrap().len(), 1);
-    assert_eq!(
-        json_export[0]["accepted"][0]["evidence"][0]["connector_id"],
-        "alpha"
-    );
-    assert_eq!(json_export[1]["accepted"].as_array().unwrap().len(), 0);
+        let (code, json_export) = server
+            .get_json(&format!("/api/record-sets/{set}/export?format=json"))
+            .await;
+        assert_eq!(code, 200);
+        assert_eq!(json_export[0]["accepted"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            json_export[0]["accepted"][0]["evidence"][0]["connector_id"],
+            "alpha"
+        );
+        assert_eq!(json_export[1]["accepted"].as_array().unwrap().len(), 0);
 
-    let res = server
-        .client
-        .get(server.at(&format!("/api/record-sets/{set}/export?format=csv")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    assert!(res.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/csv"));
-    let text = res.text().await.unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert!(
-        lines[0].starts_with("record_id,name,city,intent,state,url"),
-        "{text}"
-    );
-    assert!(
-        lines[1].contains("Acme,Lyon,search.web,accepted-canonical,https://alpha.test/"),
-        "{text}"
-    );
-    assert!(lines[2].contains("Bolt,Oslo,,,"), "{text}");
+        let res = server
+            .client
+            .get(server.at(&format!("/api/record-sets/{set}/export?format=csv")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert!(res.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv"));
+        let text = res.text().await.unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("record_id,name,city,intent,state,url"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("Acme,Lyon,search.web,accepted-canonical,https://alpha.test/"),
+            "{text}"
+        );
+        assert!(lines[2].contains("Bolt,Oslo,,,"), "{text}");
 
-    let (code, _) = server
-        .get_json(&format!("/api/record-sets/{set}/export?format=xml"))
-        .await;
-    assert_eq!(code, 400);
+        let (code, _) = server
+            .get_json(&format!("/api/record-sets/{set}/export?format=xml"))
+            .await;
+        assert_eq!(code, 400);
+    })
+    .await;
 }
 
 #[tokio::test]

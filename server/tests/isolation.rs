@@ -144,22 +144,24 @@ async fn a_members_bad_queries_never_suspend_a_shared_connector_for_anyone() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_shared_rate_limit_holds_an_hour_at_most_and_tells_others_nothing_of_the_query() {
-    let (_, server, neighbour) =
-        shared_with_a_neighbour(engine::store::testing::sqlite(), "").await;
+    on_every_backend(|db| async {
+        let (_, server, neighbour) = shared_with_a_neighbour(db, "").await;
 
-    let before = server.state.engine.clock().now_ms();
-    let attempts = fire_each(&server, &server.client, &["limit Secret Merger Target"]).await;
-    assert_eq!(attempts[0]["outcome"], "rate_limited", "{attempts:?}");
-    // The server's key is limited: every workspace waits, but an hour at
-    // most, and what they are told is in our words.
-    let status = shared_status(&server, &neighbour).await;
-    assert_eq!(status["status"], "rate-limited", "{status}");
-    let until = status["until"].as_i64().unwrap();
-    assert!(until <= before + 3_600_000 + 60_000, "{status}");
-    let said = status.to_string();
-    assert!(!said.contains("Secret Merger"), "{said}");
-    assert!(said.contains("HTTP 429"), "{said}");
-    server.stop().await;
+        let before = server.state.engine.clock().now_ms();
+        let attempts = fire_each(&server, &server.client, &["limit Secret Merger Target"]).await;
+        assert_eq!(attempts[0]["outcome"], "rate_limited", "{attempts:?}");
+        // The server's key is limited: every workspace waits, but an hour at
+        // most, and what they are told is in our words.
+        let status = shared_status(&server, &neighbour).await;
+        assert_eq!(status["status"], "rate-limited", "{status}");
+        let until = status["until"].as_i64().unwrap();
+        assert!(until <= before + 3_600_000 + 60_000, "{status}");
+        let said = status.to_string();
+        assert!(!said.contains("Secret Merger"), "{said}");
+        assert!(said.contains("HTTP 429"), "{said}");
+        server.stop().await;
+    })
+    .await;
 }
 
 /// A workspace admin's re-check of the shared connector, as `client`.
@@ -175,127 +177,132 @@ async fn recheck_shared(server: &TestServer, client: &reqwest::Client) -> Value 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_re_check_is_metered_and_never_asks_a_provider_that_told_everyone_to_wait() {
-    let (seen, server, neighbour) =
-        shared_with_a_neighbour(engine::store::testing::sqlite(), "").await;
-    let asked = || seen.order.lock().unwrap().len();
+    on_every_backend(|db| async {
+        let (seen, server, neighbour) = shared_with_a_neighbour(db, "").await;
+        let asked = || seen.order.lock().unwrap().len();
 
-    // A re-check is a call: it takes its price from the budget, and a
-    // spent budget stops it before it goes out.
-    budget_shared(&server, &neighbour, 1.0).await;
-    let report = recheck_shared(&server, &neighbour).await;
-    assert_eq!(report["outcome"], "found", "{report}");
-    let (_, budgets) = server.get_json_as(&neighbour, "/api/budgets").await;
-    assert_eq!(budgets[0]["spent"], 1.0, "{budgets}");
-    let report = recheck_shared(&server, &neighbour).await;
-    let error = report["error"].as_str().unwrap_or_default();
-    assert!(
-        error.contains("budget") && error.contains("not probed"),
-        "{report}"
-    );
-    assert_eq!(asked(), 1, "the provider was asked once");
+        // A re-check is a call: it takes its price from the budget, and a
+        // spent budget stops it before it goes out.
+        budget_shared(&server, &neighbour, 1.0).await;
+        let report = recheck_shared(&server, &neighbour).await;
+        assert_eq!(report["outcome"], "found", "{report}");
+        let (_, budgets) = server.get_json_as(&neighbour, "/api/budgets").await;
+        assert_eq!(budgets[0]["spent"], 1.0, "{budgets}");
+        let report = recheck_shared(&server, &neighbour).await;
+        let error = report["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("budget") && error.contains("not probed"),
+            "{report}"
+        );
+        assert_eq!(asked(), 1, "the provider was asked once");
 
-    // The provider tells the server's key to wait: no workspace's re-check
-    // asks it again for everyone, and the limit holds.
-    let attempts = fire_each(&server, &server.client, &["limit now"]).await;
-    assert_eq!(attempts[0]["outcome"], "rate_limited", "{attempts:?}");
-    budget_shared(&server, &neighbour, 10.0).await;
-    let report = recheck_shared(&server, &neighbour).await;
-    let error = report["error"].as_str().unwrap_or_default();
-    assert!(error.contains("not probed before"), "{report}");
-    assert_eq!(asked(), 2, "nothing more reached the provider");
-    let status = shared_status(&server, &neighbour).await;
-    assert_eq!(status["status"], "rate-limited", "{status}");
-    server.stop().await;
+        // The provider tells the server's key to wait: no workspace's re-check
+        // asks it again for everyone, and the limit holds.
+        let attempts = fire_each(&server, &server.client, &["limit now"]).await;
+        assert_eq!(attempts[0]["outcome"], "rate_limited", "{attempts:?}");
+        budget_shared(&server, &neighbour, 10.0).await;
+        let report = recheck_shared(&server, &neighbour).await;
+        let error = report["error"].as_str().unwrap_or_default();
+        assert!(error.contains("not probed before"), "{report}");
+        assert_eq!(asked(), 2, "nothing more reached the provider");
+        let status = shared_status(&server, &neighbour).await;
+        assert_eq!(status["status"], "rate-limited", "{status}");
+        server.stop().await;
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn one_workspace_takes_at_most_its_share_of_a_server_keys_daily_cap() {
-    let seen = Arc::new(Seen::default());
-    let base = shared_provider(seen.clone()).await;
-    // The operator lets one workspace take half of the 4 fires a day.
-    let server = server_sharing_configured(
-        engine::store::testing::sqlite(),
-        &base,
-        "{ per_call = 1, unit = \"USD\" }",
-        "rate_hints = { daily_cap = 4 }",
-        |config| config.workspace_daily_share = 0.5,
-    )
-    .await;
-    let neighbour = server
-        .user("nina@other.example", "other", Role::Admin)
+    on_every_backend(|db| async {
+        let seen = Arc::new(Seen::default());
+        let base = shared_provider(seen.clone()).await;
+        // The operator lets one workspace take half of the 4 fires a day.
+        let server = server_sharing_configured(
+            db,
+            &base,
+            "{ per_call = 1, unit = \"USD\" }",
+            "rate_hints = { daily_cap = 4 }",
+            |config| config.workspace_daily_share = 0.5,
+        )
         .await;
-    let mine = fire_each(&server, &server.client, &["one a", "one b", "one c"]).await;
-    assert_eq!(mine[0]["outcome"], "found", "{mine:?}");
-    assert_eq!(mine[1]["outcome"], "found", "{mine:?}");
-    let detail = mine[2]["detail"].as_str().unwrap_or_default();
-    assert!(
-        detail.contains("share of the daily cap is reached (2 of 4 fires)"),
-        "{mine:?}"
-    );
-    let theirs = fire_each(&server, &neighbour, &["two a", "two b"]).await;
-    assert_eq!(theirs[0]["outcome"], "found", "{theirs:?}");
-    assert_eq!(theirs[1]["outcome"], "found", "{theirs:?}");
-    assert_eq!(seen.good.load(Ordering::SeqCst), 4);
-    server.stop().await;
+        let neighbour = server
+            .user("nina@other.example", "other", Role::Admin)
+            .await;
+        let mine = fire_each(&server, &server.client, &["one a", "one b", "one c"]).await;
+        assert_eq!(mine[0]["outcome"], "found", "{mine:?}");
+        assert_eq!(mine[1]["outcome"], "found", "{mine:?}");
+        let detail = mine[2]["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains("share of the daily cap is reached (2 of 4 fires)"),
+            "{mine:?}"
+        );
+        let theirs = fire_each(&server, &neighbour, &["two a", "two b"]).await;
+        assert_eq!(theirs[0]["outcome"], "found", "{theirs:?}");
+        assert_eq!(theirs[1]["outcome"], "found", "{theirs:?}");
+        assert_eq!(seen.good.load(Ordering::SeqCst), 4);
+        server.stop().await;
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_workspace_runs_a_bounded_number_of_fan_outs_and_a_neighbour_is_not_held_back() {
-    // One call a second: fan-outs of five records each (past what a request
-    // waits for) run for many seconds.
-    let (_, server, neighbour) = shared_with_a_neighbour(
-        engine::store::testing::sqlite(),
-        "rate_hints = { per_second = 1 }",
-    )
-    .await;
-    let start = |client: reqwest::Client, set: i64| {
-        let url = server.at(&format!("/api/record-sets/{set}/fanout"));
-        async move {
-            let res = client
-                .post(url)
-                .json(&json!({"packs": ["news"]}))
-                .send()
-                .await
-                .unwrap();
-            let wait = res.headers().get("retry-after").cloned();
-            (
-                res.status().as_u16(),
-                wait,
-                res.json::<Value>().await.unwrap(),
-            )
+    on_every_backend(|db| async {
+        // One call a second: fan-outs of five records each (past what a request
+        // waits for) run for many seconds.
+        let (_, server, neighbour) =
+            shared_with_a_neighbour(db, "rate_hints = { per_second = 1 }").await;
+        let start = |client: reqwest::Client, set: i64| {
+            let url = server.at(&format!("/api/record-sets/{set}/fanout"));
+            async move {
+                let res = client
+                    .post(url)
+                    .json(&json!({"packs": ["news"]}))
+                    .send()
+                    .await
+                    .unwrap();
+                let wait = res.headers().get("retry-after").cloned();
+                (
+                    res.status().as_u16(),
+                    wait,
+                    res.json::<Value>().await.unwrap(),
+                )
+            }
+        };
+        let mut sets = Vec::new();
+        for n in 0..=engine::ops::MAX_FANOUTS_RUNNING {
+            let csv: String = (0..5).map(|i| format!("\nrecord {n}.{i}")).collect();
+            let csv = format!("name{csv}\n");
+            let (status, set) = server.import(&format!("Set {n}"), "test", &csv).await;
+            assert_eq!(status, 201, "{set}");
+            sets.push(set["id"].as_i64().unwrap());
         }
-    };
-    let mut sets = Vec::new();
-    for n in 0..=engine::ops::MAX_FANOUTS_RUNNING {
-        let csv: String = (0..5).map(|i| format!("\nrecord {n}.{i}")).collect();
-        let csv = format!("name{csv}\n");
-        let (status, set) = server.import(&format!("Set {n}"), "test", &csv).await;
-        assert_eq!(status, 201, "{set}");
-        sets.push(set["id"].as_i64().unwrap());
-    }
-    let (last, running) = sets.split_last().unwrap();
-    for set in running {
-        let (status, _, body) = start(server.client.clone(), *set).await;
-        assert_eq!(status, 202, "{body}");
-    }
-    let (status, wait, body) = start(server.client.clone(), *last).await;
-    assert_eq!(status, 429, "{body}");
-    assert_eq!(wait.unwrap(), "30");
-    assert!(
-        body["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("fan-outs: this workspace has 4 running"),
-        "{body}"
-    );
+        let (last, running) = sets.split_last().unwrap();
+        for set in running {
+            let (status, _, body) = start(server.client.clone(), *set).await;
+            assert_eq!(status, 202, "{body}");
+        }
+        let (status, wait, body) = start(server.client.clone(), *last).await;
+        assert_eq!(status, 429, "{body}");
+        assert_eq!(wait.unwrap(), "30");
+        assert!(
+            body["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("fan-outs: this workspace has 4 running"),
+            "{body}"
+        );
 
-    let (status, theirs) = server
-        .import_as(&neighbour, "Theirs", "test", "name\na\nb\nc\nd\ne\n")
-        .await;
-    assert_eq!(status, 201, "{theirs}");
-    let (status, _, body) = start(neighbour.clone(), theirs["id"].as_i64().unwrap()).await;
-    assert_eq!(status, 202, "{body}");
-    server.stop().await;
+        let (status, theirs) = server
+            .import_as(&neighbour, "Theirs", "test", "name\na\nb\nc\nd\ne\n")
+            .await;
+        assert_eq!(status, 201, "{theirs}");
+        let (status, _, body) = start(neighbour.clone(), theirs["id"].as_i64().unwrap()).await;
+        assert_eq!(status, 202, "{body}");
+        server.stop().await;
+    })
+    .await;
 }
 
 #[tokio::test]
