@@ -192,10 +192,11 @@ async fn guessing_slows_the_guesser_and_never_locks_the_owner_out() {
 async fn another_site_cannot_act_or_sign_in_as_a_person() {
     let server = TestServer::start().await;
     let session = session_of(&server).await;
-    let (_, report) = server
+    let set = server
+        .me()
         .import("Kept", "social-profiles", "name\nAcme\n")
-        .await;
-    let set = report["id"].as_i64().unwrap();
+        .await
+        .id;
     let delete = server_fn::axum::server_fn_paths()
         .map(|(path, _)| path.to_owned())
         .find(|p| p.contains("delete_record_set"))

@@ -515,11 +515,12 @@ async fn no_read_write_fire_event_or_export_crosses_workspaces() {
         assert!(!list.contains("secret list"), "{list}");
 
         // Events: a stream on workspace one's set sees none of two's events.
-        let res = server
+        let set_one = server
+            .me()
             .import("Mine", "test", "name,city\nAcme,Lyon\n")
-            .await;
-        let set_one = res.1["id"].as_i64().unwrap();
-        let record_one = server.record_ids(set_one).await[0];
+            .await
+            .id;
+        let record_one = server.me().record_ids(set_one).await[0];
         let stream = one
             .get(server.at(&format!("/api/events?record_set={set_one}")))
             .send()
@@ -722,10 +723,11 @@ async fn ends_within(res: reqwest::Response, limit: std::time::Duration) -> bool
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_stream_ends_when_its_token_is_revoked_or_its_member_removed() {
     let server = server(testing::sqlite()).await;
-    let (_, set) = server
+    let set = server
+        .me()
         .import("Watched", "test", "name,city\nAcme,Lyon\n")
-        .await;
-    let set = set["id"].as_i64().unwrap();
+        .await
+        .id;
     let path = format!("/api/events?record_set={set}");
     let limit = server::api::STREAM_ACCESS_CHECK * 3;
 
@@ -1260,10 +1262,9 @@ async fn a_connector_switched_off_in_one_workspace_still_serves_the_others() {
         );
 
         // In the workspace that switched it off, the chain skips it and says why.
-        let (_, report) = server
-            .import("Mine", "test", "name,city\nAcme,Lyon\n")
-            .await;
-        let record = server.record_ids(report["id"].as_i64().unwrap()).await[0];
+        let me = server.me();
+        let set = me.import("Mine", "test", "name,city\nAcme,Lyon\n").await;
+        let record = me.record_ids(set.id).await[0];
         let (status, body) = server
             .post_json(
                 &format!("/api/records/{record}/fire"),

@@ -66,9 +66,11 @@ async fn set_secret(server: &TestServer, name: &str, value: &str) {
 
 /// Fires pack `news` on a new record; returns its one attempt.
 async fn fire_news(server: &TestServer) -> Value {
-    let (status, set) = server.import("Set", "test", "name\nAda Lovelace\n").await;
-    assert_eq!(status, 201, "{set}");
-    let record = server.record_ids(set["id"].as_i64().unwrap()).await[0];
+    let set = server
+        .me()
+        .import("Set", "test", "name\nAda Lovelace\n")
+        .await;
+    let record = server.me().record_ids(set.id).await[0];
     let (status, body) = server
         .post_json(
             &format!("/api/records/{record}/fire"),

@@ -39,8 +39,8 @@ async fn an_answer_too_large_to_read_stays_billed_and_no_budget_is_passed() {
         "{attempts:?}"
     );
     // The 429 says when to ask again: when a cap may free, the next UTC day.
-    let (_, set) = server.import("More", "test", "name\nbig four\n").await;
-    let record = server.record_ids(set["id"].as_i64().unwrap()).await[0];
+    let set = server.me().import("More", "test", "name\nbig four\n").await;
+    let record = server.me().record_ids(set.id).await[0];
     let res = server
         .client
         .post(server.at(&format!("/api/records/{record}/fire")))

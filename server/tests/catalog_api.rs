@@ -70,11 +70,11 @@ async fn a_workspace_adds_a_pack_for_a_new_capability_and_its_chip_appears_there
             .user("bob@example.org", common::TEST_WORKSPACE, Role::Member)
             .await;
         let other = server.user("eve@other.example", "other", Role::Admin).await;
-        let (status, report) = server
+        let set = server
+            .me()
             .import("Companies", "test", "name,city\nAcme,Lyon\n")
-            .await;
-        assert_eq!(status, 201, "{report}");
-        let set = report["id"].as_i64().unwrap();
+            .await
+            .id;
         let pack_url = server.at("/api/packs/forum");
 
         // Members may not; a label another pack has is refused, naming it;
@@ -270,13 +270,16 @@ async fn a_bundle_of_the_workspace_s_own_that_a_set_uses_stays() {
     let (status, body) = put(&server.client, server.at("/api/bundles/forums"), bundle).await;
     assert_eq!(status, 200, "{body}");
     // Importing under it works in this workspace only.
-    let (status, report) = server.import("Forum people", "forums", "name\nAda\n").await;
-    assert_eq!(status, 201, "{report}");
-    let other = server.user("eve@other.example", "other", Role::Admin).await;
-    let (status, _) = server
-        .import_as(&other, "Theirs", "forums", "name\nAda\n")
+    server
+        .me()
+        .import("Forum people", "forums", "name\nAda\n")
         .await;
-    assert_eq!(status, 400);
+    let other = server.user("eve@other.example", "other", Role::Admin).await;
+    let refused = server
+        .as_(&other)
+        .import_refused("Theirs", "forums", "name\nAda\n")
+        .await;
+    assert_eq!(refused.status, 400, "{refused:?}");
     let res = server
         .client
         .delete(server.at("/api/bundles/forums"))
@@ -296,17 +299,17 @@ async fn a_bundle_of_the_workspace_s_own_that_a_set_uses_stays() {
 async fn a_live_view_reads_the_chips_of_its_own_records_only() {
     let server = server(testing::sqlite()).await;
     let other = server.user("eve@other.example", "other", Role::Admin).await;
-    let (_, mine) = server
+    let mine = server
+        .me()
         .import("Mine", "test", "name,city\nAcme,Lyon\n")
+        .await
+        .id;
+    let them = server.as_(&other);
+    let theirs = them
+        .import("Theirs", "test", "name,city\nBolt,Oslo\n")
         .await;
-    let mine = mine["id"].as_i64().unwrap();
-    let (_, theirs) = server
-        .import_as(&other, "Theirs", "test", "name,city\nBolt,Oslo\n")
-        .await;
-    let theirs_record = server
-        .record_ids_as(&other, theirs["id"].as_i64().unwrap())
-        .await[0];
-    let my_record = server.record_ids(mine).await[0];
+    let theirs_record = them.record_ids(theirs.id).await[0];
+    let my_record = server.me().record_ids(mine).await[0];
     let path = server::router::inventory()
         .into_iter()
         .map(|(_, p)| p)

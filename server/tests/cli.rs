@@ -139,11 +139,13 @@ async fn a_call_prints_its_results_for_people_and_the_envelope_for_scripts() {
 #[tokio::test]
 async fn fire_fanout_connectors_and_export_work_on_a_set() {
     let (server, token) = server().await;
-    let (_, set) = server
+    let me = server.me();
+    let set = me
         .import("Companies", "test", "name,city\nAcme,Lyon\nBolt,Oslo\n")
-        .await;
-    let set = set["id"].as_i64().unwrap().to_string();
-    let records = server.record_ids(set.parse().unwrap()).await;
+        .await
+        .id;
+    let records = me.record_ids(set).await;
+    let set = set.to_string();
 
     let ran = switchyard(&server, Some(&token), &["connectors"]).await;
     assert_eq!(ran.code, 0, "{}", ran.stderr);

@@ -44,10 +44,8 @@ async fn server(
 }
 
 async fn imported(server: &TestServer) -> (i64, Vec<i64>) {
-    let (status, report) = server.import("Companies", "test", CSV).await;
-    assert_eq!(status, 201, "{report}");
-    let set = report["id"].as_i64().unwrap();
-    (set, server.record_ids(set).await)
+    let set = server.me().import("Companies", "test", CSV).await.id;
+    (set, server.me().record_ids(set).await)
 }
 
 fn outcomes(report: &Value) -> Vec<(String, String)> {
@@ -671,32 +669,24 @@ async fn csv_import_keeps_good_lines_and_reports_bad_ones() {
     on_every_backend(|db| async {
         let server = server(db, &[]).await;
         let csv = "name,city\nAcme,Lyon\n,Paris\nBolt,Oslo,extra\nCorp,Rome\n";
-        let (code, report) = server.import("Mixed", "test", csv).await;
-        assert_eq!(code, 201, "{report}");
-        assert_eq!(report["imported"], 2);
-        assert_eq!(report["rejected_count"], 2);
+        let me = server.me();
+        let report = me.import("Mixed", "test", csv).await;
+        assert_eq!((report.imported, report.rejected_count), (2, 2));
         assert_eq!(
-            report["rejected"],
+            serde_json::to_value(&report.rejected).unwrap(),
             json!([
                 {"line": 3, "reason": "the name is empty"},
                 {"line": 4, "reason": "3 values for 2 columns"},
             ])
         );
-        let ids = server.record_ids(report["id"].as_i64().unwrap()).await;
-        assert_eq!(ids.len(), 2);
+        assert_eq!(me.record_ids(report.id).await.len(), 2);
 
-        let (code, err) = server.import("No name", "test", "city\nLyon\n").await;
-        assert_eq!(code, 400);
-        assert!(
-            err["detail"].as_str().unwrap().contains("no 'name' column"),
-            "{err}"
-        );
-        let (code, err) = server.import("Bad bundle", "nope", CSV).await;
-        assert_eq!(code, 400);
-        assert!(
-            err["detail"].as_str().unwrap().starts_with("bundle:"),
-            "{err}"
-        );
+        let refused = me.import_refused("No name", "test", "city\nLyon\n").await;
+        assert_eq!(refused.status, 400);
+        assert!(refused.detail.contains("no 'name' column"), "{refused:?}");
+        let refused = me.import_refused("Bad bundle", "nope", CSV).await;
+        assert_eq!(refused.status, 400);
+        assert!(refused.detail.starts_with("bundle:"), "{refused:?}");
 
         let (_, sets) = server.get_json("/api/record-sets").await;
         assert_eq!(sets.as_array().unwrap().len(), 1);
@@ -709,9 +699,8 @@ async fn csv_import_keeps_good_lines_and_reports_bad_ones() {
 async fn an_oversized_import_is_refused_with_413() {
     let server = server(testing::sqlite(), &[]).await;
     let big = format!("name\n{}", "x\n".repeat(api_limit() / 2 + 10));
-    let (code, err) = server.import("Big", "test", &big).await;
-    assert_eq!(code, 413, "{err}");
-    assert_eq!(err["error"], "too_large");
+    let refused = server.me().import_refused("Big", "test", &big).await;
+    assert_eq!((refused.status, refused.error.as_str()), (413, "too_large"));
 }
 
 fn api_limit() -> usize {

@@ -274,9 +274,13 @@ async fn a_workspace_runs_a_bounded_number_of_fan_outs_and_a_neighbour_is_not_he
         for n in 0..=engine::ops::MAX_FANOUTS_RUNNING {
             let csv: String = (0..5).map(|i| format!("\nrecord {n}.{i}")).collect();
             let csv = format!("name{csv}\n");
-            let (status, set) = server.import(&format!("Set {n}"), "test", &csv).await;
-            assert_eq!(status, 201, "{set}");
-            sets.push(set["id"].as_i64().unwrap());
+            sets.push(
+                server
+                    .me()
+                    .import(&format!("Set {n}"), "test", &csv)
+                    .await
+                    .id,
+            );
         }
         let (last, running) = sets.split_last().unwrap();
         for set in running {
@@ -294,11 +298,11 @@ async fn a_workspace_runs_a_bounded_number_of_fan_outs_and_a_neighbour_is_not_he
             "{body}"
         );
 
-        let (status, theirs) = server
-            .import_as(&neighbour, "Theirs", "test", "name\na\nb\nc\nd\ne\n")
+        let theirs = server
+            .as_(&neighbour)
+            .import("Theirs", "test", "name\na\nb\nc\nd\ne\n")
             .await;
-        assert_eq!(status, 201, "{theirs}");
-        let (status, _, body) = start(neighbour.clone(), theirs["id"].as_i64().unwrap()).await;
+        let (status, _, body) = start(neighbour.clone(), theirs.id).await;
         assert_eq!(status, 202, "{body}");
         server.stop().await;
     })

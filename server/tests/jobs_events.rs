@@ -67,8 +67,7 @@ async fn a_fanout_runs_every_pack_over_every_record() {
             }),
         );
         let server = TestServer::start_with(db, setup(alpha.clone())).await;
-        let (_, report) = server.import("Five", "test", &csv(5)).await;
-        let set = report["id"].as_i64().unwrap();
+        let set = server.me().import("Five", "test", &csv(5)).await.id;
 
         let (code, envelope) = server
             .post_json(&format!("/api/record-sets/{set}/fanout"), json!({}))
@@ -114,8 +113,7 @@ async fn a_fanout_runs_every_pack_over_every_record() {
 async fn a_small_fanout_completes_in_the_request() {
     let alpha = ScriptedConnector::new("alpha", [Step::Found(2)]);
     let server = TestServer::start_with(testing::sqlite(), setup(alpha)).await;
-    let (_, report) = server.import("Two", "test", &csv(2)).await;
-    let set = report["id"].as_i64().unwrap();
+    let set = server.me().import("Two", "test", &csv(2)).await.id;
     let (code, envelope) = server
         .post_json(
             &format!("/api/record-sets/{set}/fanout"),
@@ -147,8 +145,7 @@ async fn a_job_can_be_cancelled() {
         )],
     );
     let server = TestServer::start_with(testing::sqlite(), setup(slow.clone())).await;
-    let (_, report) = server.import("Many", "test", &csv(30)).await;
-    let set = report["id"].as_i64().unwrap();
+    let set = server.me().import("Many", "test", &csv(30)).await.id;
     let (_, envelope) = server
         .post_json(&format!("/api/record-sets/{set}/fanout"), json!({}))
         .await;
@@ -318,9 +315,8 @@ async fn a_fire_outlives_a_client_that_disconnects() {
             )],
         );
         let server = TestServer::start_with(db, setup(slow.clone())).await;
-        let (_, report) = server.import("Gone", "test", &csv(1)).await;
-        let set = report["id"].as_i64().unwrap();
-        let record = server.record_ids(set).await[0];
+        let set = server.me().import("Gone", "test", &csv(1)).await.id;
+        let record = server.me().record_ids(set).await[0];
         // Another viewer of the set.
         let stream = server
             .client
@@ -400,11 +396,10 @@ async fn viewers_of_a_record_set_see_its_chips_change_live_and_resume_after_a_dr
     common::on_every_backend(|db| async move {
         let alpha = ScriptedConnector::new("alpha", [Step::Found(2)]);
         let server = TestServer::start_with(db, setup(alpha)).await;
-        let (_, a) = server.import("A", "test", &csv(1)).await;
-        let (_, b) = server.import("B", "test", &csv(1)).await;
-        let (set_a, set_b) = (a["id"].as_i64().unwrap(), b["id"].as_i64().unwrap());
-        let record_a = server.record_ids(set_a).await[0];
-        let record_b = server.record_ids(set_b).await[0];
+        let set_a = server.me().import("A", "test", &csv(1)).await.id;
+        let set_b = server.me().import("B", "test", &csv(1)).await.id;
+        let record_a = server.me().record_ids(set_a).await[0];
+        let record_b = server.me().record_ids(set_b).await[0];
 
         let stream = server
             .client
@@ -481,9 +476,8 @@ async fn an_event_between_the_page_s_read_and_its_stream_reaches_the_page() {
     common::on_every_backend(|db| async move {
         let alpha = ScriptedConnector::new("alpha", [Step::Found(1), Step::Found(1)]);
         let server = TestServer::start_with(db, setup(alpha)).await;
-        let (_, set) = server.import("A", "test", &csv(2)).await;
-        let set = set["id"].as_i64().unwrap();
-        let records = server.record_ids(set).await;
+        let set = server.me().import("A", "test", &csv(2)).await.id;
+        let records = server.me().record_ids(set).await;
         let browser = server
             .browser(common::TEST_EMAIL, common::TEST_PASSWORD)
             .await;

@@ -173,13 +173,11 @@ async fn connector(server: &TestServer, client: &reqwest::Client, id: &str) -> V
 
 /// Imports one record and fires the news pack on it.
 async fn fire_news(server: &TestServer, client: &reqwest::Client) -> Value {
-    let (status, set) = server
-        .import_as(client, "Set", "test", "name,city\nAda Lovelace,London\n")
+    let person = server.as_(client);
+    let set = person
+        .import("Set", "test", "name,city\nAda Lovelace,London\n")
         .await;
-    assert_eq!(status, 201, "{set}");
-    let record = server
-        .record_ids_as(client, set["id"].as_i64().unwrap())
-        .await[0];
+    let record = person.record_ids(set.id).await[0];
     let res = client
         .post(server.at(&format!("/api/records/{record}/fire")))
         .json(&json!({"pack": "news"}))

@@ -164,10 +164,11 @@ async fn an_agent_works_a_record_set_through_its_tools() {
     let server = server().await;
     let token = token(&server, TEST_EMAIL, TEST_WORKSPACE).await;
     let agent = agent(&server, &token).await;
-    let (_, set) = server
+    let set_id = server
+        .me()
         .import("Companies", "test", "name,city\nAcme,Lyon\n")
-        .await;
-    let set_id = set["id"].as_i64().unwrap();
+        .await
+        .id;
 
     let sets = answer(&call(&agent, "list_record_sets", json!({})).await);
     assert_eq!(sets["record_sets"][0]["id"], set_id, "{sets}");

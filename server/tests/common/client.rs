@@ -12,6 +12,16 @@ use serde_json::json;
 
 use super::TestServer;
 
+/// What the door answered when it refused: its status and the error body
+/// every refusal carries (`error`, a kind; `detail`, in words).
+#[derive(Debug, serde::Deserialize)]
+pub struct Refusal {
+    #[serde(skip)]
+    pub status: u16,
+    pub error: String,
+    pub detail: String,
+}
+
 /// One person at the REST door of a test server.
 pub struct As<'a> {
     server: &'a TestServer,
@@ -50,14 +60,38 @@ impl As<'_> {
             .unwrap_or_else(|e| panic!("{url} answered what its type does not read ({e}): {text}"))
     }
 
-    /// Imports a CSV as a record set shown under `bundle`.
-    pub async fn import(&self, name: &str, bundle: &str, csv: &str) -> ImportReport {
-        let request = self
-            .request(Method::POST, "/api/record-sets")
+    /// Sends `request`, which the door must refuse, and reads its refusal.
+    async fn refusal(&self, request: RequestBuilder) -> Refusal {
+        let res = request.send().await.expect("the server answers");
+        let status = res.status().as_u16();
+        let url = res.url().path().to_owned();
+        let text = res.text().await.expect("an answer body");
+        assert!(
+            status >= 400,
+            "{url} answered {status}, not a refusal: {text}"
+        );
+        let mut refusal: Refusal = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{url}'s refusal is not an error body ({e}): {text}"));
+        refusal.status = status;
+        refusal
+    }
+
+    fn import_request(&self, name: &str, bundle: &str, csv: &str) -> RequestBuilder {
+        self.request(Method::POST, "/api/record-sets")
             .query(&[("name", name), ("bundle", bundle)])
             .header("content-type", "text/csv")
-            .body(csv.to_owned());
-        self.answer(request, 201).await
+            .body(csv.to_owned())
+    }
+
+    /// Imports a CSV as a record set shown under `bundle`.
+    pub async fn import(&self, name: &str, bundle: &str, csv: &str) -> ImportReport {
+        self.answer(self.import_request(name, bundle, csv), 201)
+            .await
+    }
+
+    /// An import the door refuses, and why.
+    pub async fn import_refused(&self, name: &str, bundle: &str, csv: &str) -> Refusal {
+        self.refusal(self.import_request(name, bundle, csv)).await
     }
 
     /// The first page (up to 500) of a set's records, with their chips.

@@ -395,44 +395,6 @@ impl TestServer {
         answer(self.client.delete(self.at(path)).send().await.unwrap()).await
     }
 
-    /// Imports a CSV as a record set under `bundle`; returns the import report.
-    pub async fn import(&self, name: &str, bundle: &str, csv: &str) -> (u16, serde_json::Value) {
-        self.import_as(&self.client, name, bundle, csv).await
-    }
-
-    pub async fn import_as(
-        &self,
-        client: &reqwest::Client,
-        name: &str,
-        bundle: &str,
-        csv: &str,
-    ) -> (u16, serde_json::Value) {
-        let res = client
-            .post(self.at("/api/record-sets"))
-            .query(&[("name", name), ("bundle", bundle)])
-            .header("content-type", "text/csv")
-            .body(csv.to_owned())
-            .send()
-            .await
-            .unwrap();
-        answer(res).await
-    }
-
-    /// The ids of a record set's records, in order.
-    pub async fn record_ids(&self, set_id: i64) -> Vec<i64> {
-        self.record_ids_as(&self.client, set_id).await
-    }
-
-    pub async fn record_ids_as(&self, client: &reqwest::Client, set_id: i64) -> Vec<i64> {
-        let (_, page) = self
-            .get_json_as(
-                client,
-                &format!("/api/record-sets/{set_id}/records?limit=500"),
-            )
-            .await;
-        record_ids(&page)
-    }
-
     /// Fires a pack on a record, optionally through one connector.
     pub async fn fire(
         &self,

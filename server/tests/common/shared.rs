@@ -173,13 +173,10 @@ pub async fn fire_each(
     names: &[&str],
 ) -> Vec<Value> {
     let csv = format!("name\n{}\n", names.join("\n"));
-    let (status, set) = server.import_as(client, "Set", "test", &csv).await;
-    assert_eq!(status, 201, "{set}");
+    let person = server.as_(client);
+    let set = person.import("Set", "test", &csv).await;
     let mut attempts = Vec::new();
-    for record in server
-        .record_ids_as(client, set["id"].as_i64().unwrap())
-        .await
-    {
+    for record in person.record_ids(set.id).await {
         let res = client
             .post(server.at(&format!("/api/records/{record}/fire")))
             .json(&json!({"pack": "news"}))
