@@ -161,12 +161,14 @@ async fn a_workspace_adds_a_pack_for_a_new_capability_and_its_chip_appears_there
         assert_eq!(chip["pack_id"], "forum", "{page}");
         assert_eq!(chip["next"], "Scripted forum-search", "{page}");
         let record = page["records"][0]["id"].as_i64().unwrap();
-        let fired = server.fire(record, "forum", None).await;
+        let fired = server.me().fire(record, "forum", None).await;
+        let attempt = &fired.attempts[0];
+        assert_eq!(attempt.connector_id, "forum-search", "{fired:?}");
         assert_eq!(
-            fired["attempts"][0]["connector_id"], "forum-search",
-            "{fired}"
+            attempt.end.outcome,
+            Some(model::FireOutcome::Found),
+            "{fired:?}"
         );
-        assert_eq!(fired["attempts"][0]["outcome"], "found", "{fired}");
 
         // Another workspace still has the shipped catalogue.
         let theirs = get(&other, server.at("/api/packs")).await;

@@ -50,7 +50,7 @@ async fn a_fire_stopped_by_a_daily_cap_is_429_through_every_door() {
     let server = server(Some(1)).await;
     let record = a_record(&server).await;
     let browser = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
-    server.fire(record, "web", None).await;
+    server.me().fire(record, "web", None).await;
 
     // Through the menu, so "already found" does not walk past alpha first.
     let (code, rest) = server
@@ -171,8 +171,8 @@ async fn an_undo_with_nothing_to_undo_is_a_conflict_through_every_door() {
     let server = server(None).await;
     let record = a_record(&server).await;
     let browser = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
-    let report = server.fire(record, "web", None).await;
-    let item = report["items"][0]["id"].as_i64().unwrap();
+    let report = server.me().fire(record, "web", None).await;
+    let item = report.items[0].id;
     let (code, rest) = server
         .post_json(
             &format!("/api/items/{item}/triage"),

@@ -12,7 +12,9 @@ use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::connectors::seam::FireError;
 use engine::packs::Catalog;
 use engine::store::testing::{self, TestDatabase};
-use model::{BuiltinCapability as B, Capability, CostTier};
+use model::{
+    BuiltinCapability as B, Capability, ChipState, CostTier, FireReport, TriageState, TriageVerb,
+};
 use serde_json::{json, Value};
 
 const CSV: &str = "name,city\nAcme,Lyon\nBolt,Oslo\n";
@@ -48,18 +50,24 @@ async fn imported(server: &TestServer) -> (i64, Vec<i64>) {
     (set, server.me().record_ids(set).await)
 }
 
-fn outcomes(report: &Value) -> Vec<(String, String)> {
-    report["attempts"]
-        .as_array()
-        .unwrap()
+fn outcomes(report: &FireReport) -> Vec<(String, String)> {
+    report
+        .attempts
         .iter()
         .map(|a| {
-            (
-                a["connector_id"].as_str().unwrap().to_owned(),
-                a["outcome"].as_str().unwrap().to_owned(),
-            )
+            let outcome = a.end.outcome.expect("an ended attempt");
+            (a.connector_id.clone(), outcome.name().to_owned())
         })
         .collect()
+}
+
+/// Why the fire passed over `connector`, if it did.
+fn skipped<'r>(report: &'r FireReport, connector: &str) -> Option<&'r str> {
+    report
+        .skipped
+        .iter()
+        .find(|s| s.connector_id == connector)
+        .map(|s| s.reason.as_str())
 }
 
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -88,9 +96,9 @@ async fn the_chain_walks_past_empty_and_failing_connectors_and_logs_each_attempt
             ],
         )
         .await;
-        let (_, records) = imported(&server).await;
+        let (set, records) = imported(&server).await;
 
-        let report = server.fire(records[0], "web", None).await;
+        let report = server.me().fire(records[0], "web", None).await;
         assert_eq!(
             outcomes(&report),
             pairs(&[
@@ -99,8 +107,8 @@ async fn the_chain_walks_past_empty_and_failing_connectors_and_logs_each_attempt
                 ("gamma", "found")
             ])
         );
-        assert_eq!(report["chip"], json!({"state": "found", "count": 3}));
-        assert_eq!(report["items"].as_array().unwrap().len(), 3);
+        assert_eq!(report.chip, ChipState::Found { count: 3 });
+        assert_eq!(report.items.len(), 3);
         // The query template took the record's fields.
         assert_eq!(alpha.queries(), ["Acme Lyon"]);
 
@@ -119,20 +127,22 @@ async fn the_chain_walks_past_empty_and_failing_connectors_and_logs_each_attempt
             .any(|e| e["error"].as_str().is_some_and(|m| m.contains("no JSON"))));
 
         // The next click starts at the first connector that has not found results.
-        let report = server.fire(records[0], "web", None).await;
+        let report = server.me().fire(records[0], "web", None).await;
         let tried: Vec<String> = outcomes(&report).into_iter().map(|(c, _)| c).collect();
-        assert!(!tried.contains(&"gamma".to_owned()), "{report}");
-        assert!(report["skipped"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|s| s["connector_id"] == "gamma"
-                && s["reason"].as_str().unwrap().contains("already found")));
-        // Other records are untouched.
-        let (_, page) = server
-            .get_json(&format!("/api/record-sets/{}/records", report["record_id"]))
-            .await;
-        let _ = page;
+        assert!(!tried.contains(&"gamma".to_owned()), "{report:?}");
+        assert!(
+            skipped(&report, "gamma").is_some_and(|why| why.contains("already found")),
+            "{report:?}"
+        );
+        // Other records are untouched: their chips have never fired.
+        let page = server.me().records(set).await;
+        let other = page.records.iter().find(|r| r.id == records[1]).unwrap();
+        assert!(
+            other.chips.iter().all(|c| c.state == ChipState::Idle),
+            "{other:?}"
+        );
+        let fired = page.records.iter().find(|r| r.id == records[0]).unwrap();
+        assert_ne!(fired.chips[0].state, ChipState::Idle, "{fired:?}");
         server.stop().await;
     })
     .await;
@@ -170,12 +180,8 @@ async fn a_connector_failing_again_and_again_is_suspended_and_skipped_then_comes
     let (_, records) = imported(&server).await;
     // Fires walk past alpha's errors to beta until three in a row suspend it.
     while alpha.calls() < 3 {
-        let report = server.fire(records[0], "web", Some("alpha")).await;
-        assert!(report["attempts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|a| a["connector_id"] == "alpha"));
+        let report = server.me().fire(records[0], "web", Some("alpha")).await;
+        assert!(report.attempts.iter().all(|a| a.connector_id == "alpha"));
     }
     let (_, connectors) = server.get_json("/api/connectors").await;
     let alpha_info = connectors
@@ -191,11 +197,11 @@ async fn a_connector_failing_again_and_again_is_suspended_and_skipped_then_comes
         .unwrap()
         .contains("3 errors in a row"));
     // While suspended the chain skips it with the reason, and beta answers.
-    let report = server.fire(records[1], "web", None).await;
+    let report = server.me().fire(records[1], "web", None).await;
     assert_eq!(outcomes(&report), pairs(&[("beta", "found")]));
     assert!(
-        report["skipped"].to_string().contains("suspended"),
-        "{report}"
+        skipped(&report, "alpha").is_some_and(|why| why.contains("suspended")),
+        "{report:?}"
     );
     assert_eq!(alpha.calls(), 3);
     // After the back-off it is tried again, by itself.
@@ -215,7 +221,7 @@ async fn a_connector_failing_again_and_again_is_suspended_and_skipped_then_comes
         assert!(start.elapsed() < Duration::from_secs(10), "never came back");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let report = server.fire(records[1], "web", Some("alpha")).await;
+    let report = server.me().fire(records[1], "web", Some("alpha")).await;
     assert_eq!(outcomes(&report), pairs(&[("alpha", "found")]));
 }
 
@@ -235,7 +241,7 @@ async fn stats_and_metrics_count_the_workspace_s_attempts_from_the_database() {
         let server = server(db, &[("alpha", CostTier::Free, alpha)]).await;
         let (_, records) = imported(&server).await;
         for record in [records[0], records[1], records[0]] {
-            server.fire(record, "web", Some("alpha")).await;
+            server.me().fire(record, "web", Some("alpha")).await;
         }
         let (code, stats) = server.get_json("/api/connectors/stats").await;
         assert_eq!(code, 200);
@@ -340,7 +346,7 @@ async fn rate_limits_and_refused_keys_take_a_connector_out_of_the_chain() {
     .await;
     let (_, records) = imported(&server).await;
 
-    let report = server.fire(records[0], "web", None).await;
+    let report = server.me().fire(records[0], "web", None).await;
     assert_eq!(
         outcomes(&report),
         pairs(&[
@@ -370,7 +376,7 @@ async fn rate_limits_and_refused_keys_take_a_connector_out_of_the_chain() {
     );
 
     // The next record's fire skips both without calling them.
-    let report = server.fire(records[1], "web", None).await;
+    let report = server.me().fire(records[1], "web", None).await;
     assert_eq!(outcomes(&report), pairs(&[("gamma", "found")]));
     assert_eq!(alpha.calls(), 1);
     assert_eq!(beta.calls(), 1);
@@ -438,14 +444,11 @@ async fn an_explicit_disabled_connector_falls_back_and_says_so() {
         )
         .await;
     assert_eq!(code, 200);
-    let report = server.fire(records[0], "web", Some("beta")).await;
+    let report = server.me().fire(records[0], "web", Some("beta")).await;
     assert_eq!(outcomes(&report), pairs(&[("alpha", "found")]));
     assert!(
-        report["notes"][0]
-            .as_str()
-            .unwrap()
-            .contains("beta cannot fire (disabled: quota spent)"),
-        "{report}"
+        report.notes[0].contains("beta cannot fire (disabled: quota spent)"),
+        "{report:?}"
     );
     assert_eq!(beta.calls(), 0);
 
@@ -453,7 +456,7 @@ async fn an_explicit_disabled_connector_falls_back_and_says_so() {
     server
         .post_json("/api/connectors/beta/enable", json!({}))
         .await;
-    let report = server.fire(records[0], "web", Some("alpha")).await;
+    let report = server.me().fire(records[0], "web", Some("alpha")).await;
     assert_eq!(outcomes(&report), pairs(&[("alpha", "found")]));
 }
 
@@ -483,19 +486,15 @@ async fn a_daily_cap_is_enforced_from_the_database() {
         .await;
         let (_, records) = imported(&server).await;
         for _ in 0..3 {
-            server.fire(records[0], "web", None).await;
+            server.me().fire(records[0], "web", None).await;
         }
         assert_eq!(alpha.calls(), 2, "the third fire must not reach alpha");
         assert_eq!(beta.calls(), 3);
-        let report = server.fire(records[1], "web", None).await;
-        assert!(
-            report["skipped"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|s| s["connector_id"] == "alpha"
-                    && s["reason"] == "daily cap of 2 fires reached"),
-            "{report}"
+        let report = server.me().fire(records[1], "web", None).await;
+        assert_eq!(
+            skipped(&report, "alpha"),
+            Some("daily cap of 2 fires reached"),
+            "{report:?}"
         );
         // With beta off too, nothing can fire: the API says 429 and why.
         server
@@ -530,7 +529,7 @@ async fn a_daily_cap_is_enforced_from_the_database() {
         let wait = clock.until_next_utc_day();
         assert!(wait <= Duration::from_secs(86_400), "{wait:?}");
         clock.advance(wait);
-        let report = server.fire(records[1], "web", None).await;
+        let report = server.me().fire(records[1], "web", None).await;
         assert_eq!(outcomes(&report), pairs(&[("alpha", "not_found")]));
         assert_eq!(alpha.calls(), 3);
         let (_, connectors) = server.get_json("/api/connectors").await;
@@ -577,37 +576,30 @@ async fn a_refire_adds_evidence_and_never_changes_triage() {
         )
         .await;
         let (_, records) = imported(&server).await;
-        let first = server.fire(records[0], "web", None).await;
-        let item = &first["items"][0];
-        let (code, accepted) = server
-            .post_json(
-                &format!("/api/items/{}/triage", item["id"]),
-                json!({"verb": "accept-canonical", "version": item["version"]}),
-            )
+        let first = server.me().fire(records[0], "web", None).await;
+        let item = &first.items[0];
+        let accepted = server
+            .me()
+            .triage(item.id, TriageVerb::AcceptCanonical, item.version)
             .await;
-        assert_eq!(code, 200, "{accepted}");
-        assert_eq!(accepted["state"], "accepted-canonical");
+        assert_eq!(accepted.state, TriageState::AcceptedCanonical);
 
         // Re-fire through the other connector: same page found again, one new.
-        let second = server.fire(records[0], "web", Some("beta")).await;
-        assert_eq!(second["chip"], json!({"state": "found", "count": 2}));
-        let (_, items) = server
-            .get_json(&format!("/api/records/{}/items", records[0]))
-            .await;
-        let items = items.as_array().unwrap();
+        let second = server.me().fire(records[0], "web", Some("beta")).await;
+        assert_eq!(second.chip, ChipState::Found { count: 2 });
+        let items = server.me().items(records[0]).await;
         assert_eq!(items.len(), 2, "the same URL must not become a second item");
-        let kept = items.iter().find(|i| i["id"] == item["id"]).unwrap();
-        assert_eq!(kept["state"], "accepted-canonical");
-        assert_eq!(kept["version"], accepted["version"]);
-        let finders: Vec<&str> = kept["evidence"]
-            .as_array()
-            .unwrap()
+        let kept = items.iter().find(|i| i.id == item.id).unwrap();
+        assert_eq!(kept.state, TriageState::AcceptedCanonical);
+        assert_eq!(kept.version, accepted.version);
+        let finders: Vec<&str> = kept
+            .evidence
             .iter()
-            .map(|e| e["connector_id"].as_str().unwrap())
+            .map(|e| e.connector_id.as_str())
             .collect();
         assert_eq!(finders, ["alpha", "beta"]);
-        let new = items.iter().find(|i| i["id"] != item["id"]).unwrap();
-        assert_eq!(new["state"], "new");
+        let new = items.iter().find(|i| i.id != item.id).unwrap();
+        assert_eq!(new.state, TriageState::New);
         server.stop().await;
     })
     .await;
@@ -619,8 +611,8 @@ async fn a_stale_triage_is_refused_with_the_current_state_and_undo_goes_back() {
         let alpha = ScriptedConnector::new("alpha", [Step::Found(1)]);
         let server = server(db, &[("alpha", CostTier::Free, alpha)]).await;
         let (_, records) = imported(&server).await;
-        let report = server.fire(records[0], "web", None).await;
-        let id = report["items"][0]["id"].as_i64().unwrap();
+        let report = server.me().fire(records[0], "web", None).await;
+        let id = report.items[0].id;
         let path = format!("/api/items/{id}/triage");
 
         let (code, first) = server
@@ -713,8 +705,8 @@ async fn exports_carry_accepted_items_with_provenance() {
         let alpha = ScriptedConnector::new("alpha", [Step::Found(2)]);
         let server = server(db, &[("alpha", CostTier::Free, alpha)]).await;
         let (set, records) = imported(&server).await;
-        let report = server.fire(records[0], "web", None).await;
-        let id = report["items"][0]["id"].as_i64().unwrap();
+        let report = server.me().fire(records[0], "web", None).await;
+        let id = report.items[0].id;
         server
             .post_json(
                 &format!("/api/items/{id}/triage"),
@@ -809,9 +801,9 @@ async fn a_fire_in_flight_can_be_cancelled() {
         .expect("the fire ends at once")
         .unwrap();
     assert_eq!(envelope["status"], "cancelled");
-    let report = &envelope["results"][0];
-    assert_eq!(outcomes(report), pairs(&[("alpha", "cancelled")]));
-    assert_eq!(report["chip"]["state"], "idle");
+    let report: FireReport = serde_json::from_value(envelope["results"][0].clone()).unwrap();
+    assert_eq!(outcomes(&report), pairs(&[("alpha", "cancelled")]));
+    assert_eq!(report.chip, ChipState::Idle);
     let (code, _) = server
         .post_json(&format!("/api/fires/{fire_id}/cancel"), json!({}))
         .await;
@@ -964,17 +956,16 @@ async fn connectors_come_and_go_while_fires_are_in_flight() {
         .unwrap();
 
     let envelope = firing.await.unwrap();
-    let report = &envelope["results"][0];
-    assert_eq!(outcomes(report), pairs(&[("alpha", "not_found")]));
-    assert!(
-        report["skipped"].as_array().unwrap().iter().any(
-            |s| s["connector_id"] == "beta" && s["reason"] == "unregistered while the fire ran"
-        ),
-        "{report}"
+    let report: FireReport = serde_json::from_value(envelope["results"][0].clone()).unwrap();
+    assert_eq!(outcomes(&report), pairs(&[("alpha", "not_found")]));
+    assert_eq!(
+        skipped(&report, "beta"),
+        Some("unregistered while the fire ran"),
+        "{report:?}"
     );
     assert_eq!(beta.calls(), 0);
     // The next fire's chain already has gamma.
-    let report = server.fire(records[0], "web", None).await;
+    let report = server.me().fire(records[0], "web", None).await;
     assert_eq!(
         outcomes(&report),
         pairs(&[("alpha", "not_found"), ("gamma", "found")])
@@ -994,8 +985,8 @@ async fn filters_search_and_the_connector_menu() {
     )
     .await;
     let (set, records) = imported(&server).await;
-    server.fire(records[0], "web", None).await; // Acme: found by alpha
-    server.fire(records[1], "web", None).await; // Bolt: alpha and beta find nothing
+    server.me().fire(records[0], "web", None).await; // Acme: found by alpha
+    server.me().fire(records[1], "web", None).await; // Bolt: alpha and beta find nothing
 
     let names = |page: &Value| -> Vec<String> {
         page["records"]
@@ -1086,14 +1077,11 @@ async fn a_query_the_record_cannot_fill_fires_nothing_and_says_why() {
     })
     .await;
     let (_, records) = imported(&server).await; // no website column
-    let report = server.fire(records[0], "site", None).await;
-    assert!(report["fire_id"].is_null(), "{report}");
+    let report = server.me().fire(records[0], "site", None).await;
+    assert!(report.fire_id.is_none(), "{report:?}");
     assert!(
-        report["notes"][0]
-            .as_str()
-            .unwrap()
-            .contains("\"{website}\" is empty"),
-        "{report}"
+        report.notes[0].contains("\"{website}\" is empty"),
+        "{report:?}"
     );
     assert_eq!(alpha.calls(), 0);
 }

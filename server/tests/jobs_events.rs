@@ -413,8 +413,8 @@ async fn viewers_of_a_record_set_see_its_chips_change_live_and_resume_after_a_dr
             .unwrap()
             .starts_with("text/event-stream"));
         // A fire on the other set must not reach this viewer; one on this set must.
-        server.fire(record_b, "web", None).await;
-        server.fire(record_a, "web", None).await;
+        server.me().fire(record_b, "web", None).await;
+        server.me().fire(record_a, "web", None).await;
         let events = read_events(stream, |e| {
             e["type"] == "chip_changed" && e["chip"]["state"] == "found"
         })
@@ -508,7 +508,7 @@ async fn an_event_between_the_page_s_read_and_its_stream_reaches_the_page() {
             .all(|c| c["state"] == "idle"));
 
         // Someone fires while the page is on its way to the browser.
-        server.fire(records[0], "web", None).await;
+        server.me().fire(records[0], "web", None).await;
 
         let found = |record: i64| {
             move |e: &Value| {
@@ -540,7 +540,7 @@ async fn an_event_between_the_page_s_read_and_its_stream_reaches_the_page() {
             .send()
             .await
             .unwrap();
-        server.fire(records[1], "web", None).await;
+        server.me().fire(records[1], "web", None).await;
         let later = read_events(fresh, found(records[1])).await;
         assert!(
             later.iter().all(|(_, e)| e["record_id"] != records[0]),

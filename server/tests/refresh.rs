@@ -106,7 +106,7 @@ async fn a_refresh_adds_items_new_to_whoever_has_not_looked_since() {
             .await
             .id;
         let record = server.me().record_ids(set).await[0];
-        server.fire(record, "web", None).await;
+        server.me().fire(record, "web", None).await;
         let ana = server.browser(TEST_EMAIL, TEST_PASSWORD).await;
         let bob = server.browser(BOB, BOB_PASSWORD).await;
         // First visits: nothing is new to anyone yet.

@@ -11,7 +11,7 @@ use common::{on_every_backend, TestServer, TEST_PACKS};
 use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::packs::Catalog;
 use engine::store::testing::TestDatabase;
-use model::{Amount, BuiltinCapability as B, CostTier};
+use model::{Amount, BuiltinCapability as B, CostTier, FireOutcome};
 use serde_json::{json, Value};
 
 /// A server where `alpha` costs what `cost` says and `beta` is free.
@@ -82,15 +82,17 @@ async fn attempts_record_what_they_cost_and_a_spent_budget_lets_the_chain_walk_o
 
         // An empty answer this provider does not bill: recorded without a
         // charge, and nothing counted.
-        let report = server.fire(ids[0], "web", None).await;
-        assert_eq!(report["attempts"][0]["outcome"], "not_found");
-        assert!(report["attempts"][0].get("charge").is_none(), "{report}");
+        let report = server.me().fire(ids[0], "web", None).await;
+        let attempt = &report.attempts[0];
+        assert_eq!(attempt.end.outcome, Some(FireOutcome::NotFound));
+        assert_eq!(attempt.end.charge, None, "{report:?}");
         // Two answers billed at 0.5 spend the budget of 1.
         for id in &ids[1..3] {
-            let report = server.fire(*id, "web", None).await;
-            assert_eq!(report["attempts"][0]["connector_id"], "alpha");
+            let report = server.me().fire(*id, "web", None).await;
+            let attempt = &report.attempts[0];
+            assert_eq!(attempt.connector_id, "alpha");
             assert_eq!(
-                report["attempts"][0]["charge"],
+                serde_json::to_value(&attempt.end.charge).unwrap(),
                 json!({"amount": 0.5, "unit": "USD", "paid_by": "server"})
             );
         }
@@ -102,15 +104,14 @@ async fn attempts_record_what_they_cost_and_a_spent_budget_lets_the_chain_walk_o
         assert_eq!(budgets[0]["spent"], 1.0, "{budgets}");
         // The next fire does not reach alpha: the chain walks on to beta,
         // and the report says which budget is spent.
-        let report = server.fire(ids[3], "web", None).await;
+        let report = server.me().fire(ids[3], "web", None).await;
         assert_eq!(alpha.calls(), 3);
-        assert_eq!(report["attempts"][0]["connector_id"], "beta", "{report}");
-        let skipped = report["skipped"].as_array().unwrap();
-        let alpha_skip = skipped.iter().find(|s| s["connector_id"] == "alpha");
+        assert_eq!(report.attempts[0].connector_id, "beta", "{report:?}");
+        let alpha_skip = report.skipped.iter().find(|s| s.connector_id == "alpha");
         assert_eq!(
-            alpha_skip.unwrap()["reason"],
+            alpha_skip.unwrap().reason,
             "budget for Scripted alpha spent: 1.00 of 1.00 USD this month",
-            "{report}"
+            "{report:?}"
         );
         // The inventory and the chips say so before anyone clicks: a click
         // goes through beta, and the chip says why not alpha.
@@ -257,7 +258,7 @@ async fn the_estimate_says_what_a_fan_out_may_fire_and_spend_and_what_budgets_ha
     // Alpha finds something for one record in four.
     let (_, ids) = records(&server, 4).await;
     for id in ids {
-        server.fire(id, "web", None).await;
+        server.me().fire(id, "web", None).await;
     }
     let (code, _) = server
         .put_json(

@@ -123,6 +123,19 @@ impl As<'_> {
         self.answer(request, 200).await
     }
 
+    /// Fires `pack` on a record (optionally through one connector) and
+    /// answers what the fire did; the fire must complete.
+    pub async fn fire(&self, record_id: i64, pack: &str, connector: Option<&str>) -> FireReport {
+        let mut envelope = self.fire_through(record_id, pack, connector).await;
+        assert_eq!(
+            envelope.status,
+            model::EnvelopeStatus::Completed,
+            "{envelope:?}"
+        );
+        assert_eq!(envelope.results.len(), 1, "{envelope:?}");
+        envelope.results.remove(0)
+    }
+
     /// A record's items, as the curated layer holds them.
     pub async fn items(&self, record_id: i64) -> Vec<Item> {
         let path = format!("/api/records/{record_id}/items");

@@ -394,24 +394,6 @@ impl TestServer {
     pub async fn delete(&self, path: &str) -> (u16, serde_json::Value) {
         answer(self.client.delete(self.at(path)).send().await.unwrap()).await
     }
-
-    /// Fires a pack on a record, optionally through one connector.
-    pub async fn fire(
-        &self,
-        record: i64,
-        pack: &str,
-        connector: Option<&str>,
-    ) -> serde_json::Value {
-        let (status, body) = self
-            .post_json(
-                &format!("/api/records/{record}/fire"),
-                serde_json::json!({ "pack": pack, "connector": connector }),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        assert_eq!(body["status"], "completed");
-        body["results"][0].clone()
-    }
 }
 
 /// The record ids of a page of `/api/record-sets/{id}/records`, in order.
