@@ -26,13 +26,41 @@ pub(super) async fn migrate(pool: &AnyPool, backend: Backend) -> Result<(), Stor
     Ok(())
 }
 
+/// This process's turn at setting up a SQLite file, held until dropped:
+/// an exclusive lock on `<file>-setup.lock` beside it. SQLite's own locks
+/// cannot cover a migration history (each step is its own transaction).
+pub(super) struct Turn(#[allow(dead_code)] std::fs::File);
+
+/// Waits for this process's turn at setting up the SQLite `file`.
+pub(super) async fn take_turn(file: &std::path::Path) -> Result<Turn, StoreError> {
+    let mut lock = file.as_os_str().to_owned();
+    lock.push("-setup.lock");
+    let lock = std::path::PathBuf::from(lock);
+    let failed = |source| StoreError::Lock {
+        path: lock.display().to_string(),
+        source,
+    };
+    let opened = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+        .map_err(failed)?;
+    tokio::task::spawn_blocking(move || opened.lock().map(|()| Turn(opened)))
+        .await
+        .map_err(|e| failed(std::io::Error::other(e)))?
+        .map_err(failed)
+}
+
 /// Moves the steps a SQLite database recorded under the old numbering (8
 /// `connector health` to 18 `record counts`) to their numbers now (10 to
 /// 20): the step 8 of such a database is `connector health`, which is step
-/// 10 everywhere now. One transaction, so a second process starting at the
-/// same time finds the history either old or new, never half of each.
+/// 10 everywhere now. One transaction that takes the write lock before it
+/// reads, so a second process starting at the same time waits, then finds
+/// the history new (a deferred one could have read the old history and
+/// been refused its write).
 async fn renumber_sqlite(pool: &AnyPool) -> Result<(), StoreError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let has_history: Option<(String,)> = sqlx::query_as(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
     )
@@ -184,6 +212,41 @@ mod tests {
             (2, model::TriageState::Discarded),
         ];
         opens_with_its_data(&db, &SQLITE, &triaged).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn processes_opening_an_old_sqlite_database_at_once_all_open_it() {
+        let db = testing::sqlite();
+        load(
+            &db,
+            include_str!("../../tests/fixtures/sqlite-before-one-numbering.sql"),
+        )
+        .await;
+        // Four stores at once, each with its own pool, as four processes.
+        let opening: Vec<_> = (0..4)
+            .map(|_| {
+                let url = db.url.clone();
+                tokio::spawn(async move { Store::connect(&url).await })
+            })
+            .collect();
+        for open in opening {
+            open.await.unwrap().unwrap();
+        }
+        opens_with_its_data(&db, &SQLITE, &[(1, model::TriageState::AcceptedCanonical)]).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn processes_creating_a_sqlite_database_at_once_all_open_it() {
+        let db = testing::sqlite();
+        let opening: Vec<_> = (0..4)
+            .map(|_| {
+                let url = db.url.clone();
+                tokio::spawn(async move { Store::connect(&url).await })
+            })
+            .collect();
+        for open in opening {
+            open.await.unwrap().unwrap();
+        }
     }
 
     #[tokio::test]

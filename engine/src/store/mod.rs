@@ -66,6 +66,11 @@ pub enum StoreError {
         path: String,
         source: std::io::Error,
     },
+    #[error("cannot take {path}, which processes opening the database take in turns: {source}")]
+    Lock {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
     #[error("migration failed: {0}")]
@@ -152,6 +157,12 @@ impl Store {
             })
             .connect(&url)
             .await?;
+        // Processes opening one SQLite file at once set it up in turns: a
+        // fresh file's first steps would otherwise be run twice.
+        let _turn = match sqlite_file(&url) {
+            Some(file) => Some(migrations::take_turn(file).await?),
+            None => None,
+        };
         if backend == Backend::Sqlite && !url.contains(":memory:") {
             // Readers never wait for the writer. The setting is kept in the file.
             sqlx::query("PRAGMA journal_mode = WAL")
@@ -235,6 +246,14 @@ fn prepare_sqlite_url(url: &str) -> Result<String, StoreError> {
         format!("{query}&mode=rwc")
     };
     Ok(format!("sqlite://{path}?{query}"))
+}
+
+/// The file of a SQLite URL made by [`prepare_sqlite_url`] (none for an
+/// in-memory database or a PostgreSQL URL).
+fn sqlite_file(url: &str) -> Option<&Path> {
+    let rest = url.strip_prefix("sqlite://")?;
+    let path = rest.split_once('?').map_or(rest, |(path, _)| path);
+    (!path.is_empty() && path != ":memory:").then(|| Path::new(path))
 }
 
 /// Runs a database operation again after a transient failure: three tries

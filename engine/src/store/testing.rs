@@ -33,7 +33,7 @@ impl TestDatabase {
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         if let Some(file) = &self.sqlite_file {
-            for suffix in ["", "-wal", "-shm"] {
+            for suffix in ["", "-wal", "-shm", "-setup.lock"] {
                 let mut path = file.clone().into_os_string();
                 path.push(suffix);
                 let _ = std::fs::remove_file(path);
