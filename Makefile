@@ -27,7 +27,7 @@ build: tools
 	./scripts/build-site.sh release
 	@echo "==> Building the release server"
 	cargo build --release -p server
-	@echo "==> Built target/release/switchyard; serve it from this folder: ./target/release/switchyard serve"
+	@echo "==> Built target/release/switchyard with its site in target/site: it finds the site from any folder (deploy the binary with the site as site/ beside it)"
 
 ## watch: rebuild and restart on every change (installs cargo-watch when missing).
 watch: tools

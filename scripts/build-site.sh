@@ -77,20 +77,11 @@ if [ "$(cat "$pkg/name.txt" 2>/dev/null)" != "$name" ] || [ ! -f "$pkg/$name/swi
 fi
 
 # Precompressed copies the server sends to browsers that accept them:
-# gzip always, brotli when its tool is installed (make test installs it).
-# Only what changed is compressed again.
-level=5
-[ "$profile" = release ] && level=11
-for f in "$pkg/$name"/*.wasm "$pkg/$name"/*.js "$pkg/$name"/*.css; do
-  [ -f "$f" ] || continue
-  if [ ! -f "$f.gz" ] || [ "$f" -nt "$f.gz" ]; then
-    gzip -9 -k -f -n "$f"
-  fi
-  if command -v brotli >/dev/null && { [ ! -f "$f.br" ] || [ "$f" -nt "$f.br" ]; }; then
-    brotli -q "$level" -k -f "$f"
-  fi
-done
+# brotli and gzip, from maintained libraries (the precompress crate), so
+# every build has both. Only what changed is compressed again.
+best=
+[ "$profile" = release ] && best=--best
+cargo run --quiet --release -p precompress -- $best "$pkg/$name"
 module=$pkg/$name/switchyard_bg.wasm
-sizes="$(du -h "$module" | cut -f1) wasm, $(du -h "$module.gz" | cut -f1) gzipped"
-[ -f "$module.br" ] && sizes="$sizes, $(du -h "$module.br" | cut -f1) brotli"
+sizes="$(du -h "$module" | cut -f1) wasm, $(du -h "$module.gz" | cut -f1) gzipped, $(du -h "$module.br" | cut -f1) brotli"
 echo "==> Site ready in $site/pkg/$name ($sizes)"

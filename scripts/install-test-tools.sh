@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests need and is missing: Debian's Chromium, a PostgreSQL
-# server, the brotli tool (the site is served precompressed), and the end2end
-# npm packages (Playwright never downloads a browser).
+# server, and the end2end npm packages (Playwright never downloads a browser).
 # Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +8,6 @@ cd "$(dirname "$0")/.."
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium fonts-liberation)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
-command -v brotli >/dev/null || missing+=(brotli)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> Installing Debian packages: ${missing[*]}"
   sudo=""

@@ -243,9 +243,11 @@ pub struct ServeArgs {
     /// Database: `sqlite://path` (created when missing) or `postgres://...`.
     #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, hide_env_values = true)]
     pub database_url: String,
-    /// Folder holding the built site (`pkg/` with the wasm, JavaScript and CSS).
-    #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = DEFAULT_SITE_ROOT)]
-    pub site_root: String,
+    /// Folder holding the built site (`pkg/` with the wasm, JavaScript and
+    /// CSS). By default `site/` beside the executable, then `../site` from
+    /// it (the build tree), then `target/site` here.
+    #[arg(long, env = "LEPTOS_SITE_ROOT")]
+    pub site_root: Option<String>,
     /// Load the demo record set (plainly labelled demo data).
     #[arg(long, env = "SWITCHYARD_DEMO")]
     pub demo: bool,
@@ -334,7 +336,10 @@ impl TryFrom<&ServeArgs> for Config {
         Ok(Config {
             addr: args.addr,
             database_url: args.database_url.clone(),
-            site_root: args.site_root.clone(),
+            site_root: args
+                .site_root
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SITE_ROOT.to_owned()),
             demo: args.demo,
             demo_latency: std::time::Duration::from_millis(args.demo_latency_ms),
             packs_file: args.packs.clone(),

@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod operator;
 pub mod remote;
 pub mod router;
+pub mod site;
 pub mod startup;
 
 use std::future::Future;

@@ -44,7 +44,12 @@ async fn main() -> anyhow::Result<()> {
     let config = Config::try_from(cli.serve_args()).map_err(anyhow::Error::msg)?;
     let mut stdout = std::io::stdout();
     match cli.command {
-        None | Some(Command::Serve(_)) => run_serve(config).await,
+        None | Some(Command::Serve(_)) => {
+            let mut config = config;
+            config.site_root = server::site::locate(cli.serve_args().site_root.as_deref())
+                .map_err(anyhow::Error::msg)?;
+            run_serve(config).await
+        }
         Some(Command::User(command)) => operator::user(command, &mut stdout).await,
         Some(Command::Token(command)) => operator::token(command, &mut stdout).await,
         Some(Command::Connector(command)) => operator::connector(command, &mut stdout).await,
