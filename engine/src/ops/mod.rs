@@ -77,6 +77,12 @@ pub enum OpError {
         detail: String,
         retry_after: std::time::Duration,
     },
+    /// The database does not answer (stopped, unreachable, or a SQLite
+    /// file held by another writer for too long): nothing was done, and it
+    /// is worth asking again in a few seconds. It holds the cause, for the
+    /// log only.
+    #[error("the database does not answer; nothing was changed: try again in a few seconds")]
+    Unavailable(String),
     /// Something failed inside.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -94,6 +100,7 @@ impl OpError {
             OpError::Unchecked { .. } => "invalid",
             OpError::TooLarge(_) => "too_large",
             OpError::Limited { .. } => "rate_limited",
+            OpError::Unavailable(_) => "unavailable",
             OpError::Internal(_) => "internal",
         }
     }
@@ -108,6 +115,7 @@ impl OpError {
             OpError::Unchecked { .. } => 422,
             OpError::TooLarge(_) => 413,
             OpError::Limited { .. } => 429,
+            OpError::Unavailable(_) => 503,
             OpError::Internal(_) => 500,
         }
     }
@@ -143,6 +151,7 @@ impl From<StoreError> for OpError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound(what) => OpError::NotFound(format!("{what} does not exist")),
+            away if away.is_unavailable() => OpError::Unavailable(away.to_string()),
             other => OpError::Internal(other.into()),
         }
     }

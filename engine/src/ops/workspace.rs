@@ -15,6 +15,20 @@ impl Engine {
         self.store.ping().await
     }
 
+    /// Whether this process can serve: its database answers within
+    /// [`crate::store::ACQUIRE_AT_MOST`]; any failure is `Unavailable`.
+    pub async fn ready(&self) -> Result<(), crate::ops::OpError> {
+        let waited = tokio::time::timeout(crate::store::ACQUIRE_AT_MOST, self.store.ping()).await;
+        match waited {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(crate::ops::OpError::Unavailable(e.to_string())),
+            Err(_) => Err(crate::ops::OpError::Unavailable(format!(
+                "no answer within {:?}",
+                crate::store::ACQUIRE_AT_MOST
+            ))),
+        }
+    }
+
     /// Every capability the caller's workspace has a connector for, or that
     /// is built in, with how many connectors serve it.
     pub fn capabilities_of(&self, who: &Principal) -> Vec<CapabilityView> {

@@ -82,6 +82,33 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+impl StoreError {
+    /// Whether the database is away rather than the request wrong: it
+    /// cannot be reached, the pool waited too long for a connection, the
+    /// server is shutting down or refusing connections, or a SQLite file is
+    /// held by another writer. Asking again later may succeed.
+    pub fn is_unavailable(&self) -> bool {
+        let StoreError::Database(e) = self else {
+            return false;
+        };
+        match e {
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_) => true,
+            sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+                // PostgreSQL: connection exceptions (08...), shutting down
+                // or starting (57P01-57P03), too many connections (53300).
+                // SQLite: busy (5, with extended 517 and others), locked (6).
+                code.starts_with("08")
+                    || ["57P01", "57P02", "57P03", "53300"].contains(&code.as_ref())
+                    || code.parse::<i32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6))
+            }),
+            _ => false,
+        }
+    }
+}
+
 /// Which database engine a [`Store`] talks to, for the few statements whose
 /// syntax differs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +130,9 @@ impl FromStr for Backend {
         }
     }
 }
+
+/// The longest a request waits for a database connection.
+pub const ACQUIRE_AT_MOST: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The database handle shared by the whole process.
 #[derive(Clone, Debug)]
@@ -136,6 +166,9 @@ impl Store {
         let file = backend == Backend::Sqlite && !url.contains(":memory:");
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections)
+            // While the database is away a request waits this long for a
+            // connection, then answers 503 (not the 30 s default).
+            .acquire_timeout(ACQUIRE_AT_MOST)
             // An idle in-memory database would vanish with its connection.
             .idle_timeout(None)
             .max_lifetime(None)

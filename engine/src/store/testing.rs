@@ -20,6 +20,45 @@ pub struct TestDatabase {
 }
 
 impl TestDatabase {
+    /// The same PostgreSQL database reached at `addr` (a proxy in front of
+    /// its server); `None` for SQLite.
+    pub fn through(&self, addr: std::net::SocketAddr) -> Option<TestDatabase> {
+        if self.sqlite_file.is_some() {
+            return None;
+        }
+        let (scheme, rest) = self.url.split_once("://")?;
+        let (authority, path) = rest.split_once('/')?;
+        let user = authority
+            .rsplit_once('@')
+            .map(|(user, _)| format!("{user}@"));
+        Some(TestDatabase {
+            url: format!("{scheme}://{}{addr}/{path}", user.unwrap_or_default()),
+            sqlite_file: None,
+        })
+    }
+
+    /// The same PostgreSQL database again, for a second process (`None`
+    /// for SQLite, which is one process's).
+    pub fn shared(&self) -> Option<TestDatabase> {
+        let addr = self.server_addr()?.parse().ok()?;
+        self.through(addr)
+    }
+
+    /// Where a PostgreSQL database's server listens (`None` for SQLite).
+    pub fn server_addr(&self) -> Option<String> {
+        if self.sqlite_file.is_some() {
+            return None;
+        }
+        let rest = self.url.split_once("://")?.1;
+        let authority = rest.split_once('/').map_or(rest, |(a, _)| a);
+        Some(
+            authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host)
+                .to_owned(),
+        )
+    }
+
     /// A short name for test messages: `sqlite` or `postgres`.
     pub fn kind(&self) -> &'static str {
         if self.sqlite_file.is_some() {

@@ -30,7 +30,9 @@ pub enum ApiError {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// The kind: bad_request, unauthorized, forbidden, not_found, conflict,
-    /// too_large, unsupported_media_type, invalid, rate_limited or internal.
+    /// too_large, unsupported_media_type, invalid, rate_limited, unavailable
+    /// (the database does not answer: ask again after `Retry-After`) or
+    /// internal.
     #[schema(example = "not_found")]
     error: &'static str,
     /// What went wrong, naming the field or the thing.
@@ -75,6 +77,10 @@ impl IntoResponse for ApiError {
             OpError::Limited { retry_after, .. } => {
                 (None, Vec::new(), Some(retry_after.as_secs().max(1)))
             }
+            OpError::Unavailable(cause) => {
+                tracing::warn!(cause, "The database does not answer.");
+                (None, Vec::new(), Some(UNAVAILABLE_RETRY_AFTER))
+            }
             _ => (None, Vec::new(), None),
         };
         let mut response = (
@@ -95,6 +101,9 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+/// When to ask again while the database is away, in seconds.
+pub const UNAVAILABLE_RETRY_AFTER: u64 = 5;
 
 impl ApiError {
     /// Bad input; the detail names the field (as the operations say it).

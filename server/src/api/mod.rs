@@ -40,6 +40,7 @@ use crate::router::AppState;
 fn door() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(health))
+        .routes(routes!(ready))
         .routes(routes!(openapi::openapi_json))
         .routes(routes!(connectors::capabilities))
         .routes(routes!(calls::call))
@@ -105,7 +106,7 @@ pub(crate) fn router_and_document() -> (Router<AppState>, utoipa::openapi::OpenA
 }
 
 /// The routes under `/api`; anything else there is a JSON 404. All but
-/// `/api/health` and `/api/openapi.json` need a session or a token
+/// `/api/health`, `/api/ready` and `/api/openapi.json` need a session or a token
 /// ([`crate::auth::gate`]).
 pub fn router() -> Router<AppState> {
     router_and_document()
@@ -140,12 +141,24 @@ pub fn routes() -> Vec<(Method, String)> {
         .collect()
 }
 
-/// `GET /api/health`: the process answers and its database is reachable.
+/// `GET /api/health`: the process is up (it answers without asking the
+/// database: a liveness probe; see `/api/ready`).
 #[utoipa::path(
     get, path = "/api/health", tag = "health", security(()),
-    responses((status = 200, body = Health), (status = 500, description = "The database does not answer", body = ErrorBody))
+    responses((status = 200, body = Health))
 )]
-async fn health(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
-    state.engine.ping().await?;
+async fn health() -> Json<Health> {
+    Json(Health::ok(env!("CARGO_PKG_VERSION")))
+}
+
+/// `GET /api/ready`: the process can serve, its database answering (a
+/// load balancer's readiness probe); 503 with `Retry-After` while it does
+/// not.
+#[utoipa::path(
+    get, path = "/api/ready", tag = "health", security(()),
+    responses((status = 200, body = Health), (status = 503, description = "The database does not answer", body = ErrorBody))
+)]
+async fn ready(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
+    state.engine.ready().await?;
     Ok(Json(Health::ok(env!("CARGO_PKG_VERSION"))))
 }

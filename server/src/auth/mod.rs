@@ -39,13 +39,13 @@ pub const SESSION_IDLE_DAYS: i64 = 7;
 const USER_ID: &str = "user_id";
 const WORKSPACE_ID: &str = "workspace_id";
 
-/// Paths anyone may reach: the health check, the API's description, the
+/// Paths anyone may reach: the health and readiness checks, the API's description, the
 /// sign-in page and its form,
 /// and the static files the sign-in page needs. Everything else needs a
 /// session or a token.
 pub fn is_public(method: &axum::http::Method, path: &str) -> bool {
     match path {
-        "/api/health" => true,
+        "/api/health" | "/api/ready" => true,
         // What the REST door is, for anyone writing a client.
         "/api/openapi.json" => *method == axum::http::Method::GET,
         SIGN_IN_PAGE | SET_PASSWORD_PAGE => *method == axum::http::Method::GET,
@@ -83,7 +83,9 @@ pub async fn gate(
 ) -> Response {
     // The wasm, JavaScript, CSS and icon are the same for everyone: no
     // session read, no database query.
-    if is_static(req.uri().path()) {
+    // Nor do the probes: the process answers whoever asks and however the
+    // database is doing.
+    if is_static(req.uri().path()) || matches!(req.uri().path(), "/api/health" | "/api/ready") {
         return next.run(req).await;
     }
     let principal = match principal_of(&state, &session, req.headers()).await {
@@ -193,9 +195,14 @@ async fn principal_of(
     session: &Session,
     headers: &HeaderMap,
 ) -> Result<Option<(Principal, Credential)>, Box<Response>> {
-    let internal = |e: &dyn std::fmt::Display| {
-        tracing::error!(error = %e, "Cannot resolve who is asking.");
-        Box::new(StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    // The operations' one mapping: 503 while the database is away, else 500.
+    let failed =
+        |e: engine::store::StoreError| Box::new(ApiError::from(OpError::from(e)).into_response());
+    // A session the store could not read: its store is the database.
+    let unread = |e: tower_sessions::session::Error| {
+        Box::new(
+            ApiError::from(OpError::Unavailable(format!("reading a session: {e}"))).into_response(),
+        )
     };
     if let Some(value) = headers.get(header::AUTHORIZATION) {
         let token = value
@@ -215,7 +222,7 @@ async fn principal_of(
                 match state.engine.principal_by_token(token).await {
                     Ok(Some(p)) => Ok(Some((p, Credential::Token(token.to_owned())))),
                     Ok(None) => Err(Box::new(unauthorized())),
-                    Err(e) => Err(internal(&e)),
+                    Err(e) => Err(failed(e)),
                 }
             }
             None => Err(Box::new(unauthorized())),
@@ -226,7 +233,7 @@ async fn principal_of(
         let workspace = session.get::<i64>(WORKSPACE_ID).await?;
         Ok::<_, tower_sessions::session::Error>(user.zip(workspace))
     };
-    let Some((user_id, workspace_id)) = ids.await.map_err(|e| internal(&e))? else {
+    let Some((user_id, workspace_id)) = ids.await.map_err(unread)? else {
         return Ok(None);
     };
     // Checked on every request: a member removed from a workspace is out at once.
@@ -234,7 +241,7 @@ async fn principal_of(
         .engine
         .principal(user_id, workspace_id)
         .await
-        .map_err(|e| internal(&e))?;
+        .map_err(failed)?;
     // A session with data was loaded from the store, so it has an id.
     let Some(id) = session.id() else {
         return Ok(None);
@@ -462,6 +469,7 @@ mod tests {
     #[test]
     fn only_the_sign_in_door_and_its_assets_are_public() {
         assert!(is_public(&Method::GET, "/api/health"));
+        assert!(is_public(&Method::GET, "/api/ready"));
         assert!(is_public(&Method::GET, "/api/openapi.json"));
         assert!(is_public(&Method::GET, "/sign-in"));
         assert!(is_public(&Method::POST, "/auth/sign-in"));

@@ -1,0 +1,159 @@
+//! The database going away and coming back: `/api/ready` says 503 while
+//! it is away and 200 once it answers again, requests fail fast with 503
+//! and a sentence instead of hanging, nothing stored is lost, and work
+//! resumes by itself. PostgreSQL is cut off through a proxy the test
+//! controls; a SQLite file is held by another writer.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::TestServer;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::AbortHandle;
+
+/// A TCP proxy in front of the database's server that the test can cut:
+/// every connection through it is dropped and new ones are refused until
+/// it is restored, as when the server stops or the network fails.
+struct Outage {
+    addr: std::net::SocketAddr,
+    cut: Arc<AtomicBool>,
+    live: Arc<Mutex<Vec<AbortHandle>>>,
+}
+
+impl Outage {
+    async fn in_front_of(upstream: String) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cut = Arc::new(AtomicBool::new(false));
+        let live: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
+        let (cut_, live_) = (cut.clone(), live.clone());
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if cut_.load(Ordering::SeqCst) {
+                    continue; // dropped: refused
+                }
+                let upstream = upstream.clone();
+                let relay = tokio::spawn(async move {
+                    if let Ok(mut server) = TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                live_.lock().unwrap().push(relay.abort_handle());
+            }
+        });
+        Self { addr, cut, live }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        for relay in self.live.lock().unwrap().drain(..) {
+            relay.abort();
+        }
+    }
+
+    fn restore(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+/// `GET path` answered within 15 s (a request that hung for the pool's old
+/// 30 s would fail here): its status, `Retry-After` and body.
+async fn answered(server: &TestServer, path: &str) -> (u16, Option<String>, serde_json::Value) {
+    let res = tokio::time::timeout(
+        Duration::from_secs(15),
+        server.client.get(server.at(path)).send(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{path} hung while the database was away"))
+    .unwrap();
+    let status = res.status().as_u16();
+    let wait = res
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (status, wait, res.json().await.unwrap_or_default())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_postgresql_is_away_requests_answer_503_and_it_all_comes_back() {
+    let Some(db) = engine::store::testing::postgres().await else {
+        return;
+    };
+    let outage = Outage::in_front_of(db.server_addr().unwrap()).await;
+    let server = TestServer::start_on(db.through(outage.addr).unwrap()).await;
+    let set = server
+        .me()
+        .import("Kept", "social-profiles", "name\nAcme\nBolt\n")
+        .await;
+    assert_eq!(answered(&server, "/api/ready").await.0, 200);
+
+    outage.cut();
+    let (status, wait, body) = answered(&server, "/api/ready").await;
+    assert_eq!((status, wait.as_deref()), (503, Some("5")), "{body}");
+    assert_eq!(body["error"], "unavailable", "{body}");
+    let (status, _, body) = answered(&server, "/api/record-sets").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the database does not answer"),
+        "{body}"
+    );
+    // The process itself is up.
+    assert_eq!(answered(&server, "/api/health").await.0, 200);
+
+    outage.restore();
+    common::until("ready again", || async {
+        answered(&server, "/api/ready").await.0 == 200
+    })
+    .await;
+    assert_eq!(
+        server.me().record_ids(set.id).await.len(),
+        2,
+        "nothing lost"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_another_writer_holds_a_sqlite_file_writes_answer_503_then_succeed() {
+    use sqlx::Connection;
+    let db = engine::store::testing::sqlite();
+    let url = db.url.clone();
+    let server = TestServer::start_on(db).await;
+    server
+        .me()
+        .import("First", "social-profiles", "name\nAcme\n")
+        .await;
+
+    // Another process takes the file's write lock and keeps it.
+    let mut holder = sqlx::AnyConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN EXCLUSIVE")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let refused = server
+        .me()
+        .import_refused("Second", "social-profiles", "name\nBolt\n")
+        .await;
+    assert_eq!(
+        (refused.status, refused.error.as_str()),
+        (503, "unavailable"),
+        "{refused:?}"
+    );
+    // Reading still works: the file is only busy for writers.
+    assert_eq!(answered(&server, "/api/ready").await.0, 200);
+
+    sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+    holder.close().await.unwrap();
+    let second = server
+        .me()
+        .import("Second", "social-profiles", "name\nBolt\n")
+        .await;
+    assert_eq!(second.imported, 1);
+    server.stop().await;
+}
