@@ -61,6 +61,8 @@ pub struct Engine {
     /// manifests, the crawler, a workspace's SearXNG), with the internal
     /// destinations they may reach.
     pub(crate) outbound: connectors::guard::Outbound,
+    /// What this process registered from the saved workspace manifests.
+    pub(crate) saved_manifests: Arc<connectors::manifest::saved::SavedManifests>,
     /// The manifest drop folder, once the server has set one up.
     pub(crate) drop_folder: Arc<std::sync::OnceLock<connectors::manifest::folder::DropFolder>>,
     /// This process as the owner of running work.
@@ -138,6 +140,7 @@ impl Engine {
             calls_by_person: ops::Slots::default(),
             upkeep: tokio_util::sync::CancellationToken::new(),
             drop_folder: Arc::default(),
+            saved_manifests: Arc::default(),
             outbound,
             store,
             registry,

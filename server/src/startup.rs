@@ -89,7 +89,7 @@ pub fn register_connectors(
 async fn register_saved_manifests(state: &AppState) -> anyhow::Result<()> {
     let n = state
         .engine
-        .register_saved_manifests()
+        .adopt_saved_manifests()
         .await
         .context("registering the workspaces' saved manifests")?;
     if n > 0 {

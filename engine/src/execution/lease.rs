@@ -133,6 +133,10 @@ impl Engine {
         tokio::spawn(async move { engine.heartbeats().await });
         let engine = self.clone();
         tokio::spawn(async move { engine.follow_ended_jobs().await });
+        if self.store.backend() == crate::store::Backend::Postgres {
+            let engine = self.clone();
+            tokio::spawn(async move { engine.follow_saved_manifests().await });
+        }
         Ok(reclaimed)
     }
 

@@ -1,6 +1,6 @@
 //! Manifest operations: the connectors a workspace's admins write in the
-//! browser (tried before they are saved, saved, removed, listed), and the
-//! saved ones registered again when a process starts.
+//! browser (tried before they are saved, saved, removed, listed); every
+//! process registers the saved ones (`connectors::manifest::saved`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,7 +11,7 @@ use crate::connectors::manifest::workspace::{parse, probe, report, taken_by, Sav
 use crate::connectors::manifest::{Format, Manifest, ManifestConnector, ManifestError};
 use crate::connectors::seam::{FireError, FireOpts};
 use crate::ops::OpError;
-use crate::store::{Owned, StoreError};
+use crate::store::Owned;
 use crate::tenancy::Principal;
 use crate::Engine;
 
@@ -20,7 +20,7 @@ impl Engine {
     /// the workspace's own secrets only, never the server's environment:
     /// otherwise anyone allowed to write a manifest could send the
     /// operator's keys (or `DATABASE_URL`) to a host of their choosing.
-    fn manifest_connector(&self, manifest: Manifest) -> ManifestConnector {
+    pub(crate) fn manifest_connector(&self, manifest: Manifest) -> ManifestConnector {
         ManifestConnector::new(
             Arc::new(manifest),
             self.outbound.clone(),
@@ -124,6 +124,8 @@ impl Engine {
         let connector = self.manifest_connector(manifest);
         self.registry
             .register_from(registration, Arc::new(connector), mine)?;
+        self.saved_manifests
+            .saved_here(&id, who.workspace_id, format, text);
         tracing::info!(connector = %id, workspace = who.workspace_id, by = %who.email, "Manifest connector saved.");
         self.announce_in(who.workspace_id, &id).await
     }
@@ -141,6 +143,7 @@ impl Engine {
         if self.registry.by_id(id).is_some_and(|h| h.source == mine) {
             self.registry.unregister(id)?;
         }
+        self.saved_manifests.removed_here(id);
         tracing::info!(connector = %id, workspace = who.workspace_id, by = %who.email, "Manifest connector removed.");
         Ok(())
     }
@@ -167,41 +170,5 @@ impl Engine {
             };
         }
         Ok(saved)
-    }
-
-    /// Registers every saved manifest of every workspace (at start). One
-    /// that no longer checks, or whose id a built-in or file now holds, is
-    /// logged and left out; the others serve.
-    pub async fn register_saved_manifests(&self) -> Result<usize, StoreError> {
-        let mut registered = 0;
-        for stored in self.store.all_manifests().await? {
-            let id = &stored.saved.connector_id;
-            let source = ConnectorSource::Workspace {
-                workspace_id: stored.workspace_id,
-            };
-            if let Some(holder) = self.registry.by_id(id) {
-                tracing::warn!(connector = %id, holder = %holder.source.describe(), "A saved manifest's id is taken; it is not registered.");
-                continue;
-            }
-            let manifest = match parse(&stored.saved.text, stored.saved.format) {
-                Ok(m) => m,
-                Err(e) => {
-                    tracing::warn!(connector = %id, error = %e, "A saved manifest no longer checks; it is not registered.");
-                    continue;
-                }
-            };
-            let registration = manifest.registration();
-            let connector = self.manifest_connector(manifest);
-            match self
-                .registry
-                .register_from(registration, Arc::new(connector), source)
-            {
-                Ok(()) => registered += 1,
-                Err(e) => {
-                    tracing::warn!(connector = %id, error = %e, "A saved manifest was refused.")
-                }
-            }
-        }
-        Ok(registered)
     }
 }

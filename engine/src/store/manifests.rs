@@ -42,6 +42,18 @@ impl Store {
         rows.iter().map(manifest_of).collect()
     }
 
+    /// How many manifests are saved and when the last was: changes when
+    /// any manifest is saved, changed or removed anywhere.
+    pub async fn manifests_fingerprint(&self) -> Result<(i64, i64), StoreError> {
+        Ok(
+            sqlx::query_as(
+                "SELECT COUNT(*), COALESCE(MAX(updated_at), 0) FROM workspace_manifests",
+            )
+            .fetch_one(self.pool())
+            .await?,
+        )
+    }
+
     /// One workspace's saved manifests.
     pub async fn manifests_of(&self, workspace_id: i64) -> Result<Vec<SavedManifest>, StoreError> {
         let rows = sqlx::query(&format!(

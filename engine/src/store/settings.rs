@@ -11,7 +11,7 @@ use super::{Store, StoreError};
 
 /// How long settings read from the database are used before being read
 /// again (what another process changed shows after at most this).
-pub const FRESH_FOR: Duration = Duration::from_secs(2);
+pub const FRESH_FOR: Duration = Duration::from_millis(750);
 
 /// One workspace's settings.
 #[derive(Debug, Default, PartialEq)]

@@ -27,6 +27,7 @@ mod field;
 mod fire;
 pub mod folder;
 mod pool;
+pub mod saved;
 pub(crate) mod workspace;
 
 use std::collections::{BTreeMap, BTreeSet};
