@@ -34,8 +34,20 @@ pub enum Command {
     /// run: they follow within a second).
     #[command(subcommand)]
     Connector(ConnectorCommand),
+    /// A consistent copy of the database, taken while the servers run
+    /// (SQLite; for PostgreSQL it says how to use pg_dump).
+    Backup(BackupArgs),
     #[command(flatten)]
     Remote(RemoteCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The new file to write the copy to (never overwritten).
+    #[arg(long)]
+    pub to: std::path::PathBuf,
+    #[command(flatten)]
+    pub db: DatabaseArgs,
 }
 
 /// Commands that talk to a running server with an API token.

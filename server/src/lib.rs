@@ -24,20 +24,40 @@ use tokio::net::TcpListener;
 pub use config::Config;
 pub use router::{app, AppState};
 
-/// Serves `state` on `listener` until `shutdown` resolves, then lets the
-/// requests in flight finish.
+/// How long a stopping process waits for its connections to close before
+/// it stops anyway.
+pub const DRAIN_AT_MOST: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves `state` on `listener` until `shutdown` resolves; then takes no
+/// new connection, ends the open event streams with a hint to reconnect,
+/// and lets the requests in flight finish, for at most [`DRAIN_AT_MOST`].
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let stopping = state.stopping.clone();
+    let started_stopping = stopping.clone();
     // The peer address feeds the per-address sign-in limit.
-    axum::serve(
+    let serving = axum::serve(
         listener,
         app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown)
-    .await
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        started_stopping.cancel();
+    });
+    let drained_or_not = async {
+        stopping.cancelled().await;
+        tokio::time::sleep(DRAIN_AT_MOST).await;
+    };
+    tokio::select! {
+        served = async move { serving.await } => served,
+        () = drained_or_not => {
+            tracing::warn!(after = ?DRAIN_AT_MOST, "Connections were still open; stopping anyway.");
+            Ok(())
+        }
+    }
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

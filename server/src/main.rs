@@ -53,6 +53,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::User(command)) => operator::user(command, &mut stdout).await,
         Some(Command::Token(command)) => operator::token(command, &mut stdout).await,
         Some(Command::Connector(command)) => operator::connector(command, &mut stdout).await,
+        Some(Command::Backup(args)) => operator::backup(args, &mut stdout).await,
         Some(Command::Remote(command)) => {
             let exit = server::remote::run(command, &mut stdout).await;
             std::process::exit(exit as i32)

@@ -1,5 +1,5 @@
 //! The operator commands of the `switchyard` binary: `user add | link | remove`,
-//! `token create | revoke | list` and `connector clear`. They open the same database as `serve`
+//! `token create | revoke | list`, `connector clear` and `backup`. They open the same database as `serve`
 //! (and may run while it serves). Secrets go to standard output once and
 //! nowhere else: never to the log.
 
@@ -10,7 +10,7 @@ use engine::packs::Catalog;
 use engine::store::{redact_url, Store};
 use engine::{Engine, EngineConfig};
 
-use crate::cli::{ConnectorCommand, TokenCommand, UserCommand};
+use crate::cli::{BackupArgs, ConnectorCommand, TokenCommand, UserCommand};
 
 async fn open(database_url: &str) -> anyhow::Result<Engine> {
     let store = Store::connect(database_url)
@@ -192,4 +192,18 @@ pub async fn connector(command: ConnectorCommand, out: &mut impl Write) -> anyho
             Ok(())
         }
     }
+}
+
+/// `switchyard backup --to FILE`: a consistent copy of a SQLite database,
+/// taken while the servers run.
+pub async fn backup(args: BackupArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    let bytes = engine::store::backup::backup_sqlite(&args.db.database_url, &args.to).await?;
+    writeln!(
+        out,
+        "Backed up {} to {} ({bytes} bytes): open it as sqlite://{} to restore.",
+        redact_url(&args.db.database_url),
+        args.to.display(),
+        args.to.display()
+    )?;
+    Ok(())
 }

@@ -29,6 +29,9 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// Open event streams, by person.
     pub streams: engine::ops::Slots,
+    /// Cancelled when the process starts stopping: open event streams end
+    /// with a hint to reconnect (to another process).
+    pub stopping: tokio_util::sync::CancellationToken,
 }
 
 impl FromRef<AppState> for LeptosOptions {

@@ -247,3 +247,65 @@ async fn each_kind_of_failure_has_its_exit_code() {
     assert!(!stderr.contains(&token), "{stderr}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn backup_copies_a_running_servers_database_and_says_how_for_postgresql() {
+    let db = engine::store::testing::sqlite();
+    let url = db.url.clone();
+    let server = TestServer::start_on(db).await;
+    server
+        .me()
+        .import("Kept", "social-profiles", "name\nAcme\n")
+        .await;
+    let copy =
+        std::env::temp_dir().join(format!("switchyard-cli-backup-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&copy);
+    let copy_arg = copy.to_str().unwrap();
+
+    let ran = switchyard(
+        &server,
+        None,
+        &["backup", "--database-url", &url, "--to", copy_arg],
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains(copy_arg), "{}", ran.stdout);
+    let restored = engine::store::Store::connect(&format!("sqlite://{copy_arg}"))
+        .await
+        .unwrap();
+    let sets = restored
+        .list_record_sets(server.workspace_id)
+        .await
+        .unwrap();
+    assert_eq!(
+        sets.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["Kept"]
+    );
+
+    // Never over a file; PostgreSQL gets the pg_dump recipe.
+    let ran = switchyard(
+        &server,
+        None,
+        &["backup", "--database-url", &url, "--to", copy_arg],
+    )
+    .await;
+    assert_ne!(ran.code, 0);
+    assert!(ran.stderr.contains("already exists"), "{}", ran.stderr);
+    let ran = switchyard(
+        &server,
+        None,
+        &[
+            "backup",
+            "--database-url",
+            "postgres://u@127.0.0.1:1/db",
+            "--to",
+            "/tmp/x.db",
+        ],
+    )
+    .await;
+    assert_ne!(ran.code, 0);
+    assert!(ran.stderr.contains("pg_dump"), "{}", ran.stderr);
+    drop(restored);
+    let _ = std::fs::remove_file(&copy);
+    server.stop().await;
+}

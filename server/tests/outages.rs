@@ -157,3 +157,32 @@ async fn while_another_writer_holds_a_sqlite_file_writes_answer_503_then_succeed
     assert_eq!(second.imported, 1);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_process_ends_its_event_streams_with_a_hint_to_reconnect() {
+    use futures::StreamExt;
+    let server = TestServer::start().await;
+    let stream = server.open_events("").await;
+    assert_eq!(stream.status(), 200);
+    let mut body = stream.bytes_stream();
+    let stopped = tokio::spawn(server.stop());
+    // The stream ends (it would otherwise stay open for ever and hold the
+    // stop), its last words telling the browser to come back soon.
+    let mut said = String::new();
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(chunk) = body.next().await {
+            said.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream stayed open: {said}");
+    assert!(said.contains("retry: 500"), "{said}");
+    assert!(
+        said.contains(": this server is stopping; reconnect"),
+        "{said}"
+    );
+    tokio::time::timeout(Duration::from_secs(5), stopped)
+        .await
+        .expect("the server stops once its streams ended")
+        .unwrap();
+}

@@ -12,6 +12,7 @@ use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::AnyPool;
 
 mod accounts;
+pub mod backup;
 mod batch;
 mod calls;
 mod catalog;

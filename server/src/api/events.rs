@@ -53,6 +53,9 @@ fn resync(id: u64) -> SseEvent {
     })
 }
 
+/// How soon a browser reconnects when the process it streamed from stops.
+pub const RECONNECT_AFTER_STOP: Duration = Duration::from_millis(500);
+
 /// How often an open stream checks its caller's access again.
 pub const STREAM_ACCESS_CHECK: Duration = Duration::from_secs(5);
 
@@ -141,6 +144,7 @@ pub async fn stream(
         async move { out.map(Ok) }
     });
     let replay = stream::iter(replay.into_iter().map(Ok));
+    let stopping = state.stopping.clone();
     let revoked = async move {
         let mut every = tokio::time::interval(STREAM_ACCESS_CHECK);
         every.tick().await;
@@ -156,6 +160,27 @@ pub async fn stream(
             }
         }
     };
-    Ok(Sse::new(replay.chain(live).take_until(revoked))
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    // A stopping process ends the stream with a hint to reconnect soon:
+    // the browser's next connection reaches a process that stays.
+    let ended = {
+        let stopping = stopping.clone();
+        async move {
+            tokio::select! {
+                () = revoked => {}
+                () = stopping.cancelled() => {}
+            }
+        }
+    };
+    let goodbye = stream::once(async move {
+        stopping.is_cancelled().then(|| {
+            SseEvent::default()
+                .retry(RECONNECT_AFTER_STOP)
+                .comment("this server is stopping; reconnect")
+        })
+    })
+    .filter_map(|bye| async move { bye.map(Ok) });
+    Ok(
+        Sse::new(replay.chain(live).take_until(ended).chain(goodbye))
+            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15))),
+    )
 }
