@@ -48,6 +48,7 @@ bench: build test-tools
 	cargo bench -p engine --bench drop_folder
 	cargo bench -p server --bench load
 	cargo bench -p server --bench neighbours
+	./scripts/with-postgres.sh cargo bench -p server --bench operations
 	cd end2end && node bench/first-chip.mjs
 
 tools:

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different part of it
 
 pub mod client;
+pub mod outage;
 pub mod real;
 pub mod shared;
 
