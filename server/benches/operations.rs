@@ -16,7 +16,6 @@
 //! OPERATIONS_ROUNDS=100 ./scripts/with-postgres.sh cargo bench -p server --bench operations
 //! ```
 
-#[allow(dead_code)] // the tests' helpers; this uses a few
 #[path = "../tests/common/mod.rs"]
 mod common;
 #[path = "common/measure.rs"]
