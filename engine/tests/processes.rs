@@ -323,3 +323,81 @@ async fn a_fanout_cancelled_through_another_process_stops_within_a_second_or_two
     );
     owner.stop_heartbeat();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_is_cancelled_through_any_process_and_one_whose_process_died_is_lost_within_its_lease(
+) {
+    use model::{CallRequest, EnvelopeStatus, Role};
+    let Some(db) = testing::postgres().await else {
+        return;
+    };
+    let config = || EngineConfig {
+        leases: engine::execution::lease::LeaseConfig::new(
+            Duration::from_secs(2),
+            Duration::from_millis(500),
+        )
+        .unwrap(),
+        ..EngineConfig::default()
+    };
+    let a = engine(&db, &["alpha"], config()).await;
+    let b = engine(&db, &["alpha"], config()).await;
+    a.recover().await.unwrap();
+    b.recover().await.unwrap();
+    let slow = vec![Step::Delay(
+        Duration::from_secs(60),
+        Box::new(Step::Found(1)),
+    )];
+    let on_a = scripted(&a, "alpha", None, slow.clone());
+    scripted(&b, "alpha", None, slow);
+    let added = a
+        .add_user("ana@example.org", "calls", Role::Admin, None)
+        .await
+        .unwrap();
+    let who = a.default_principal(added.user_id).await.unwrap().unwrap();
+    let ask = || CallRequest {
+        query: "acme".to_owned(),
+        max_results: None,
+        connector: None,
+        run_async: true,
+    };
+
+    // Walking on A, cancelled through B: A stops it and writes its end.
+    let id = a
+        .call_capability(&who, "search.web", ask())
+        .await
+        .unwrap()
+        .job_id
+        .unwrap();
+    let mut asked = Deadline::new("the call to reach its connector");
+    while on_a.calls() < 1 {
+        asked.tick().await;
+    }
+    let cancelled = b.cancel_call(&who, id).await.unwrap();
+    assert_eq!(cancelled.status, EnvelopeStatus::Cancelled, "{cancelled:?}");
+    let stored = b.store().call(id).await.unwrap();
+    assert!(stored.finished_at.is_some(), "A wrote the end: {stored:?}");
+    assert!(
+        b.cancel_call(&who, id).await.is_err(),
+        "an ended call is a conflict"
+    );
+
+    // Walking on A when A dies (its heartbeat stops): once its lease has
+    // lapsed, the call reads as lost on B; not 15 minutes later.
+    let id = a
+        .call_capability(&who, "search.web", ask())
+        .await
+        .unwrap()
+        .job_id
+        .unwrap();
+    while on_a.calls() < 2 {
+        asked.tick().await;
+    }
+    a.stop_heartbeat();
+    let read = b.call_envelope(&who, id).await.unwrap();
+    assert_eq!(read.status, EnvelopeStatus::Pending, "{read:?}");
+    b.clock().advance(Duration::from_secs(3));
+    let read = b.call_envelope(&who, id).await.unwrap();
+    assert_eq!(read.status, EnvelopeStatus::Failed, "{read:?}");
+    assert!(read.error.unwrap_or_default().contains("lost"));
+    b.stop_heartbeat();
+}

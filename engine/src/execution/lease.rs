@@ -232,10 +232,10 @@ impl Engine {
         }
     }
 
-    /// Every [`ENDED_JOBS_EVERY`] while this process runs jobs, stops those
-    /// that ended elsewhere (a person cancelled one through another
-    /// process): one small read, so a cancel reaches the owner's fires
-    /// within a second rather than at its next heartbeat.
+    /// Every [`ENDED_JOBS_EVERY`] while this process runs jobs or calls,
+    /// stops those that ended elsewhere (a person cancelled one through
+    /// another process): one small read, so a cancel reaches the owner's
+    /// fires within a second rather than at its next heartbeat.
     async fn follow_ended_jobs(&self) {
         let mut every = tokio::time::interval(ENDED_JOBS_EVERY.min(self.leases.heartbeat));
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -243,6 +243,17 @@ impl Engine {
             tokio::select! {
                 _ = every.tick() => {}
                 () = self.upkeep.cancelled() => return,
+            }
+            let calls = self.calls_walking_here();
+            match self.store.calls_not_running(&calls).await {
+                Ok(ended) => {
+                    for id in ended {
+                        self.stop_call_here(id);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "Looking for calls cancelled elsewhere failed; trying again.");
+                }
             }
             let (jobs, _) = self.jobs.owned();
             if jobs.is_empty() {
@@ -274,6 +285,10 @@ impl Engine {
             .renew(Leased::Tasks, owner, &tasks, until)
             .await?;
         self.store.renew(Leased::Jobs, owner, &jobs, until).await?;
+        let longest = i64::try_from(self.calls.longest.as_millis()).unwrap_or(i64::MAX / 2);
+        self.store
+            .renew_calls(&self.calls_walking_here(), until, longest)
+            .await?;
         Ok(())
     }
 

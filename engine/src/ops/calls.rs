@@ -36,8 +36,8 @@ pub struct CallConfig {
     pub inline_wait: Duration,
     /// Results are kept this long after a call starts.
     pub keep_results: Duration,
-    /// A call still running this long after it started was lost with its
-    /// process (the longest walk: every connector's timeout and retry).
+    /// The longest a call may walk (every connector's timeout and retry):
+    /// its lease is renewed up to this long after it started, no longer.
     pub longest: Duration,
 }
 
@@ -140,7 +140,9 @@ impl Engine {
                 max_results,
                 chain_length: chain.to_try.len() as u64,
                 created_by: &who.email,
-                deadline: now + ms(config.longest),
+                // A lease like a fire's: renewed by this process's
+                // heartbeat; once it lapses, the call was lost with it.
+                deadline: self.leases.expiry(now).min(now + ms(config.longest)),
                 keep_until: now + ms(config.keep_results),
             })
             .await?;
@@ -339,9 +341,23 @@ impl Engine {
         Ok(self.store.call_attempts(id).await?)
     }
 
-    /// Cancels a call walking in this process and answers it as it stands
-    /// once it has stopped (what it had found stays). A call that has
-    /// ended, or walks in another process, is a conflict.
+    /// The calls walking in this process (their leases are renewed with
+    /// its heartbeat).
+    pub(crate) fn calls_walking_here(&self) -> Vec<i64> {
+        lock(&self.calls_in_flight).keys().copied().collect()
+    }
+
+    /// Stops a call walking here that was cancelled through another
+    /// process; its walk writes its end.
+    pub(crate) fn stop_call_here(&self, id: i64) {
+        if let Some(token) = lock(&self.calls_in_flight).get(&id) {
+            token.cancel();
+        }
+    }
+
+    /// Cancels a running call, walking in this process or another, and
+    /// answers it as it stands once it has stopped (what it had found
+    /// stays). A call that has ended is a conflict.
     pub async fn cancel_call(
         &self,
         who: &Principal,
@@ -360,12 +376,20 @@ impl Engine {
             }
             return self.call_envelope(who, id).await;
         }
+        // Walking elsewhere: marked cancelled here; its process stops it
+        // within a second and writes what it had found.
+        if self.store.cancel_call(id).await? {
+            for _ in 0..100 {
+                if self.store.call(id).await?.finished_at.is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            return self.call_envelope(who, id).await;
+        }
         let call = self.store.call(id).await?;
         Err(OpError::Conflict {
-            detail: format!(
-                "call {id} is not walking here (it is {})",
-                call.status.name()
-            ),
+            detail: format!("call {id} has ended (it is {})", call.status.name()),
             current: None,
         })
     }
@@ -403,7 +427,8 @@ fn connectors_tried<'a>(ids: impl Iterator<Item = &'a str>) -> u64 {
 /// A stored call's envelope at `now`.
 fn stored_envelope(call: StoredCall, attempts: &[CallAttempt], now: i64) -> Envelope<CallResult> {
     let lost = call.status == CallStatus::Running && now > call.deadline;
-    let gone = call.status != CallStatus::Running && call.results.is_none();
+    let gone =
+        call.status != CallStatus::Running && call.finished_at.is_some() && call.results.is_none();
     let error = if lost {
         Some("lost: the process walking this call stopped before it ended".to_owned())
     } else if gone {
@@ -547,11 +572,11 @@ mod tests {
             workspace_id: 1,
             capability: "search.news".into(),
             query: "Ada Lovelace".into(),
-            status,
+            status: status.clone(),
             chain_length: 2,
             created_by: "a@example.org".into(),
             created_at: 1_000,
-            finished_at: None,
+            finished_at: (status != CallStatus::Running).then_some(2_000),
             deadline: 5_000,
             keep_until: 9_000,
             results,
@@ -577,5 +602,12 @@ mod tests {
         let gone = stored_envelope(stored(CallStatus::Completed, None), &[], 10_000);
         assert_eq!(gone.status, EnvelopeStatus::Completed);
         assert!(gone.error.unwrap().contains("are gone"));
+        // Cancelled through another process whose walk never wrote its end
+        // (it died): cancelled, nothing said to be gone.
+        let mut cancelled = stored(CallStatus::Cancelled, None);
+        cancelled.finished_at = None;
+        let cancelled = stored_envelope(cancelled, &[], 10_000);
+        assert_eq!(cancelled.status, EnvelopeStatus::Cancelled);
+        assert_eq!(cancelled.error, None);
     }
 }

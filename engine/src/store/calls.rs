@@ -145,8 +145,62 @@ impl Store {
         call(&row)
     }
 
-    /// Ends a running call with its results (or why it has none). A call
-    /// that has already ended keeps its end.
+    /// Marks a running call cancelled for the process walking it to stop
+    /// (it writes the end); `false` when the call is not running.
+    pub async fn cancel_call(&self, id: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE calls SET status = 'cancelled' WHERE id = $1 AND status = 'running'",
+        )
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Of `ids`, the calls no longer running (cancelled through another
+    /// process).
+    pub async fn calls_not_running(&self, ids: &[i64]) -> Result<Vec<i64>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT id FROM calls WHERE id IN ({}) AND status <> 'running'",
+            super::placeholders(ids.len())
+        );
+        let mut query = sqlx::query_scalar(&sql);
+        for id in ids {
+            query = query.bind(*id);
+        }
+        Ok(query.fetch_all(self.pool()).await?)
+    }
+
+    /// Renews the leases of this process's running calls until `until`,
+    /// never past their `longest` after they started.
+    pub async fn renew_calls(
+        &self,
+        ids: &[i64],
+        until: i64,
+        longest: i64,
+    ) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "UPDATE calls SET deadline = CASE WHEN $1 < created_at + $2 THEN $1 \
+             ELSE created_at + $2 END WHERE status = 'running' AND id IN ({})",
+            super::placeholders_after(2, ids.len())
+        );
+        let mut query = sqlx::query(&sql).bind(until).bind(longest);
+        for id in ids {
+            query = query.bind(*id);
+        }
+        query.execute(self.pool()).await?;
+        Ok(())
+    }
+
+    /// Ends a running call with its results (or why it has none); a call
+    /// cancelled through another process gets its results and end too. A
+    /// call that has ended keeps its end.
     pub async fn finish_call(
         &self,
         id: i64,
@@ -158,7 +212,7 @@ impl Store {
             .map_err(|e| StoreError::Corrupt(format!("call {id}: results: {e}")))?;
         sqlx::query(
             "UPDATE calls SET status = $1, results = $2, error = $3, finished_at = $4 \
-             WHERE id = $5 AND status = 'running'",
+             WHERE id = $5 AND (status = 'running' OR (status = 'cancelled' AND finished_at IS NULL))",
         )
         .bind(status.name())
         .bind(results)
