@@ -144,6 +144,25 @@ pub async fn stream(
         async move { out.map(Ok) }
     });
     let replay = stream::iter(replay.into_iter().map(Ok));
+    let (ended, goodbye) = stream_end(state, credential, who);
+    Ok(
+        Sse::new(replay.chain(live).take_until(ended).chain(goodbye))
+            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15))),
+    )
+}
+
+/// When an open stream ends, and its last words: it ends when its caller's
+/// access no longer holds (checked every [`STREAM_ACCESS_CHECK`]) or when
+/// the process starts stopping; then it says to reconnect soon, and the
+/// browser's next connection reaches a process that stays.
+fn stream_end(
+    state: AppState,
+    credential: Credential,
+    who: engine::tenancy::Principal,
+) -> (
+    impl std::future::Future<Output = ()>,
+    impl Stream<Item = Result<SseEvent, Infallible>>,
+) {
     let stopping = state.stopping.clone();
     let revoked = async move {
         let mut every = tokio::time::interval(STREAM_ACCESS_CHECK);
@@ -160,8 +179,6 @@ pub async fn stream(
             }
         }
     };
-    // A stopping process ends the stream with a hint to reconnect soon:
-    // the browser's next connection reaches a process that stays.
     let ended = {
         let stopping = stopping.clone();
         async move {
@@ -179,8 +196,5 @@ pub async fn stream(
         })
     })
     .filter_map(|bye| async move { bye.map(Ok) });
-    Ok(
-        Sse::new(replay.chain(live).take_until(ended).chain(goodbye))
-            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15))),
-    )
+    (ended, goodbye)
 }
