@@ -9,7 +9,7 @@ use std::path::Path;
 
 use sqlx::Connection;
 
-use super::{prepare_sqlite_url, sqlite_file, Backend, StoreError};
+use super::{sqlite_file, Backend, StoreError};
 
 /// What to run instead for a PostgreSQL database.
 pub const POSTGRES_RECIPE: &str = "switchyard backup copies SQLite databases; for PostgreSQL \
@@ -39,8 +39,12 @@ pub async fn backup_sqlite(url: &str, to: &Path) -> Result<u64, BackupError> {
     if url.parse::<Backend>()? == Backend::Postgres {
         return Err(BackupError::Postgres);
     }
-    let prepared = prepare_sqlite_url(url)?;
-    let source = sqlite_file(&prepared)
+    // The file named, without creating anything on the way.
+    let named = format!(
+        "sqlite://{}",
+        url.trim_start_matches("sqlite:").trim_start_matches("//")
+    );
+    let source = sqlite_file(&named)
         .filter(|file| file.is_file())
         .ok_or_else(|| BackupError::NoDatabase(url.to_owned()))?
         .to_owned();
