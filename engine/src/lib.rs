@@ -44,6 +44,8 @@ pub struct EngineConfig {
     pub calls: ops::CallConfig,
     /// Whether pages a connector stops returning are asked for themselves.
     pub page_rechecks: gone_pages::PageRechecks,
+    /// How many sign-in attempts a minute the deployment allows.
+    pub sign_in: tenancy::sign_in_limits::SignInQuota,
 }
 
 /// The handle to the whole domain that the server shares with every request:
@@ -71,6 +73,7 @@ pub struct Engine {
     /// Capability calls' settings, and those walking in this process.
     calls: ops::CallConfig,
     calls_in_flight: ops::CallsInFlight,
+    sign_in_quota: tenancy::sign_in_limits::SignInQuota,
     /// Calls walking in this process, by workspace.
     calls_by_workspace: ops::Slots,
     /// Calls walking in this process, by person.
@@ -134,6 +137,7 @@ impl Engine {
             leases: config.leases,
             calls: config.calls,
             calls_in_flight: ops::CallsInFlight::default(),
+            sign_in_quota: config.sign_in,
             imports: ops::Slots::default(),
             fanout_starts: ops::Turnstiles::default(),
             calls_by_workspace: ops::Slots::default(),
@@ -188,5 +192,10 @@ impl Engine {
     }
     pub fn outbound(&self) -> &connectors::guard::Outbound {
         &self.outbound
+    }
+    /// The heartbeat's tidying (abandoned imports, quiet sign-in counts),
+    /// now rather than at the next heartbeat.
+    pub async fn tidy_now(&self) {
+        self.tidy().await;
     }
 }

@@ -14,15 +14,17 @@ use tower_http::trace::TraceLayer;
 use app::{shell, App};
 use engine::Engine;
 
-use crate::auth::{self, SignInLimits};
+use crate::auth::{self, TrustedProxies};
 
 /// What every handler can reach: the Leptos options, the domain engine and
-/// the sign-in limits.
+/// the request limits.
 #[derive(Clone, Debug)]
 pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub engine: Engine,
-    pub sign_in_limits: SignInLimits,
+    /// The proxies whose `X-Forwarded-For` names the client (for the
+    /// sign-in limits).
+    pub trusted_proxies: TrustedProxies,
     /// Requests per API token.
     pub token_rate: auth::TokenRate,
     /// Mark the session cookie Secure (the site is served over https).

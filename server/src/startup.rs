@@ -41,6 +41,7 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
             leases: config.leases,
             calls: config.calls,
             page_rechecks: config.page_rechecks,
+            sign_in: engine::tenancy::sign_in_limits::SignInQuota::default(),
             flow: engine::execution::flow::FlowConfig {
                 max_inflight: config.max_inflight,
                 ..engine::execution::flow::FlowConfig::default()
@@ -54,8 +55,7 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
     Ok(AppState {
         leptos_options: config.leptos_options(),
         engine,
-        sign_in_limits: crate::auth::SignInLimits::default()
-            .with_trusted_proxies(config.trusted_proxies.clone()),
+        trusted_proxies: config.trusted_proxies.clone(),
         token_rate: crate::auth::TokenRate::new(config.token_requests_per_second),
         secure_cookies: config.secure_cookies,
         streams: engine::ops::Slots::default(),

@@ -212,23 +212,32 @@ impl Engine {
             if let Err(e) = self.events.prune().await {
                 tracing::warn!(error = %e, "Pruning old events failed; trying again at the next heartbeat.");
             }
-            let abandoned = self
-                .store
-                .now_ms()
-                .saturating_sub(ABANDONED_IMPORT_AFTER.as_millis() as i64);
-            match self.store.forget_abandoned_imports(abandoned).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(
-                    record_sets = n,
-                    "Deleted imports whose process stopped mid-file."
-                ),
-                Err(e) => {
-                    tracing::warn!(error = %e, "Deleting abandoned imports failed; trying again at the next heartbeat.")
-                }
-            }
+            self.tidy().await;
             if let Err(e) = self.run_due_refreshes().await {
                 tracing::warn!(error = %e, "Running due refresh schedules failed; trying again at the next heartbeat.");
             }
+        }
+    }
+
+    /// Deletes what is left over and holds nobody back: imports whose
+    /// process stopped mid-file, and quiet sign-in counts.
+    pub(crate) async fn tidy(&self) {
+        let abandoned = self
+            .store
+            .now_ms()
+            .saturating_sub(ABANDONED_IMPORT_AFTER.as_millis() as i64);
+        match self.store.forget_abandoned_imports(abandoned).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                record_sets = n,
+                "Deleted imports whose process stopped mid-file."
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "Deleting abandoned imports failed; trying again at the next heartbeat.")
+            }
+        }
+        if let Err(e) = self.forget_quiet_sign_ins().await {
+            tracing::warn!(error = %e, "Pruning sign-in counts failed; trying again at the next heartbeat.");
         }
     }
 

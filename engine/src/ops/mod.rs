@@ -21,6 +21,7 @@ mod records;
 mod refresh;
 mod secrets;
 mod sets;
+mod sign_in_limits;
 mod slots;
 mod spend;
 mod workspace;

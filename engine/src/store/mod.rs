@@ -50,6 +50,7 @@ mod record_sets;
 mod refresh;
 mod results;
 mod settings;
+mod sign_in_limits;
 mod spend;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

@@ -4,8 +4,8 @@
 //! request outside [`is_public`] that carries neither. Sign-in, sign-out,
 //! the workspace switch and passwords are plain HTML form posts handled here.
 
-mod limiter;
 mod password;
+mod proxies;
 mod session_store;
 mod token_rate;
 
@@ -21,8 +21,8 @@ use serde::Deserialize;
 use tower_sessions::cookie::{Cookie, SameSite};
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 
-pub use limiter::{SignInLimits, TrustedProxies};
 pub use password::{change_password, set_password, SET_PASSWORD_PAGE};
+pub use proxies::TrustedProxies;
 pub use session_store::DbSessionStore;
 pub use token_rate::{TokenRate, DEFAULT_TOKEN_REQUESTS_PER_SECOND};
 
@@ -306,12 +306,14 @@ fn back_to_sign_in(error: &str, next: &str) -> Response {
 }
 
 /// The cookie a browser keeps after signing in, proving it did (see
-/// [`limiter`]): the account's limit for strangers does not hold it back.
+/// `engine::tenancy::sign_in_limits`): the account's limit for strangers
+/// does not hold it back.
 pub const BROWSER_COOKIE: &str = "switchyard.browser";
 
 /// `POST /auth/sign-in`: checks the password, starts a fresh session in the
 /// user's first workspace, and goes back where they were headed. Guessing
-/// is slowed by [`SignInLimits`], never turned into a lockout.
+/// is slowed by the deployment's sign-in limits, never turned into a
+/// lockout.
 pub async fn sign_in(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -320,8 +322,7 @@ pub async fn sign_in(
     Form(form): Form<SignInForm>,
 ) -> Response {
     let next = safe_next(form.next.as_deref());
-    let limits = &state.sign_in_limits;
-    let address = limits.trusted_proxies.client_address(peer.ip(), &headers);
+    let address = state.trusted_proxies.client_address(peer.ip(), &headers);
     let mark = cookie(&headers, BROWSER_COOKIE);
     let known_browser = || async {
         match mark {
@@ -333,14 +334,22 @@ pub async fn sign_in(
             None => false,
         }
     };
-    if let Err(wait) = limits.admit(&form.email, address, known_browser).await {
-        tracing::warn!(%address, "Sign-in attempts over the limit.");
-        let seconds = wait.as_secs().max(1);
-        return Redirect::to(&format!(
-            "{SIGN_IN_PAGE}?error=limited&wait={seconds}&next={}",
-            encode(&next)
-        ))
-        .into_response();
+    match state
+        .engine
+        .admit_sign_in(&form.email, address, known_browser)
+        .await
+    {
+        Ok(()) => {}
+        Err(OpError::Limited { retry_after, .. }) => {
+            tracing::warn!(%address, "Sign-in attempts over the limit.");
+            let seconds = retry_after.as_secs().max(1);
+            return Redirect::to(&format!(
+                "{SIGN_IN_PAGE}?error=limited&wait={seconds}&next={}",
+                encode(&next)
+            ))
+            .into_response();
+        }
+        Err(e) => return ApiError::from(e).into_response(),
     }
     let user_id = match state
         .engine
@@ -349,7 +358,9 @@ pub async fn sign_in(
     {
         Ok(Some(id)) => id,
         Ok(None) => {
-            limits.failed(&form.email, address);
+            if let Err(e) = state.engine.sign_in_failed(&form.email, address).await {
+                return ApiError::from(e).into_response();
+            }
             return back_to_sign_in("invalid", &next);
         }
         Err(e) => {
@@ -357,7 +368,9 @@ pub async fn sign_in(
             return StatusCode::INTERNAL_SERVER_ERROR.into_response();
         }
     };
-    limits.succeeded(&form.email, address);
+    if let Err(e) = state.engine.sign_in_succeeded(&form.email, address).await {
+        tracing::warn!(error = %e, "Cannot clear the sign-in failures of a right password.");
+    }
     let principal = match state.engine.default_principal(user_id).await {
         Ok(Some(p)) => p,
         Ok(None) => return back_to_sign_in("no-workspace", &next),

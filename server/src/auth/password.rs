@@ -9,12 +9,14 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
+use engine::ops::OpError;
 use engine::tenancy::credentials::{check_new_password, secret_hash};
 use engine::tenancy::Principal;
 use serde::Deserialize;
 use tower_sessions::Session;
 
 use super::{encode, mark_browser, start_session};
+use crate::api::ApiError;
 use crate::router::AppState;
 
 /// The page a set-password link opens (its secret follows `#`).
@@ -100,12 +102,19 @@ pub async fn change_password(
     if check_new_password(&form.password).is_err() {
         return back("short").into_response();
     }
-    let limits = &state.sign_in_limits;
-    let address = limits.trusted_proxies.client_address(peer.ip(), &headers);
+    let address = state.trusted_proxies.client_address(peer.ip(), &headers);
     // Signed in as the account: the owner's own browser, by proof.
-    if let Err(wait) = limits.admit(&who.email, address, || async { true }).await {
-        tracing::warn!(%address, user = who.user_id, "Password change attempts over the limit.");
-        return back(&format!("limited&wait={}", wait.as_secs().max(1))).into_response();
+    match state
+        .engine
+        .admit_sign_in(&who.email, address, || async { true })
+        .await
+    {
+        Ok(()) => {}
+        Err(OpError::Limited { retry_after, .. }) => {
+            tracing::warn!(%address, user = who.user_id, "Password change attempts over the limit.");
+            return back(&format!("limited&wait={}", retry_after.as_secs().max(1))).into_response();
+        }
+        Err(e) => return ApiError::from(e).into_response(),
     }
     let keep = session.id().map(|id| secret_hash(&id.to_string()));
     match state
@@ -113,9 +122,15 @@ pub async fn change_password(
         .change_password(who.user_id, &form.current, form.password, keep.as_deref())
         .await
     {
-        Ok(()) => limits.succeeded(&who.email, address),
-        Err(engine::ops::OpError::Invalid(_)) => {
-            limits.failed(&who.email, address);
+        Ok(()) => {
+            if let Err(e) = state.engine.sign_in_succeeded(&who.email, address).await {
+                tracing::warn!(error = %e, "Cannot clear the sign-in failures of a right password.");
+            }
+        }
+        Err(OpError::Invalid(_)) => {
+            if let Err(e) = state.engine.sign_in_failed(&who.email, address).await {
+                return ApiError::from(e).into_response();
+            }
             return back("wrong").into_response();
         }
         Err(e) => return internal(&e),
