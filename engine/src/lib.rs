@@ -74,6 +74,8 @@ pub struct Engine {
     calls: ops::CallConfig,
     calls_in_flight: ops::CallsInFlight,
     sign_in_quota: tenancy::sign_in_limits::SignInQuota,
+    /// Whether the database answers, for open streams.
+    database: live::database::DatabaseWatch,
     /// Calls walking in this process, by workspace.
     calls_by_workspace: ops::Slots,
     /// Calls walking in this process, by person.
@@ -138,6 +140,7 @@ impl Engine {
             calls: config.calls,
             calls_in_flight: ops::CallsInFlight::default(),
             sign_in_quota: config.sign_in,
+            database: live::database::DatabaseWatch::default(),
             imports: ops::Slots::default(),
             fanout_starts: ops::Turnstiles::default(),
             calls_by_workspace: ops::Slots::default(),

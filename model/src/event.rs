@@ -73,4 +73,10 @@ pub enum EventKind {
     /// The events since the browser's `Last-Event-ID` are no longer kept:
     /// reload the state.
     Resync,
+    /// The database stopped answering (nothing can change meanwhile; the
+    /// page says so) or answers again (reload the state). Sent on open
+    /// streams only, never kept, and without an id.
+    Database {
+        answering: bool,
+    },
 }

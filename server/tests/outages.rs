@@ -1,7 +1,8 @@
 //! The database going away and coming back: `/api/ready` says 503 while
 //! it is away and 200 once it answers again, requests fail fast with 503
 //! and a sentence instead of hanging, nothing stored is lost, and work
-//! resumes by itself. PostgreSQL is cut off through a proxy the test
+//! resumes by itself; open event streams say when it goes and when it is
+//! back. PostgreSQL is cut off through a proxy the test
 //! controls; a SQLite file is held by another writer.
 
 mod common;
@@ -29,6 +30,25 @@ async fn answered(server: &TestServer, path: &str) -> (u16, Option<String>, serd
     (status, wait, res.json().await.unwrap_or_default())
 }
 
+/// Reads an event stream until it carries `what` (within 10 s).
+async fn hears(
+    stream: &mut (impl futures::Stream<Item = reqwest::Result<impl AsRef<[u8]>>> + Unpin),
+    what: &str,
+) {
+    use futures::StreamExt;
+    let mut said = String::new();
+    let heard = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(chunk) = stream.next().await {
+            said.push_str(&String::from_utf8_lossy(chunk.unwrap().as_ref()));
+            if said.contains(what) {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(heard.is_ok() && said.contains(what), "{what} not in {said}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn while_postgresql_is_away_requests_answer_503_and_it_all_comes_back() {
     let Some(db) = engine::store::testing::postgres().await else {
@@ -41,8 +61,13 @@ async fn while_postgresql_is_away_requests_answer_503_and_it_all_comes_back() {
         .import("Kept", "social-profiles", "name\nAcme\nBolt\n")
         .await;
     assert_eq!(answered(&server, "/api/ready").await.0, 200);
+    let stream = server.open_events(&format!("record_set={}", set.id)).await;
+    assert_eq!(stream.status(), 200);
+    let mut stream = stream.bytes_stream();
 
     outage.cut();
+    // An open stream says so within a couple of probes.
+    hears(&mut stream, r#""answering":false"#).await;
     let (status, wait, body) = answered(&server, "/api/ready").await;
     assert_eq!((status, wait.as_deref()), (503, Some("5")), "{body}");
     assert_eq!(body["error"], "unavailable", "{body}");
@@ -63,6 +88,7 @@ async fn while_postgresql_is_away_requests_answer_503_and_it_all_comes_back() {
         answered(&server, "/api/ready").await.0 == 200
     })
     .await;
+    hears(&mut stream, r#""answering":true"#).await;
     assert_eq!(
         server.me().record_ids(set.id).await.len(),
         2,
@@ -123,7 +149,7 @@ async fn a_stopping_process_ends_its_event_streams_with_a_hint_to_reconnect() {
     let mut said = String::new();
     let ended = tokio::time::timeout(Duration::from_secs(5), async {
         while let Some(chunk) = body.next().await {
-            said.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            said.push_str(&String::from_utf8_lossy(chunk.unwrap().as_ref()));
         }
     })
     .await;

@@ -47,6 +47,9 @@ pub struct Board {
     /// Connectors that came to need an admin while the view was open
     /// (one per connector, the latest).
     pub attention: RwSignal<Vec<model::Attention>>,
+    /// The server said its database does not answer (until it says it
+    /// does again).
+    pub database_away: RwSignal<bool>,
     /// Record names and pack labels, to say what an event was about.
     names: StoredValue<HashMap<i64, String>>,
     labels: StoredValue<HashMap<String, String>>,
@@ -86,6 +89,7 @@ impl Board {
             viewers: RwSignal::new(Vec::new()),
             activity: RwSignal::new(Vec::new()),
             attention: RwSignal::new(Vec::new()),
+            database_away: RwSignal::new(false),
             names: StoredValue::new(HashMap::new()),
             labels: StoredValue::new(HashMap::new()),
             heard: StoredValue::new(VecDeque::new()),
@@ -343,6 +347,12 @@ impl Board {
             | EventKind::BudgetChanged { .. } => {
                 self.connectors.update(|n| *n += 1);
                 self.reload_chips_soon();
+            }
+            EventKind::Database { answering } => {
+                self.database_away.set(!answering);
+                if answering {
+                    self.reload.update(|n| *n += 1);
+                }
             }
             EventKind::AttentionRaised { attention } => self.attention.update(|list| {
                 list.retain(|a| a.connector_id != attention.connector_id);

@@ -216,8 +216,8 @@ fn Toolbar(
     }
 }
 
-/// Who else is here, what people did lately, and (to admins) a connector
-/// that came to need them (live).
+/// Who else is here, what people did lately, whether the server's database
+/// answers, and (to admins) a connector that came to need them (live).
 #[component]
 fn Together(board: Board) -> impl IntoView {
     let crate::pages::ViewerResource(viewer) = expect_context();
@@ -237,8 +237,18 @@ fn Together(board: Board) -> impl IntoView {
             }
         })
     };
+    let away = move || {
+        board.database_away.get().then(|| {
+            view! {
+                <p class="database-away" role="status">
+                    "The server's database does not answer: nothing can change until it is back. This page catches up by itself."
+                </p>
+            }
+        })
+    };
     view! {
         <div class="together" aria-live="polite">
+            {away}
             {attention}
             <p class="viewers" data-viewers=move || board.viewers.get().join(" ")>
                 {move || {

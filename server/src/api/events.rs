@@ -2,7 +2,8 @@
 //! record set (and the events every viewer gets), with keep-alive, resumed
 //! after `after` or a reconnecting browser's `Last-Event-ID`.
 //! An open stream checks every few seconds that its caller may still have
-//! it: a revoked token or a removed member's stream ends.
+//! it: a revoked token or a removed member's stream ends. It also says when
+//! the database stops answering and when it answers again.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use futures::stream::{self, Stream, StreamExt};
 use model::{Event, EventKind};
 use serde::Deserialize;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
-use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::wrappers::{BroadcastStream, WatchStream};
 
 use engine::store::Owned;
 
@@ -51,6 +52,19 @@ fn resync(id: u64) -> SseEvent {
         workspace_id: None,
         kind: EventKind::Resync,
     })
+}
+
+/// Whether the database answers, as the process's probe found it: no id,
+/// so a reconnecting browser resumes from the last event that was kept.
+fn database(answering: bool) -> SseEvent {
+    let event = Event {
+        id: 0,
+        record_set_id: None,
+        workspace_id: None,
+        kind: EventKind::Database { answering },
+    };
+    let data = serde_json::to_string(&event).unwrap_or_else(|_| "{}".to_owned());
+    SseEvent::default().data(data)
 }
 
 /// How soon a browser reconnects when the process it streamed from stops.
@@ -144,11 +158,16 @@ pub async fn stream(
         async move { out.map(Ok) }
     });
     let replay = stream::iter(replay.into_iter().map(Ok));
+    // The database going away and coming back, told between events.
+    let database = WatchStream::from_changes(engine.database_answers())
+        .map(|answering| Ok(database(answering)));
     let (ended, goodbye) = stream_end(state, credential, who);
-    Ok(
-        Sse::new(replay.chain(live).take_until(ended).chain(goodbye))
-            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15))),
+    Ok(Sse::new(
+        stream::select(replay.chain(live), database)
+            .take_until(ended)
+            .chain(goodbye),
     )
+    .keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
 /// When an open stream ends, and its last words: it ends when its caller's
