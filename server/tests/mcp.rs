@@ -325,13 +325,17 @@ async fn a_manifest_dropped_into_the_folder_is_a_tool_within_a_second() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn a_listening_agent_is_told_when_its_tools_change() {
-    use rmcp::model::{ClientConfig, ProtocolVersion, ServerNotification, SubscriptionFilter};
+/// An agent on `server` listening for changes of its tool list (the
+/// 2026-07-28 protocol's: an agent that discovers).
+async fn listening_agent(
+    server: &TestServer,
+    token: String,
+) -> (
+    RunningService<RoleClient, rmcp::model::ClientConfig>,
+    rmcp::service::Subscription,
+) {
+    use rmcp::model::{ClientConfig, ProtocolVersion, SubscriptionFilter};
     use rmcp::{ClientLifecycleMode, ClientServiceExt};
-    let server = server().await;
-    let token = token(&server, TEST_EMAIL, TEST_WORKSPACE).await;
-    // Listening is the 2026-07-28 protocol's: an agent that discovers.
     let config =
         StreamableHttpClientTransportConfig::with_uri(server.at("/mcp")).auth_header(token);
     let agent = ClientConfig::default()
@@ -343,22 +347,30 @@ async fn a_listening_agent_is_told_when_its_tools_change() {
         )
         .await
         .expect("the agent connects");
-    let mut listening = agent
+    let listening = agent
         .listen(SubscriptionFilter::builder().tools_list_changed().build())
         .await
         .expect("the server accepts the subscription");
     assert_eq!(listening.acknowledged().tools_list_changed, Some(true));
+    (agent, listening)
+}
 
-    // A new capability through a manifest saved in the workspace.
+/// Saves a manifest serving `capability` through `server`'s REST door.
+async fn save_manifest(server: &TestServer, id: &str, capability: &str) {
     let res = server
         .client
         .post(server.at("/api/manifests"))
         .header("content-type", "application/toml")
-        .body(manifest("podcasts", "search.podcasts"))
+        .body(manifest(id, capability))
         .send()
         .await
         .unwrap();
     assert_eq!(res.status().as_u16(), 201);
+}
+
+/// The listening agent is told its tool list changed, within 5 s.
+async fn told_tools_changed(listening: &mut rmcp::service::Subscription) {
+    use rmcp::model::ServerNotification;
     let told = tokio::time::timeout(std::time::Duration::from_secs(5), listening.next())
         .await
         .expect("told within seconds")
@@ -370,8 +382,39 @@ async fn a_listening_agent_is_told_when_its_tools_change() {
         ),
         "{told:?}"
     );
+}
+
+#[tokio::test]
+async fn a_listening_agent_is_told_when_its_tools_change() {
+    let server = server().await;
+    let token = token(&server, TEST_EMAIL, TEST_WORKSPACE).await;
+    let (agent, mut listening) = listening_agent(&server, token).await;
+    // A new capability through a manifest saved in the workspace.
+    save_manifest(&server, "podcasts", "search.podcasts").await;
+    told_tools_changed(&mut listening).await;
     let tools = agent.list_tools(None).await.unwrap().tools;
     assert!(tools.iter().any(|t| t.name == "search.podcasts"));
     agent.cancel().await.ok();
     server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_on_another_process_is_told_when_its_tools_change() {
+    let Some(db) = engine::store::testing::postgres().await else {
+        return;
+    };
+    let a = TestServer::start_with(db.shared().unwrap(), |_| {}).await;
+    let b = TestServer::start_with(db, |_| {}).await;
+    let token = token(&b, TEST_EMAIL, TEST_WORKSPACE).await;
+    let (agent, mut listening) = listening_agent(&b, token).await;
+    save_manifest(&a, "podcasts", "search.podcasts").await;
+    told_tools_changed(&mut listening).await;
+    let tools = agent.list_tools(None).await.unwrap().tools;
+    assert!(
+        tools.iter().any(|t| t.name == "search.podcasts"),
+        "process B lists the tool saved through A"
+    );
+    agent.cancel().await.ok();
+    a.stop().await;
+    b.stop().await;
 }
