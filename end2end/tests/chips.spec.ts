@@ -72,7 +72,7 @@ async function scriptedProvider() {
 function manifest(id: string, name: string, capability: string, base: string, env?: string): string {
   return `id = "${id}"
 display_name = "${name}"
-short_label = "${id.slice(0, 3)}"
+short_label = "${id.slice(4, 7)}"
 capabilities = ["${capability}"]
 cost_tier = "free"
 ${env ? `requires_env = ["${env}"]` : ""}
@@ -182,7 +182,7 @@ test.describe.serial("chip states", () => {
     expect(provider.calls.get("Broken Co")).toBe(3);
   });
 
-  test("after 5 s without an answer the chip looks not-found, and a click on it does not cancel the fire", async ({ page }) => {
+  test("after 5 s without an answer the chip looks not-found, and a second click still cancels the fire", async ({ page }) => {
     test.setTimeout(30_000);
     await open(page);
     const slow = chip(page, "Slow Co");
@@ -192,12 +192,14 @@ test.describe.serial("chip states", () => {
     await expect(slow).toHaveAttribute("data-optimistic", "true", { timeout: 6_000 });
     await expect(slow).toHaveAttribute("data-state", "not_found");
     await expect(slow).toHaveAttribute("aria-label", "Scripted: nothing found yet, still looking");
+    await expect(slow).toHaveAttribute("title", /still looking \(click to cancel\)/);
     await slow.click();
-    await expect(page.locator('article.card:has(h2:text-is("Slow Co")) .chip-note')).toHaveText("still looking…");
-    // The answer comes, and corrects the chip: the fire was not cancelled.
-    await expect(slow).toHaveAttribute("data-state", "found", { timeout: SLOW_MS });
+    await expect(slow).toHaveAttribute("data-state", "idle");
     await expect(slow).not.toHaveAttribute("data-optimistic", "true");
-    await expect(page.locator('article.card:has(h2:text-is("Slow Co")) .chip-note')).toHaveCount(0);
+    // The history says so, and the provider was asked once.
+    await slow.click({ button: "right" });
+    await expect(page.locator('.connector-menu [data-connector="e2e-scripted"]')).toContainText("cancelled");
+    await page.keyboard.press("Escape");
     expect(provider.calls.get("Slow Co")).toBe(1);
   });
 
@@ -298,5 +300,35 @@ test.describe.serial("chip states", () => {
     await ok(await api.put("/api/secrets/E2E_UNSET_KEY", { data: { value: "e2e-good-key" } }), "a new key");
     await expect(page.locator("section.attention")).toHaveCount(0);
     await expect(page.locator('tr[data-connector="e2e-keyed"]')).toHaveAttribute("data-status", "available");
+  });
+
+  test("the menu shows each connector's short label; a record that starts with a connector switched off says so beside its chip, and the chain fires", async ({ page }) => {
+    const toml = { "content-type": "application/toml" };
+    await ok(await api.post("/api/manifests", { headers: toml, data: manifest("e2e-second", "Second", "search.scripted", provider.url) }), "second manifest");
+    try {
+      await open(page);
+      const empty = chip(page, "Empty Co");
+      const before = provider.calls.get("Empty Co") ?? 0;
+      await empty.click({ button: "right" });
+      const menu = page.getByRole("menu", { name: "Connectors" });
+      await expect(menu.locator('[data-connector="e2e-scripted"] .menu-short')).toHaveText("scr");
+      const second = menu.locator('[data-connector="e2e-second"]');
+      await expect(second.locator(".menu-short")).toHaveText("sec");
+      await second.getByRole("menuitemcheckbox", { name: "Always start with Second for this record" }).click();
+      await ok(await api.post("/api/connectors/e2e-second/disable", { data: {} }), "switching Second off");
+
+      await empty.click();
+      await expect(empty).toHaveAttribute("data-state", "not_found");
+      const note = page.locator('article.card:has(h2:text-is("Empty Co")) .chip-note');
+      await expect(note).toContainText("this record starts with e2e-second, which cannot fire");
+      await expect(note).toContainText("using the chain");
+      expect(provider.calls.get("Empty Co")).toBe(before + 1);
+      // The next fire says nothing it did not meet.
+      await empty.click({ button: "right" });
+      await menu.locator('[data-connector="e2e-scripted"]').getByRole("menuitem", { name: "Fire through Scripted" }).click();
+      await expect(note).toHaveCount(0);
+    } finally {
+      await api.delete("/api/manifests/e2e-second");
+    }
   });
 });

@@ -8,7 +8,7 @@ use crate::Capability;
 /// One chip's worth of configuration: *what* to find, never *how*.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, try_from = "PackAsWritten")]
 pub struct PackConfig {
     pub pack_id: String,
     pub display_name: String,
@@ -27,6 +27,56 @@ pub struct PackConfig {
 
 fn default_template() -> String {
     "{name}".to_owned()
+}
+
+/// A pack as people write it: [`PackConfig`]'s fields, and the legacy
+/// `connector`, the name packs gave their one connector before chains (an
+/// alias of the chain's first). Read into a `PackConfig`, so a pack saved
+/// again is written in the current form.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PackAsWritten {
+    pack_id: String,
+    display_name: String,
+    short_label: String,
+    #[serde(default)]
+    description: String,
+    intent: Capability,
+    #[serde(default = "default_template")]
+    query_template: String,
+    #[serde(default)]
+    preferred_connectors: Vec<String>,
+    #[serde(default)]
+    connector: Option<String>,
+}
+
+impl TryFrom<PackAsWritten> for PackConfig {
+    type Error = String;
+
+    fn try_from(w: PackAsWritten) -> Result<Self, String> {
+        let mut chain = w.preferred_connectors;
+        match (w.connector, chain.first()) {
+            (None, _) => {}
+            (Some(legacy), None) => chain.push(legacy),
+            (Some(legacy), Some(first)) if *first == legacy => {}
+            (Some(legacy), Some(first)) => {
+                return Err(format!(
+                    "pack {:?}: `connector` ({legacy:?}) is the old name of the first of \
+                     `preferred_connectors` ({first:?}); give one of them, or make them agree",
+                    w.pack_id
+                ))
+            }
+        }
+        Ok(Self {
+            pack_id: w.pack_id,
+            display_name: w.display_name,
+            short_label: w.short_label,
+            description: w.description,
+            intent: w.intent,
+            query_template: w.query_template,
+            preferred_connectors: chain,
+        })
+    }
 }
 
 /// One pack in a bundle, with an optional chain that replaces the pack's own.
@@ -65,4 +115,49 @@ pub struct WorkspaceCatalog {
     /// with such an id is the workspace's version of it).
     pub shipped_packs: Vec<String>,
     pub shipped_bundles: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(extra: &str) -> Result<PackConfig, serde_json::Error> {
+        serde_json::from_str(&format!(
+            r#"{{"pack_id": "facebook", "display_name": "Facebook", "short_label": "f",
+                "intent": "search.social.facebook"{extra}}}"#
+        ))
+    }
+
+    #[test]
+    fn the_legacy_connector_is_the_first_of_the_chain_and_is_written_back_as_a_chain() {
+        let pack = read(r#", "connector": "searxng""#).unwrap();
+        assert_eq!(pack.preferred_connectors, ["searxng"]);
+        let written = serde_json::to_value(&pack).unwrap();
+        assert_eq!(
+            written["preferred_connectors"],
+            serde_json::json!(["searxng"])
+        );
+        assert!(written.get("connector").is_none(), "{written}");
+    }
+
+    #[test]
+    fn the_legacy_connector_agreeing_with_the_chain_is_accepted_and_disagreeing_is_refused() {
+        let agrees =
+            read(r#", "connector": "searxng", "preferred_connectors": ["searxng", "tavily"]"#);
+        assert_eq!(agrees.unwrap().preferred_connectors, ["searxng", "tavily"]);
+        let refused = read(r#", "connector": "serpapi", "preferred_connectors": ["searxng"]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("\"facebook\""), "{refused}");
+        assert!(
+            refused.contains("\"serpapi\"") && refused.contains("\"searxng\""),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_field_is_still_refused_by_name() {
+        let refused = read(r#", "conector": "searxng""#).unwrap_err().to_string();
+        assert!(refused.contains("conector"), "{refused}");
+    }
 }

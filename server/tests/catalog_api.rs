@@ -336,3 +336,34 @@ async fn a_live_view_reads_the_chips_of_its_own_records_only() {
     assert_eq!(res.status().as_u16(), 404);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_pack_written_with_the_legacy_connector_is_read_as_its_chain_and_written_back_so() {
+    let server = server(testing::sqlite()).await;
+    let url = server.at("/api/packs/forum");
+    let mut pack = forum_pack("fo", &[]);
+    pack.as_object_mut().unwrap().remove("preferred_connectors");
+    pack["connector"] = json!("forum-search");
+    let (status, body) = put(&server.client, url.clone(), pack.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    let packs = get(&server.client, server.at("/api/packs")).await;
+    let forum = packs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pack_id"] == "forum")
+        .expect("the pack is saved");
+    assert_eq!(forum["preferred_connectors"], json!(["forum-search"]));
+    assert!(forum.get("connector").is_none(), "{forum}");
+
+    // Both, disagreeing: refused, naming both; nothing changes.
+    pack["preferred_connectors"] = json!(["alpha"]);
+    let (status, body) = put(&server.client, url, pack).await;
+    assert_eq!(status, 400, "{body}");
+    let detail = body["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("forum-search") && detail.contains("alpha"),
+        "{body}"
+    );
+    server.stop().await;
+}

@@ -35,19 +35,26 @@ pub async fn load_triage(
 pub struct ChipFired {
     pub chip: ChipState,
     pub items: Vec<Item>,
-    /// Set when no connector was tried: the report's last note.
-    pub not_fired: Option<String>,
+    /// What the person is told about the fire: a pick that could not fire
+    /// and the fallback taken, or why nothing fired.
+    pub notes: Vec<String>,
+    /// Whether any connector was tried.
+    pub tried: bool,
+}
+
+impl ChipFired {
+    /// Why nothing fired, when nothing did: the last note.
+    pub fn not_fired(&self) -> Option<String> {
+        (!self.tried).then(|| self.notes.last().cloned()).flatten()
+    }
 }
 
 #[cfg(feature = "ssr")]
 impl From<model::FireReport> for ChipFired {
-    fn from(mut report: model::FireReport) -> Self {
+    fn from(report: model::FireReport) -> Self {
         Self {
-            not_fired: if report.attempts.is_empty() {
-                report.notes.pop()
-            } else {
-                None
-            },
+            tried: !report.attempts.is_empty(),
+            notes: report.notes,
             chip: report.chip,
             items: report.items,
         }

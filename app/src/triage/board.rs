@@ -23,6 +23,9 @@ pub struct ChipSlot {
     pub next: RwSignal<Option<String>>,
     /// Why a connector before it is passed over (a spent budget), if one is.
     pub held: RwSignal<Option<String>>,
+    /// What this page's last fire of the chip told the person (a pick that
+    /// could not fire, and the fallback taken), until the next fire.
+    pub note: RwSignal<Option<String>>,
 }
 
 /// Every signal of the view, by record (and pack).
@@ -126,6 +129,20 @@ impl Board {
         self.slot(record, pack).and_then(|slot| slot.fire.get())
     }
 
+    /// A fire from this page answered: its items join their record's list,
+    /// and what it told the person shows beside the chip.
+    pub fn fired(&self, record: i64, pack: &str, fired: super::api::ChipFired) {
+        if let Some(slot) = self.slot(record, pack) {
+            slot.fire.set(None);
+            slot.state.set(fired.chip.clone());
+            let note = (!fired.notes.is_empty()).then(|| fired.notes.join("; "));
+            slot.note.try_set(note);
+        }
+        for item in fired.items {
+            self.put_item(item);
+        }
+    }
+
     /// Remembers what to call a record and a pack in the activity line.
     pub fn name(&self, record: i64, name: &str) {
         self.names.update_value(|m| {
@@ -200,6 +217,7 @@ impl Board {
             fire: RwSignal::new(fire),
             next: RwSignal::new(next),
             held: RwSignal::new(held),
+            note: RwSignal::new(None),
         };
         self.chips.update_value(|m| {
             m.insert(key, slot);

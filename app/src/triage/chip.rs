@@ -53,8 +53,6 @@ struct ChipLocal {
     error: RwSignal<Option<String>>,
     /// No answer after [`OPTIMISTIC_AFTER`]: the chip looks not-found.
     slow: RwSignal<bool>,
-    /// Clicked again while slow: the chip says it is still looking.
-    nudged: RwSignal<bool>,
     /// The clock a rate-limited chip counts down with.
     now: RwSignal<i64>,
     /// A cancel clicked before the server said which fire is in flight.
@@ -66,21 +64,19 @@ impl ChipLocal {
         Self {
             error: RwSignal::new(None),
             slow: RwSignal::new(false),
-            nudged: RwSignal::new(false),
             now: RwSignal::new(now_ms()),
             cancel_wanted: RwSignal::new(false),
         }
     }
 
-    /// Keeps the chip's own signals in step with its live state: slow and
-    /// nudged end with the fire, a rate limit counts down, and a cancel
+    /// Keeps the chip's own signals in step with its live state: slow ends
+    /// with the fire, a rate limit counts down, and a cancel
     /// clicked early goes out once the fire's id is known.
     fn follow(self, live: ChipSlot) {
         let ChipSlot { state, fire, .. } = live;
         Effect::new(move |_| {
             if state.get() != ChipState::Firing {
                 self.slow.set(false);
-                self.nudged.set(false);
             }
         });
         Effect::new(move |_| {
@@ -193,24 +189,18 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
             >
                 "▾"
             </button>
-            <Show when=move || local.nudged.get() && slow.get()>
-                <span class="chip-note" role="status">"still looking…"</span>
-            </Show>
+            {move || live.note.get().map(|note| view! { <span class="chip-note" role="status">{note}</span> })}
         </span>
     }
 }
 
 /// What a click on the chip does: nothing while it cannot fire; while it
-/// fires, cancel (or, once it looks not-found, say it is still looking);
-/// otherwise fire the next connector.
+/// fires (looking not-found after 5 s or not), cancel; otherwise fire the
+/// next connector.
 fn click(record_id: i64, pack_id: &str, live: ChipSlot, local: ChipLocal, board: Board) {
     let ChipSlot { state, fire, .. } = live;
     match state.get_untracked() {
         ChipState::NeedsEnv { .. } | ChipState::RateLimited { .. } => return,
-        ChipState::Firing if local.slow.get_untracked() => {
-            local.nudged.set(true);
-            return;
-        }
         ChipState::Firing => {
             match fire.get_untracked() {
                 Some(id) => spawn_local(async move {
@@ -223,6 +213,7 @@ fn click(record_id: i64, pack_id: &str, live: ChipSlot, local: ChipLocal, board:
         _ => {}
     }
     local.error.set(None);
+    live.note.set(None);
     state.set(ChipState::Firing);
     local.slow.set(false);
     set_timeout(
@@ -236,16 +227,12 @@ fn click(record_id: i64, pack_id: &str, live: ChipSlot, local: ChipLocal, board:
     );
     let pack_id = pack_id.to_owned();
     spawn_local(async move {
-        match fire_chip(record_id, pack_id, None).await {
+        match fire_chip(record_id, pack_id.clone(), None).await {
             Ok(fired) => {
-                fire.set(None);
-                state.set(fired.chip);
-                for item in fired.items {
-                    board.put_item(item);
+                if let Some(why) = fired.not_fired() {
+                    local.error.try_set(Some(why));
                 }
-                if fired.not_fired.is_some() {
-                    local.error.try_set(fired.not_fired);
-                }
+                board.fired(record_id, &pack_id, fired);
             }
             Err(e) => {
                 local.error.try_set(Some(e.to_string()));
@@ -267,7 +254,7 @@ fn tooltip(name: String, live: ChipSlot, local: ChipLocal) -> impl Fn() -> Strin
         let s = state.get();
         let what = match (&s, next.get()) {
             (ChipState::Firing, _) if local.slow.get() => {
-                "Nothing found yet; still looking (right-click to cancel)".to_owned()
+                "Nothing found yet; still looking (click to cancel)".to_owned()
             }
             (ChipState::Firing, _) => "Click to cancel".to_owned(),
             (ChipState::NeedsEnv { vars }, _) => {

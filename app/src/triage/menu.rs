@@ -1,5 +1,6 @@
 //! The connector menu of a chip, anchored under it: one line per connector
-//! serving the intent (cost icon, status, this record's last attempt) that
+//! serving the intent (cost glyph, name and short label, status, this
+//! record's last attempt) that
 //! fires through it, and a star that makes it where this record always
 //! starts; a fire in flight can be cancelled here. An accessible menu:
 //! arrow keys move, Enter fires, Escape closes and gives the chip its
@@ -170,6 +171,7 @@ fn MenuItems(menu: ConnectorMenu, board: Board) -> impl IntoView {
 fn MenuEntryView(entry: MenuEntry, record_id: i64, pack_id: String, board: Board) -> impl IntoView {
     let id = entry.connector.profile.id.clone();
     let name = entry.connector.profile.display_name.clone();
+    let short = entry.connector.profile.short_label.clone();
     let available = entry.connector.status.is_available();
     let status = entry
         .connector
@@ -183,10 +185,8 @@ fn MenuEntryView(entry: MenuEntry, record_id: i64, pack_id: String, board: Board
             let (id, pack_id) = (id.clone(), pack_id.clone());
             board.menu.set(None);
             spawn_local(async move {
-                if let Ok(fired) = fire_chip(record_id, pack_id, Some(id)).await {
-                    for item in fired.items {
-                        board.put_item(item);
-                    }
+                if let Ok(fired) = fire_chip(record_id, pack_id.clone(), Some(id)).await {
+                    board.fired(record_id, &pack_id, fired);
                 }
             });
         }
@@ -223,6 +223,7 @@ fn MenuEntryView(entry: MenuEntry, record_id: i64, pack_id: String, board: Board
                     <span class="sr">{tier.name()}</span>
                 </span>
                 <span class="menu-name">{name.clone()}</span>
+                <span class="menu-short" title="Short label">{short}</span>
                 {entry.next.then(|| view! { <span class="badge">"next"</span> })}
                 <span class=format!("menu-status status-{}", entry.connector.status.kind())>{status}</span>
                 <span class="menu-last" title=last_fire_detail(&entry)>{last_fire(&entry)}</span>
