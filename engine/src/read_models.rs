@@ -1,6 +1,8 @@
 //! Read models the operations answer with, unchecked (the operations in
 //! `ops` check the caller first): a page of records with their chips, the
 //! chips of some records, a fan-out's estimate, and a chip's connector menu.
+//! Chips and menus are as the viewer (`viewer`, a user id) sees them: with
+//! their own orders of the packs' connectors.
 
 use std::collections::HashMap;
 
@@ -15,19 +17,37 @@ use crate::Engine;
 /// How many records one page may hold.
 pub const MAX_PAGE: i64 = 500;
 
+/// A page of a record set, as asked.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PageAsked<'a> {
+    pub set_id: i64,
+    pub filter: RecordFilter,
+    pub search: &'a str,
+    pub offset: i64,
+    pub limit: i64,
+}
+
 impl Engine {
-    /// A page of a record set's records with their chips.
+    /// A page of a record set's records with their chips; `changed_since`
+    /// is when the viewer's previous visit ended, for the changed filter.
     pub(crate) async fn records_page(
         &self,
-        set_id: i64,
-        filter: RecordFilter,
+        viewer: i64,
+        page: &PageAsked<'_>,
         changed_since: Option<i64>,
-        search: &str,
-        offset: i64,
-        limit: i64,
     ) -> Result<RecordsPage, DispatchError> {
+        let PageAsked {
+            set_id,
+            filter,
+            search,
+            offset,
+            limit,
+        } = *page;
         let set = self.store.record_set(set_id).await?;
-        let scope = self.dispatcher.scope(set.workspace_id).await?;
+        let scope = self
+            .dispatcher
+            .scope_for(set.workspace_id, Some(viewer))
+            .await?;
         let packs = scope.packs_of(&set.bundle_id);
         let (stored, total) = self
             .store
@@ -66,12 +86,16 @@ impl Engine {
     /// them when connectors change. Ids that are not the set's are left out.
     pub(crate) async fn chips_of(
         &self,
+        viewer: i64,
         set_id: i64,
         record_ids: &[i64],
     ) -> Result<Vec<(i64, Vec<model::Chip>)>, DispatchError> {
         let set = self.store.record_set(set_id).await?;
         let ids = self.store.records_of_set(set_id, record_ids).await?;
-        let scope = self.dispatcher.scope(set.workspace_id).await?;
+        let scope = self
+            .dispatcher
+            .scope_for(set.workspace_id, Some(viewer))
+            .await?;
         let packs = scope.packs_of(&set.bundle_id);
         let mut chips = self.dispatcher.chips(&scope, &ids, &set, &packs).await?;
         Ok(ids
@@ -187,12 +211,17 @@ impl Engine {
     /// record and which one a plain click starts with.
     pub(crate) async fn connector_menu(
         &self,
+        viewer: i64,
         record_id: i64,
         pack_id: &str,
     ) -> Result<ConnectorMenu, DispatchError> {
         let record = self.store.record(record_id).await?;
         let set = self.store.record_set(record.record_set_id).await?;
-        let scope = self.dispatcher.scope(set.workspace_id).await?;
+        let scope = self
+            .dispatcher
+            .scope_for(set.workspace_id, Some(viewer))
+            .await?;
+        let yours = scope.personal_chain(pack_id).unwrap_or_default().to_vec();
         let (pack, chain) = self
             .dispatcher
             .chain_for(&scope, &record, &set, pack_id, None)
@@ -214,6 +243,10 @@ impl Engine {
                         .cloned(),
                     next: chain.to_try.first() == Some(&id),
                     record_override: override_id.as_deref() == Some(id.as_str()),
+                    your_order: yours
+                        .iter()
+                        .position(|c| *c == id)
+                        .and_then(|i| u32::try_from(i + 1).ok()),
                     connector,
                 }
             })

@@ -348,6 +348,10 @@ pub struct MenuEntry {
     pub next: bool,
     /// The person set "always start with this connector" for this record.
     pub record_override: bool,
+    /// Its place (1 first) in the person's own order for the pack, when
+    /// they set one and it is in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub your_order: Option<u32>,
 }
 
 /// A chip's connector menu.

@@ -42,7 +42,9 @@ pub use manifest::{
     check_secret_name, ManifestDraft, ManifestForm, ManifestFormat, ManifestTest, Problem,
     SavedManifest, SecretInfo, SecretValue, TestReport, TestResult,
 };
-pub use pack::{BundleConfig, BundleMember, PackConfig, WorkspaceCatalog};
+pub use pack::{
+    BundleConfig, BundleMember, ChainRule, PackConfig, PersonalChain, WorkspaceCatalog,
+};
 pub use receipt::{Receipt, RequestReceipt};
 pub use record::{
     Chip, ExportedRecord, Field, ImportReport, Record, RecordFilter, RecordsPage, Rejection,

@@ -79,6 +79,51 @@ impl TryFrom<PackAsWritten> for PackConfig {
     }
 }
 
+/// Which rule chose the connectors a fire tries, first to last: the levels
+/// of spec/000's resolution, most specific first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ChainRule {
+    /// A connector picked for this one fire (the menu, `connector`).
+    Fire,
+    /// The record's "always start with".
+    Record,
+    /// The person's own order for the pack (Settings).
+    Person,
+    /// The bundle's chain for the pack.
+    Bundle,
+    /// The pack's `preferred_connectors`.
+    Pack,
+    /// Every connector serving the intent, cheapest first.
+    CostTier,
+}
+
+impl ChainRule {
+    /// The rule in a few words, for a tooltip: "Fire f through SerpApi
+    /// (your order)".
+    pub const fn describe(self) -> &'static str {
+        match self {
+            ChainRule::Fire => "picked for this fire",
+            ChainRule::Record => "this record starts with it",
+            ChainRule::Person => "your order",
+            ChainRule::Bundle => "the bundle's order",
+            ChainRule::Pack => "the pack's order",
+            ChainRule::CostTier => "cheapest first",
+        }
+    }
+}
+
+/// A person's own order of a pack's connectors, in one workspace: it comes
+/// before the bundle's and the pack's, for their fires and chips only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PersonalChain {
+    pub pack_id: String,
+    /// Connector ids in the order tried (one: always that one).
+    pub connectors: Vec<String>,
+}
+
 /// One pack in a bundle, with an optional chain that replaces the pack's own.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

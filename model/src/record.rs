@@ -28,6 +28,9 @@ pub struct Chip {
     /// budget), if one is: the click goes on to `next`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<String>,
+    /// Which rule put `next` first (the chip's tooltip says it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_by: Option<crate::ChainRule>,
 }
 
 /// A chip's keys as they are written, for reading one.
@@ -41,6 +44,7 @@ struct ChipFields {
     vars: Option<Vec<String>>,
     next: Option<String>,
     held: Option<String>,
+    chosen_by: Option<crate::ChainRule>,
 }
 
 impl TryFrom<ChipFields> for Chip {
@@ -59,6 +63,7 @@ impl TryFrom<ChipFields> for Chip {
             state,
             next: fields.next,
             held: fields.held,
+            chosen_by: fields.chosen_by,
         })
     }
 }
@@ -191,6 +196,7 @@ mod tests {
                 state: state.clone(),
                 next: Some("SearXNG".into()),
                 held: None,
+                chosen_by: Some(crate::ChainRule::Person),
             };
             let text = serde_json::to_string(&chip).unwrap();
             assert_eq!(serde_json::from_str::<Chip>(&text).unwrap(), chip, "{text}");

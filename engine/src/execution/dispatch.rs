@@ -113,6 +113,10 @@ pub struct FireRequest {
     pub parent: Option<CancellationToken>,
     /// A job's limit of paid fires per record (counted per job).
     pub paid_per_record: Option<u32>,
+    /// The person (a user id) whose own order of the pack's connectors
+    /// comes before the bundle's and the pack's; `None` follows the
+    /// workspace's chains (fan-outs, refreshes).
+    pub chains_of: Option<i64>,
 }
 
 impl FireRequest {
@@ -133,7 +137,15 @@ impl FireRequest {
             task_id: None,
             parent: None,
             paid_per_record: None,
+            chains_of: None,
         }
+    }
+
+    /// The fire follows `user_id`'s own orders of the packs' connectors.
+    #[must_use]
+    pub fn in_order_of(mut self, user_id: i64) -> Self {
+        self.chains_of = Some(user_id);
+        self
     }
 
     fn priority(&self) -> Priority {
@@ -269,7 +281,7 @@ impl Dispatcher {
             self.store.record_and_set(req.record_id),
             self.store.record_facts(req.record_id)
         )?;
-        let scope = self.scope(set.workspace_id).await?;
+        let scope = self.scope_for(set.workspace_id, req.chains_of).await?;
         let (pack, member) = pack_in(&scope.catalog, &set.bundle_id, &req.pack_id)
             .ok_or_else(|| DispatchError::UnknownPack(req.pack_id.clone()))?;
         let inputs = RecordChainInputs::of(&facts, &pack);

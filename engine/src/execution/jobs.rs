@@ -381,6 +381,8 @@ impl JobRunner {
                 task_id: Some(task.id),
                 parent: Some(running.cancel.clone()),
                 paid_per_record: job.paid_per_record,
+                // A fan-out means the same whoever starts it.
+                chains_of: None,
             };
             let Some(prepared) = self.plan(&batch, set, &task, req).await? else {
                 lock(&running.tasks).remove(&task.id);

@@ -121,6 +121,7 @@ impl Engine {
                 intent: Some(&intent),
                 explicit,
                 record_override: None,
+                person: None,
                 bundle_override: None,
                 pack_preferred: &[],
                 already_found: &[],

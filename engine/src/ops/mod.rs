@@ -1,7 +1,7 @@
 //! The operations layer: the one door of the engine. Everything REST, MCP,
 //! the CLI and the pages' server functions do is a method here, by area
 //! (accounts, attention, calls, catalog, connectors, credentials, jobs,
-//! manifests, records, refresh, secrets, sets, spend, workspace). An
+//! manifests, personal chains, records, refresh, secrets, sets, spend, workspace). An
 //! operation takes the caller, checks what they may touch, validates its
 //! input and answers [`OpError`], which each door maps to its own form (the
 //! REST door's `ApiError` adds only what HTTP has). The few that take no
@@ -17,6 +17,7 @@ mod connectors;
 mod credentials;
 mod jobs;
 mod manifests;
+mod personal_chains;
 mod records;
 mod refresh;
 mod secrets;
@@ -31,6 +32,7 @@ pub use calls::{
     MAX_CALLS_IN_FLIGHT_PER_PERSON, MAX_QUERY_CHARS, MAX_RESULTS,
 };
 pub use jobs::MAX_FANOUTS_RUNNING;
+pub use personal_chains::MAX_PERSONAL_CHAIN;
 pub use slots::{Slot, Slots, Turnstiles};
 
 use model::Item;

@@ -30,12 +30,15 @@ impl Engine {
         let connector = connector.map(str::trim).filter(|c| !c.is_empty());
         let report = self
             .dispatcher
-            .fire(FireRequest::by_person(
-                record_id,
-                pack_id,
-                connector.map(str::to_owned),
-                who.email.clone(),
-            ))
+            .fire(
+                FireRequest::by_person(
+                    record_id,
+                    pack_id,
+                    connector.map(str::to_owned),
+                    who.email.clone(),
+                )
+                .in_order_of(who.user_id),
+            )
             .await?;
         let capped: Vec<String> = report
             .skipped
@@ -112,7 +115,7 @@ impl Engine {
     ) -> Result<ConnectorMenu, OpError> {
         self.authorize(who, Owned::Record(record_id)).await?;
         self.known_pack(who, pack_id).await?;
-        Ok(self.connector_menu(record_id, pack_id).await?)
+        Ok(self.connector_menu(who.user_id, record_id, pack_id).await?)
     }
 
     /// Sets (or, with `None`, clears) the connector a record's chip for

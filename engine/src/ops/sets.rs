@@ -7,7 +7,7 @@ use model::{
 };
 
 use crate::import::{parse_csv_in_batches, ImportError, ImportLimits, ParsedCsv};
-use crate::read_models::MAX_PAGE;
+use crate::read_models::{PageAsked, MAX_PAGE};
 use crate::store::{NewRecordSet, Owned, StoreError};
 use crate::tenancy::Principal;
 use crate::Engine;
@@ -116,16 +116,7 @@ impl Engine {
         page: &PageAsked<'_>,
         since: Option<i64>,
     ) -> Result<RecordsPage, OpError> {
-        let mut read = self
-            .records_page(
-                page.set_id,
-                page.filter,
-                since,
-                page.search,
-                page.offset,
-                page.limit,
-            )
-            .await?;
+        let mut read = self.records_page(who.user_id, page, since).await?;
         self.relabel(who, &mut read.packs).await?;
         Ok(read)
     }
@@ -140,7 +131,7 @@ impl Engine {
         record_ids: &[i64],
     ) -> Result<Vec<(i64, Vec<model::Chip>)>, OpError> {
         self.authorize(who, Owned::RecordSet(set_id)).await?;
-        Ok(self.chips_of(set_id, record_ids).await?)
+        Ok(self.chips_of(who.user_id, set_id, record_ids).await?)
     }
 
     /// Every record of a set with its accepted items (the curated layer)
@@ -258,15 +249,6 @@ impl Engine {
             .map(|(p, _)| p.pack_id.clone())
             .collect())
     }
-}
-
-/// A page of a record set, as asked.
-struct PageAsked<'a> {
-    set_id: i64,
-    filter: RecordFilter,
-    search: &'a str,
-    offset: i64,
-    limit: i64,
 }
 
 /// Parses `csv` on a blocking thread (20 MB is CPU work) and writes its

@@ -1,9 +1,10 @@
 //! Chain resolution: which connectors a fire tries, in which order, and why
 //! the others are skipped. One pure function, `resolve`.
 //!
-//! The base chain is the first that is set of: the bundle member's override,
-//! the pack's `preferred_connectors`, then every connector serving the intent
-//! by cost tier (free, free-tier, paid) and id. A per-record override puts its
+//! The base chain is the first that is set of: the person's own order for
+//! the pack, the bundle member's override, the pack's `preferred_connectors`,
+//! then every connector serving the intent by cost tier (free, free-tier,
+//! paid) and id. A per-record override puts its
 //! connector first ("always start with X for this record"). A per-fire
 //! explicit connector is the whole chain. Connectors that are not registered,
 //! do not serve the intent, or are not available (disabled, needs-env,
@@ -14,7 +15,7 @@
 //! keeps the connectors whose rate limit lifts soon: it waits rather than
 //! ending the record unfired.
 
-use model::{Capability, ConnectorStatus, CostTier, Skipped};
+use model::{Capability, ChainRule, ConnectorStatus, CostTier, Skipped};
 
 /// A connector as chain resolution sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,6 +35,9 @@ pub struct ChainRequest<'a> {
     pub explicit: Option<&'a str>,
     /// The record's "always start with" connector for this pack.
     pub record_override: Option<&'a str>,
+    /// The person's own order for the pack, replacing the bundle's and
+    /// the pack's (their fires and chips only).
+    pub person: Option<&'a [String]>,
     /// The bundle member's chain, replacing the pack's.
     pub bundle_override: Option<&'a [String]>,
     /// The pack's preferred chain.
@@ -47,15 +51,6 @@ pub struct ChainRequest<'a> {
     pub waits_out_until: Option<i64>,
 }
 
-/// Which level of configuration the base chain came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChainSource {
-    Explicit,
-    BundleOverride,
-    PackPreferred,
-    CostTierDefault,
-}
-
 /// The resolved chain.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chain {
@@ -66,7 +61,10 @@ pub struct Chain {
     pub skipped: Vec<Skipped>,
     /// Sentences for the person about fallbacks.
     pub notes: Vec<String>,
-    pub source: ChainSource,
+    /// Which level of configuration the base chain came from.
+    pub source: ChainRule,
+    /// Which rule put the first of `to_try` first (`None`: nothing to try).
+    pub chosen_by: Option<ChainRule>,
 }
 
 /// Resolves the chain for one fire. `connectors` is every registered connector.
@@ -82,7 +80,8 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
                     to_try: vec![id.to_owned()],
                     skipped,
                     notes,
-                    source: ChainSource::Explicit,
+                    source: ChainRule::Fire,
+                    chosen_by: Some(ChainRule::Fire),
                 }
             }
             Some(reason) => {
@@ -125,22 +124,34 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
             ordered.push(id);
         }
     }
+    let to_try = fit.sift(ordered, &mut skipped);
+    let chosen_by = to_try.first().map(|first| {
+        if req.record_override == Some(first.as_str()) {
+            ChainRule::Record
+        } else {
+            source
+        }
+    });
     Chain {
-        to_try: fit.sift(ordered, &mut skipped),
+        to_try,
         skipped,
         notes,
         source,
+        chosen_by,
     }
 }
 
-/// The chain before the record's and the fire's own choices: the bundle's
-/// override, else the pack's preferred connectors, else every connector
-/// serving the intent by cost tier, then id.
-fn base_chain(req: &ChainRequest<'_>, connectors: &[Candidate]) -> (Vec<String>, ChainSource) {
-    if let Some(chain) = req.bundle_override {
-        (chain.to_vec(), ChainSource::BundleOverride)
+/// The chain before the record's and the fire's own choices: the person's
+/// own order, else the bundle's override, else the pack's preferred
+/// connectors, else every connector serving the intent by cost tier, then
+/// id.
+fn base_chain(req: &ChainRequest<'_>, connectors: &[Candidate]) -> (Vec<String>, ChainRule) {
+    if let Some(chain) = req.person.filter(|c| !c.is_empty()) {
+        (chain.to_vec(), ChainRule::Person)
+    } else if let Some(chain) = req.bundle_override {
+        (chain.to_vec(), ChainRule::Bundle)
     } else if !req.pack_preferred.is_empty() {
-        (req.pack_preferred.to_vec(), ChainSource::PackPreferred)
+        (req.pack_preferred.to_vec(), ChainRule::Pack)
     } else {
         let mut serving: Vec<&Candidate> = connectors
             .iter()
@@ -149,7 +160,7 @@ fn base_chain(req: &ChainRequest<'_>, connectors: &[Candidate]) -> (Vec<String>,
         serving.sort_by(|a, b| (a.cost_tier, &a.id).cmp(&(b.cost_tier, &b.id)));
         (
             serving.into_iter().map(|c| c.id.clone()).collect(),
-            ChainSource::CostTierDefault,
+            ChainRule::CostTier,
         )
     }
 }
@@ -299,28 +310,30 @@ mod tests {
         explicit: Option<&'static str>,
         record: Option<&'static str>,
         bundle: Option<&'static [&'static str]>,
+        person: Option<&'static [&'static str]>,
         pack: &'static [&'static str],
         found: &'static [&'static str],
         to_try: &'static [&'static str],
         skipped: &'static [&'static str],
-        source: ChainSource,
+        source: ChainRule,
         notes: usize,
     }
 
     #[test]
     fn table() {
-        use ChainSource::*;
+        use ChainRule::*;
         let cases = [
             Case {
                 name: "cost-tier default when nothing is set",
                 explicit: None,
                 record: None,
                 bundle: None,
+                person: None,
                 pack: &[],
                 found: &[],
                 to_try: &["searxng", "tavily", "serpapi"],
                 skipped: &["limited", "locked", "off", "brave"],
-                source: CostTierDefault,
+                source: CostTier,
                 notes: 0,
             },
             Case {
@@ -328,11 +341,12 @@ mod tests {
                 explicit: None,
                 record: None,
                 bundle: None,
+                person: None,
                 pack: &["serpapi", "searxng"],
                 found: &[],
                 to_try: &["serpapi", "searxng"],
                 skipped: &[],
-                source: PackPreferred,
+                source: Pack,
                 notes: 0,
             },
             Case {
@@ -340,11 +354,12 @@ mod tests {
                 explicit: None,
                 record: None,
                 bundle: Some(&["tavily"]),
+                person: None,
                 pack: &["serpapi", "searxng"],
                 found: &[],
                 to_try: &["tavily"],
                 skipped: &[],
-                source: BundleOverride,
+                source: Bundle,
                 notes: 0,
             },
             Case {
@@ -352,11 +367,12 @@ mod tests {
                 explicit: None,
                 record: Some("serpapi"),
                 bundle: None,
+                person: None,
                 pack: &["searxng", "serpapi", "tavily"],
                 found: &[],
                 to_try: &["serpapi", "searxng", "tavily"],
                 skipped: &[],
-                source: PackPreferred,
+                source: Pack,
                 notes: 0,
             },
             Case {
@@ -364,11 +380,12 @@ mod tests {
                 explicit: None,
                 record: Some("serpapi"),
                 bundle: Some(&["tavily"]),
+                person: None,
                 pack: &["searxng"],
                 found: &[],
                 to_try: &["serpapi", "tavily"],
                 skipped: &[],
-                source: BundleOverride,
+                source: Bundle,
                 notes: 0,
             },
             Case {
@@ -376,11 +393,12 @@ mod tests {
                 explicit: Some("serpapi"),
                 record: Some("tavily"),
                 bundle: Some(&["tavily"]),
+                person: None,
                 pack: &["searxng"],
                 found: &["serpapi"],
                 to_try: &["serpapi"],
                 skipped: &[],
-                source: Explicit,
+                source: Fire,
                 notes: 0,
             },
             Case {
@@ -388,11 +406,12 @@ mod tests {
                 explicit: Some("off"),
                 record: None,
                 bundle: None,
+                person: None,
                 pack: &["off", "searxng"],
                 found: &[],
                 to_try: &["searxng"],
                 skipped: &["off"],
-                source: PackPreferred,
+                source: Pack,
                 notes: 1,
             },
             Case {
@@ -400,11 +419,12 @@ mod tests {
                 explicit: Some("brave"),
                 record: None,
                 bundle: None,
+                person: None,
                 pack: &["searxng"],
                 found: &[],
                 to_try: &["searxng"],
                 skipped: &["brave"],
-                source: PackPreferred,
+                source: Pack,
                 notes: 1,
             },
             Case {
@@ -412,11 +432,12 @@ mod tests {
                 explicit: Some("ghost"),
                 record: None,
                 bundle: None,
+                person: None,
                 pack: &["searxng"],
                 found: &[],
                 to_try: &["searxng"],
                 skipped: &["ghost"],
-                source: PackPreferred,
+                source: Pack,
                 notes: 1,
             },
             Case {
@@ -424,11 +445,12 @@ mod tests {
                 explicit: Some("wikipedia"),
                 record: None,
                 bundle: None,
+                person: None,
                 pack: &["tavily"],
                 found: &[],
                 to_try: &["tavily"],
                 skipped: &["wikipedia"],
-                source: PackPreferred,
+                source: Pack,
                 notes: 1,
             },
             Case {
@@ -436,11 +458,12 @@ mod tests {
                 explicit: None,
                 record: Some("locked"),
                 bundle: None,
+                person: None,
                 pack: &["searxng"],
                 found: &[],
                 to_try: &["searxng"],
                 skipped: &["locked"],
-                source: PackPreferred,
+                source: Pack,
                 notes: 1,
             },
             Case {
@@ -448,6 +471,7 @@ mod tests {
                 explicit: None,
                 record: None,
                 bundle: None,
+                person: None,
                 pack: &[
                     "off",
                     "limited",
@@ -460,7 +484,7 @@ mod tests {
                 found: &[],
                 to_try: &["tavily"],
                 skipped: &["off", "limited", "locked", "brave", "ghost", "wikipedia"],
-                source: PackPreferred,
+                source: Pack,
                 notes: 0,
             },
             Case {
@@ -468,11 +492,12 @@ mod tests {
                 explicit: None,
                 record: None,
                 bundle: None,
+                person: None,
                 pack: &["searxng", "tavily", "serpapi"],
                 found: &["searxng"],
                 to_try: &["tavily", "serpapi"],
                 skipped: &["searxng"],
-                source: PackPreferred,
+                source: Pack,
                 notes: 0,
             },
             Case {
@@ -480,11 +505,12 @@ mod tests {
                 explicit: None,
                 record: None,
                 bundle: None,
+                person: None,
                 pack: &["searxng"],
                 found: &["searxng"],
                 to_try: &[],
                 skipped: &["searxng"],
-                source: PackPreferred,
+                source: Pack,
                 notes: 0,
             },
             Case {
@@ -492,11 +518,64 @@ mod tests {
                 explicit: None,
                 record: None,
                 bundle: None,
+                person: None,
                 pack: &["searxng", "searxng", "tavily"],
                 found: &[],
                 to_try: &["searxng", "tavily"],
                 skipped: &[],
-                source: PackPreferred,
+                source: Pack,
+                notes: 0,
+            },
+            Case {
+                name: "the person's order beats the bundle and the pack",
+                explicit: None,
+                record: None,
+                bundle: Some(&["tavily"]),
+                person: Some(&["serpapi", "tavily"]),
+                pack: &["searxng"],
+                found: &[],
+                to_try: &["serpapi", "tavily"],
+                skipped: &[],
+                source: Person,
+                notes: 0,
+            },
+            Case {
+                name: "an empty order of the person's is none",
+                explicit: None,
+                record: None,
+                bundle: None,
+                person: Some(&[]),
+                pack: &["searxng"],
+                found: &[],
+                to_try: &["searxng"],
+                skipped: &[],
+                source: Pack,
+                notes: 0,
+            },
+            Case {
+                name: "the record's start and the fire's pick beat the person's order",
+                explicit: None,
+                record: Some("searxng"),
+                bundle: None,
+                person: Some(&["serpapi"]),
+                pack: &["tavily"],
+                found: &[],
+                to_try: &["searxng", "serpapi"],
+                skipped: &[],
+                source: Person,
+                notes: 0,
+            },
+            Case {
+                name: "a switched-off connector in the person's order is passed over",
+                explicit: None,
+                record: None,
+                bundle: None,
+                person: Some(&["off", "tavily"]),
+                pack: &["searxng"],
+                found: &[],
+                to_try: &["tavily"],
+                skipped: &["off"],
+                source: Person,
                 notes: 0,
             },
         ];
@@ -504,6 +583,7 @@ mod tests {
         let intent = web();
         for case in cases {
             let bundle = case.bundle.map(strings);
+            let person = case.person.map(strings);
             let pack = strings(case.pack);
             let found = strings(case.found);
             let chain = resolve(
@@ -511,6 +591,7 @@ mod tests {
                     intent: Some(&intent),
                     explicit: case.explicit,
                     record_override: case.record,
+                    person: person.as_deref(),
                     bundle_override: bundle.as_deref(),
                     pack_preferred: &pack,
                     already_found: &found,
@@ -534,6 +615,53 @@ mod tests {
                 chain.notes
             );
         }
+    }
+
+    #[test]
+    fn the_rule_that_chose_the_first_connector_is_named() {
+        let inventory = inventory();
+        let intent = web();
+        let (pack, mine) = (strings(&["searxng"]), strings(&["tavily"]));
+        let chosen = |explicit, record, person: Option<&[String]>| {
+            resolve(
+                &ChainRequest {
+                    intent: Some(&intent),
+                    explicit,
+                    record_override: record,
+                    person,
+                    pack_preferred: &pack,
+                    ..Default::default()
+                },
+                &inventory,
+            )
+            .chosen_by
+        };
+        assert_eq!(chosen(None, None, None), Some(ChainRule::Pack));
+        assert_eq!(chosen(None, None, Some(&mine)), Some(ChainRule::Person));
+        assert_eq!(
+            chosen(None, Some("serpapi"), Some(&mine)),
+            Some(ChainRule::Record)
+        );
+        assert_eq!(
+            chosen(Some("serpapi"), None, Some(&mine)),
+            Some(ChainRule::Fire)
+        );
+        // A record's start that cannot fire leaves the choice to the order.
+        assert_eq!(
+            chosen(None, Some("off"), Some(&mine)),
+            Some(ChainRule::Person)
+        );
+        let found = strings(&["searxng"]);
+        let nothing = resolve(
+            &ChainRequest {
+                intent: Some(&intent),
+                pack_preferred: &pack,
+                already_found: &found,
+                ..Default::default()
+            },
+            &inventory,
+        );
+        assert_eq!(nothing.chosen_by, None);
     }
 
     #[test]
@@ -650,6 +778,7 @@ mod tests {
             explicit in prop::option::of((0..10u8).prop_map(|n| format!("c{n}"))),
             record in prop::option::of((0..10u8).prop_map(|n| format!("c{n}"))),
             bundle in prop::option::of(any_ids()),
+            person in prop::option::of(any_ids()),
             pack in any_ids(),
             found in any_ids(),
         ) {
@@ -658,6 +787,7 @@ mod tests {
                 intent: Some(&intent),
                 explicit: explicit.as_deref(),
                 record_override: record.as_deref(),
+                person: person.as_deref(),
                 bundle_override: bundle.as_deref(),
                 pack_preferred: &pack,
                 already_found: &found,
@@ -678,10 +808,11 @@ mod tests {
                     prop_assert!(!found.contains(id));
                 }
                 // Every connector named by the winning level is tried or skipped with a reason.
-                let base: Vec<String> = match (&bundle, pack.is_empty()) {
-                    (Some(b), _) => b.clone(),
-                    (None, false) => pack.clone(),
-                    (None, true) => inventory.iter().filter(|c| c.serves.contains(&intent)).map(|c| c.id.clone()).collect(),
+                let base: Vec<String> = match (person.as_ref().filter(|p| !p.is_empty()), &bundle, pack.is_empty()) {
+                    (Some(p), _, _) => p.clone(),
+                    (None, Some(b), _) => b.clone(),
+                    (None, None, false) => pack.clone(),
+                    (None, None, true) => inventory.iter().filter(|c| c.serves.contains(&intent)).map(|c| c.id.clone()).collect(),
                 };
                 for id in base {
                     prop_assert!(

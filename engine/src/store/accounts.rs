@@ -215,6 +215,12 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         let removal = if done.rows_affected() > 0 {
+            // What they kept for themselves there goes with them.
+            sqlx::query("DELETE FROM personal_chains WHERE user_id = $1 AND workspace_id = $2")
+                .bind(user_id)
+                .bind(workspace_id)
+                .execute(&mut *tx)
+                .await?;
             Removal::Removed
         } else {
             let still: Option<i64> = sqlx::query_scalar(

@@ -22,6 +22,7 @@ mod events;
 mod manifests;
 mod migrations;
 mod overrides;
+mod personal_chains;
 pub use accounts::{Owned, Removal, UserRow};
 pub use calls::{CallStatus, NewCall, StoredCall};
 pub use catalog::CatalogKind;

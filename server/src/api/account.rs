@@ -4,7 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use model::{Member, Role, Viewer};
+use model::{Member, PersonalChain, Role, Viewer};
 use serde::{Deserialize, Serialize};
 
 use super::error::ErrorBody;
@@ -50,6 +50,51 @@ pub async fn set_pack_label(
         .set_pack_label(&who, &pack, body.label.as_deref())
         .await?;
     Ok(Json(state.engine.viewer(&who).await?))
+}
+
+/// `GET /api/me/chains`: the caller's own orders of packs' connectors in
+/// their workspace.
+#[utoipa::path(
+    get, path = "/api/me/chains", tag = "account",
+    responses((status = 200, body = Vec<PersonalChain>))
+)]
+pub async fn my_chains(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<PersonalChain>>, ApiError> {
+    Ok(Json(state.engine.my_chains(&who).await?))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PersonalChainBody {
+    /// Connector ids in the order the caller's fires of the pack try them
+    /// (one: always that one); empty restores the workspace's chain.
+    pub connectors: Vec<String>,
+}
+
+/// `PUT /api/me/packs/{pack}/chain` `{"connectors": ["serpapi", "searxng"]}`:
+/// the caller's own order of a pack's connectors. It comes after a fire's
+/// pick and a record's "always start with", before the bundle's and the
+/// pack's chain, for the caller's fires and chips only.
+#[utoipa::path(
+    put, path = "/api/me/packs/{pack}/chain", tag = "account",
+    params(("pack" = String, Path, description = "The pack")),
+    request_body = PersonalChainBody,
+    responses((status = 200, body = PersonalChain), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "No such pack in the caller's workspace", body = ErrorBody))
+)]
+pub async fn set_my_chain(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path(pack): Path<String>,
+    ApiJson(body): ApiJson<PersonalChainBody>,
+) -> Result<Json<PersonalChain>, ApiError> {
+    Ok(Json(
+        state
+            .engine
+            .set_my_chain(&who, &pack, &body.connectors)
+            .await?,
+    ))
 }
 
 /// `GET /api/members`: the caller's workspace's members.

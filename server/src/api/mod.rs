@@ -93,6 +93,8 @@ fn door() -> OpenApiRouter<AppState> {
         .routes(routes!(events::stream))
         .routes(routes!(account::me))
         .routes(routes!(account::set_pack_label))
+        .routes(routes!(account::my_chains))
+        .routes(routes!(account::set_my_chain))
         .routes(routes!(account::members))
         .routes(routes!(account::add_member))
         .routes(routes!(account::set_role))

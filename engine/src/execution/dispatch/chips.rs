@@ -21,6 +21,8 @@ struct ChipReading<'a> {
     overrides: &'a HashMap<(i64, String), String>,
     counts: &'a HashMap<(i64, String), u32>,
     bundle_chains: &'a HashMap<String, Option<Vec<String>>>,
+    /// The viewer's own orders, by pack.
+    personal: &'a HashMap<String, Vec<String>>,
     now: i64,
 }
 
@@ -51,6 +53,7 @@ impl ChipReading<'_> {
                     .overrides
                     .get(&(record_id, pack.pack_id.clone()))
                     .map(String::as_str),
+                person: self.personal.get(&pack.pack_id).map(Vec::as_slice),
                 bundle_override: self
                     .bundle_chains
                     .get(&pack.pack_id)
@@ -73,6 +76,7 @@ impl ChipReading<'_> {
                 .iter()
                 .find(|s| s.capped)
                 .map(|s| s.reason.clone()),
+            chosen_by: chain.chosen_by,
             state: chip_state(ChipInputs {
                 attempts: &mine,
                 item_count: self
@@ -178,6 +182,7 @@ impl Dispatcher {
             overrides: &overrides,
             counts: &counts,
             bundle_chains: &bundle_chains,
+            personal: &scope.personal,
             now: self.store.now_ms(),
         };
         let empty: Vec<HistoryEntry> = Vec::new();

@@ -59,6 +59,17 @@ impl Dispatcher {
 
     /// What a workspace's fires, chips and menus read, once per request.
     pub async fn scope(&self, workspace_id: Option<i64>) -> Result<Scope, StoreError> {
+        self.scope_for(workspace_id, None).await
+    }
+
+    /// [`Dispatcher::scope`] as one person sees it: with their own orders
+    /// of the packs' connectors (`user_id`; `None`: work nobody in
+    /// particular asked for, which follows the workspace's chains).
+    pub async fn scope_for(
+        &self,
+        workspace_id: Option<i64>,
+        user_id: Option<i64>,
+    ) -> Result<Scope, StoreError> {
         let base = self
             .catalog
             .read()
@@ -68,12 +79,20 @@ impl Dispatcher {
             return Ok(Scope {
                 lens: Lens::default(),
                 catalog: base,
+                personal: HashMap::new(),
             });
         };
-        let settings = self.store.workspace_settings(ws).await?;
+        let personal = async {
+            match user_id {
+                Some(user) => self.store.personal_chains(user, ws).await,
+                None => Ok(HashMap::new()),
+            }
+        };
+        let (settings, personal) = tokio::try_join!(self.store.workspace_settings(ws), personal)?;
         Ok(Scope {
             lens: Lens::from_settings(ws, &settings, self.store.clock()),
             catalog: overlaid(base, ws, &settings),
+            personal,
         })
     }
 
@@ -117,6 +136,7 @@ impl Dispatcher {
                 intent: Some(&pack.intent),
                 explicit,
                 record_override: inputs.record_override.as_deref(),
+                person: scope.personal_chain(&pack.pack_id),
                 bundle_override: member.and_then(|m| m.connector_chain_override.as_deref()),
                 pack_preferred: &pack.preferred_connectors,
                 already_found: &inputs.already_found,
@@ -134,9 +154,17 @@ impl Dispatcher {
 pub struct Scope {
     pub lens: Lens,
     pub catalog: Catalog,
+    /// The person's own orders by pack (empty when nobody in particular
+    /// asked, see [`Dispatcher::scope_for`]).
+    pub personal: HashMap<String, Vec<String>>,
 }
 
 impl Scope {
+    /// The person's own order for a pack, when they set one.
+    pub fn personal_chain(&self, pack_id: &str) -> Option<&[String]> {
+        self.personal.get(pack_id).map(Vec::as_slice)
+    }
+
     /// The connectors as chain resolution sees them here.
     pub fn candidates(&self, registry: &Registry) -> Vec<Candidate> {
         candidates_of(&self.lens.handles(registry), &self.lens)
