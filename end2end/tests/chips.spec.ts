@@ -5,7 +5,7 @@
 // last test sets one the provider refuses).
 import { request as playwrightRequest } from "@playwright/test";
 import type { APIRequestContext, Page } from "@playwright/test";
-import { test, expect, authFile, chip as chipOf, localProvider } from "./fixtures";
+import { test, expect, authFile, chip as chipOf, hydrated, localProvider } from "./fixtures";
 
 const RECORDS = ["Empty Co", "Broken Co", "Slow Co", "Limited Co", "Changed Co", "Gone Co"];
 const SLOW_MS = 7_000;
@@ -15,8 +15,11 @@ const REFUSED_KEY = "e2e-refused-key";
 /** A search API whose answers the record's name scripts; counts calls per name. */
 async function scriptedProvider() {
   const calls = new Map<string, number>();
+  /** Calls per path: which connector asked (their manifests differ in it). */
+  const paths = new Map<string, number>();
   const provider = await localProvider((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
+    paths.set(url.pathname, (paths.get(url.pathname) ?? 0) + 1);
     if (url.pathname === "/page/gone") {
       // The page a search found, now gone.
       res.writeHead(410, { "content-type": "text/html" });
@@ -66,7 +69,7 @@ async function scriptedProvider() {
       found();
     }
   });
-  return { ...provider, calls };
+  return { ...provider, calls, paths };
 }
 
 function manifest(id: string, name: string, capability: string, base: string, env?: string): string {
@@ -300,6 +303,57 @@ test.describe.serial("chip states", () => {
     await ok(await api.put("/api/secrets/E2E_UNSET_KEY", { data: { value: "e2e-good-key" } }), "a new key");
     await expect(page.locator("section.attention")).toHaveCount(0);
     await expect(page.locator('tr[data-connector="e2e-keyed"]')).toHaveAttribute("data-status", "available");
+  });
+
+  test("a person orders a pack's connectors in Settings: their click fires the new first, a colleague's the old one, and the menu marks their order", async ({ page, signedIn }) => {
+    const toml = { "content-type": "application/toml" };
+    await ok(await api.post("/api/manifests", { headers: toml, data: manifest("e2e-second", "Second", "search.scripted", `${provider.url}/second`) }), "second manifest");
+    const bob = await signedIn("bob");
+    const mine = bob.locator('.my-chain[data-pack="scripted"]');
+    try {
+      await bob.goto("/settings");
+      await hydrated(bob);
+      await expect(mine).toHaveAttribute("data-yours", "false");
+      await expect(mine).toContainText("the workspace's: Scripted");
+      await mine.getByRole("button", { name: "Set your own order for Scripted (sx)" }).click();
+      await mine.getByRole("combobox", { name: "Add to the order of Scripted (sx)" }).selectOption("e2e-second");
+      await mine.getByRole("button", { name: "Move Second up" }).click();
+      await mine.getByRole("button", { name: "Save your order for Scripted (sx)" }).click();
+      await expect(mine.getByRole("status")).toHaveText("Saved: your clicks try this order.");
+      await expect(mine).toHaveAttribute("data-yours", "true");
+
+      for (const p of [page, bob]) await open(p);
+      const adas = chip(page, "Empty Co");
+      const bobs = chip(bob, "Empty Co");
+      await expect(bobs).toHaveAttribute("title", /through Second \(your order\)/);
+      await expect(adas).toHaveAttribute("title", /through Scripted \(the pack's order\)/);
+      const asked = (path: string) => () => provider.paths.get(path) ?? 0;
+      const [second, scripted] = [asked("/second/search"), asked("/search")];
+      const before = { second: second(), scripted: scripted() };
+      await adas.click();
+      await expect.poll(scripted).toBe(before.scripted + 1);
+      await expect(adas).not.toHaveAttribute("data-state", "firing");
+      expect(second()).toBe(before.second);
+      await bobs.click();
+      await expect.poll(second).toBe(before.second + 1);
+
+      await bobs.click({ button: "right" });
+      const menu = bob.getByRole("menu", { name: "Connectors" });
+      await expect(menu.locator('[data-connector="e2e-second"] .badge.yours')).toHaveText("your #1");
+      await expect(menu.locator('[data-connector="e2e-scripted"] .badge.yours')).toHaveText("your #2");
+      await bob.keyboard.press("Escape");
+      // Ada's menu has no order of hers to mark.
+      await adas.click({ button: "right" });
+      await expect(page.locator('.connector-menu [data-connector="e2e-second"]')).toBeVisible();
+      await expect(page.locator(".connector-menu .badge.yours")).toHaveCount(0);
+      await page.keyboard.press("Escape");
+    } finally {
+      await bob.goto("/settings");
+      await hydrated(bob);
+      await mine.getByRole("button", { name: "Use the workspace's order for Scripted (sx)" }).click();
+      await expect(mine.getByRole("status")).toHaveText("Back to the workspace's order.");
+      await api.delete("/api/manifests/e2e-second");
+    }
   });
 
   test("the menu shows each connector's short label; a record that starts with a connector switched off says so beside its chip, and the chain fires", async ({ page }) => {

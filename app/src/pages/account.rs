@@ -214,6 +214,7 @@ pub fn SettingsPage() -> impl IntoView {
                 })}
             </ErrorBoundary>
         </Transition>
+        <super::my_chains::MyChains/>
     }
 }
 

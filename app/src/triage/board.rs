@@ -23,6 +23,8 @@ pub struct ChipSlot {
     pub next: RwSignal<Option<String>>,
     /// Why a connector before it is passed over (a spent budget), if one is.
     pub held: RwSignal<Option<String>>,
+    /// Which rule put `next` first (the person's order, the pack's...).
+    pub chosen_by: RwSignal<Option<model::ChainRule>>,
     /// What this page's last fire of the chip told the person (a pick that
     /// could not fire, and the fallback taken), until the next fire.
     pub note: RwSignal<Option<String>>,
@@ -197,15 +199,10 @@ impl Board {
             .is_some_and(|since| item.first_seen_at > since)
     }
 
-    /// A chip's slot on the page being made, as the page's data has it.
-    pub fn chip(
-        &self,
-        record: i64,
-        pack: &str,
-        initial: ChipState,
-        next: Option<String>,
-        held: Option<String>,
-    ) -> ChipSlot {
+    /// A chip's slot on the page being made, as the page's data has it
+    /// (`None`: the page has no chip for the pack, which shows idle).
+    pub fn chip(&self, record: i64, pack: &str, chip: Option<&model::Chip>) -> ChipSlot {
+        let initial = chip.map_or(ChipState::Idle, |c| c.state.clone());
         let key = (record, pack.to_owned());
         // A fire still in flight on the last page keeps its id (for cancel).
         let fire = match initial {
@@ -215,8 +212,9 @@ impl Board {
         let slot = ChipSlot {
             state: RwSignal::new(initial),
             fire: RwSignal::new(fire),
-            next: RwSignal::new(next),
-            held: RwSignal::new(held),
+            next: RwSignal::new(chip.and_then(|c| c.next.clone())),
+            held: RwSignal::new(chip.and_then(|c| c.held.clone())),
+            chosen_by: RwSignal::new(chip.and_then(|c| c.chosen_by)),
             note: RwSignal::new(None),
         };
         self.chips.update_value(|m| {
@@ -415,6 +413,7 @@ impl Board {
                                 }
                                 slot.next.set(chip.next);
                                 slot.held.set(chip.held);
+                                slot.chosen_by.set(chip.chosen_by);
                             }
                         }
                     }

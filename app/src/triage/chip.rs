@@ -248,7 +248,11 @@ fn click(record_id: i64, pack_id: &str, live: ChipSlot, local: ChipLocal, board:
 /// last error.
 fn tooltip(name: String, live: ChipSlot, local: ChipLocal) -> impl Fn() -> String {
     let ChipSlot {
-        state, next, held, ..
+        state,
+        next,
+        held,
+        chosen_by,
+        ..
     } = live;
     move || {
         let s = state.get();
@@ -264,10 +268,19 @@ fn tooltip(name: String, live: ChipSlot, local: ChipLocal) -> impl Fn() -> Strin
                 "Rate-limited: {name} can fire again in {}",
                 local.waiting(state).unwrap_or_default()
             ),
-            (_, Some(connector)) => match held.get() {
-                Some(why) => format!("Fire {name} through {connector} ({why})"),
-                None => format!("Fire {name} through {connector}"),
-            },
+            (_, Some(connector)) => {
+                let why: Vec<String> = chosen_by
+                    .get()
+                    .map(|rule| rule.describe().to_owned())
+                    .into_iter()
+                    .chain(held.get())
+                    .collect();
+                if why.is_empty() {
+                    format!("Fire {name} through {connector}")
+                } else {
+                    format!("Fire {name} through {connector} ({})", why.join("; "))
+                }
+            }
             (_, None) => {
                 "No connector fires on a click now; right-click to see each one".to_owned()
             }

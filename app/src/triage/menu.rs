@@ -1,6 +1,6 @@
 //! The connector menu of a chip, anchored under it: one line per connector
-//! serving the intent (cost glyph, name and short label, status, this
-//! record's last attempt) that
+//! serving the intent (cost glyph, name and short label, its place in the
+//! person's own order, status, this record's last attempt) that
 //! fires through it, and a star that makes it where this record always
 //! starts; a fire in flight can be cancelled here. An accessible menu:
 //! arrow keys move, Enter fires, Escape closes and gives the chip its
@@ -225,6 +225,9 @@ fn MenuEntryView(entry: MenuEntry, record_id: i64, pack_id: String, board: Board
                 <span class="menu-name">{name.clone()}</span>
                 <span class="menu-short" title="Short label">{short}</span>
                 {entry.next.then(|| view! { <span class="badge">"next"</span> })}
+                {entry.your_order.map(|n| view! {
+                    <span class="badge yours" title=format!("Place {n} in your order for this pack (Settings)")>{format!("your #{n}")}</span>
+                })}
                 <span class=format!("menu-status status-{}", entry.connector.status.kind())>{status}</span>
                 <span class="menu-last" title=last_fire_detail(&entry)>{last_fire(&entry)}</span>
             </button>

@@ -287,13 +287,7 @@ fn Card(
         .into_iter()
         .map(|pack| {
             let chip = record.chips.iter().find(|c| c.pack_id == pack.pack_id);
-            let live = board.chip(
-                record.id,
-                &pack.pack_id,
-                chip.map_or(model::ChipState::Idle, |c| c.state.clone()),
-                chip.and_then(|c| c.next.clone()),
-                chip.and_then(|c| c.held.clone()),
-            );
+            let live = board.chip(record.id, &pack.pack_id, chip);
             view! { <ChipButton record_id=record.id pack live board/> }
         })
         .collect_view();

@@ -1,6 +1,6 @@
 //! The packs page's editors: a pack's fields and connector chain, a
-//! bundle's roster with each member's chain, and the ordered lists they
-//! share, as drafts that stay text until they are saved.
+//! bundle's roster with each member's chain (ordered lists, see
+//! `pages::ordered_list`), as drafts that stay text until they are saved.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -8,9 +8,7 @@ use model::{BundleConfig, BundleMember, PackConfig};
 
 use super::{save_bundle, save_pack, ConnectorChoice};
 use crate::error_view::Notice;
-
-/// One change to an ordered list (move, take out, add).
-pub(super) type ListChange = Box<dyn FnOnce(&mut Vec<String>)>;
+use crate::pages::ordered_list::{ordered_list, ListChange};
 
 /// A server call removing a pack or bundle by id.
 pub(super) type RemoveCall =
@@ -107,75 +105,6 @@ impl BundleDraft {
                 })
                 .collect(),
         }
-    }
-}
-
-/// Moves the item at `i` one place up (`-1`) or down (`1`).
-pub(super) fn shift(list: &mut [String], i: usize, up: bool) {
-    let j = if up { i.checked_sub(1) } else { Some(i + 1) };
-    if let Some(j) = j.filter(|j| *j < list.len()) {
-        list.swap(i, j);
-    }
-}
-
-/// An ordered list with up, down and remove buttons, and a select to add.
-pub(super) fn ordered_list(
-    name: String,
-    items: Signal<Vec<String>>,
-    label_of: impl Fn(&str) -> String + Clone + Send + Sync + 'static,
-    choices: Signal<Vec<(String, String)>>,
-    edit: impl Fn(ListChange) + Clone + Send + Sync + 'static,
-) -> impl IntoView {
-    let add = {
-        let edit = edit.clone();
-        move |ev: leptos::ev::Event| {
-            let id = event_target_value(&ev);
-            if !id.is_empty() {
-                edit(Box::new(move |list| {
-                    if !list.contains(&id) {
-                        list.push(id);
-                    }
-                }));
-            }
-        }
-    };
-    view! {
-        <ol class=format!("ordered {name}")>
-            {move || {
-                let list = items.get();
-                let last = list.len().saturating_sub(1);
-                list.into_iter()
-                    .enumerate()
-                    .map(|(i, id)| {
-                        let label = label_of(&id);
-                        let (up, down, out) = (edit.clone(), edit.clone(), edit.clone());
-                        view! {
-                            <li data-id=id.clone()>
-                                <span>{label.clone()}</span>
-                                <button type="button" aria-label=format!("Move {label} up") disabled=i == 0
-                                    on:click=move |_| up(Box::new(move |l| shift(l, i, true)))>"↑"</button>
-                                <button type="button" aria-label=format!("Move {label} down") disabled=i == last
-                                    on:click=move |_| down(Box::new(move |l| shift(l, i, false)))>"↓"</button>
-                                <button type="button" aria-label=format!("Take {label} out")
-                                    on:click=move |_| out(Box::new(move |l| { l.remove(i); }))>"✕"</button>
-                            </li>
-                        }
-                    })
-                    .collect_view()
-            }}
-        </ol>
-        <select class=format!("add-{name}") aria-label=format!("Add to the {name}") on:change=add prop:value="">
-            <option value="">{format!("Add to the {name}…")}</option>
-            {move || {
-                let taken = items.get();
-                choices
-                    .get()
-                    .into_iter()
-                    .filter(|(id, _)| !taken.contains(id))
-                    .map(|(id, label)| view! { <option value=id>{label}</option> })
-                    .collect_view()
-            }}
-        </select>
     }
 }
 
