@@ -1,7 +1,9 @@
 //! Receipts: what an attempt asked of a provider and what came back, kept
 //! with the attempt so "why did this connector say that" has an answer.
 //! A receipt holds no secret: a request is its method, host, path and the
-//! names of its parameters, never their values.
+//! names of its parameters, never their values; its hashes (spec/001's
+//! request and payload hashes) tell two requests or two answers apart
+//! without keeping either.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +39,16 @@ pub struct RequestReceipt {
     pub bytes: u64,
     /// From sending to the body read (or to giving up).
     pub latency_ms: u64,
+    /// SHA-256 (hex) of the request with the call's secrets replaced by
+    /// `***`: its method, host, path, each query parameter's name and
+    /// value, and its body. Equal hashes: the same question was asked.
+    /// Absent on receipts from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_hash: Option<String>,
+    /// SHA-256 (hex) of the answer's body as read, when one was read
+    /// whole. Equal hashes: the provider answered the same bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_hash: Option<String>,
 }
 
 impl RequestReceipt {
@@ -76,6 +88,8 @@ mod tests {
             status: Some(200),
             bytes: 1229,
             latency_ms: 340,
+            request_hash: Some("ab".repeat(32)),
+            payload_hash: None,
         };
         assert_eq!(
             r.describe(),

@@ -872,16 +872,28 @@ max_pages = 3
             "{receipt}"
         );
         let host = base.trim_start_matches("http://");
+        let sent = |i: usize, field: &str| receipt["requests"][i][field].clone();
         assert_eq!(
             receipt["requests"],
             json!([
                 {"method": "GET", "host": host, "path": "/paged", "params": ["api_key", "q", "page"],
-                 "status": 200, "bytes": receipt["requests"][0]["bytes"], "latency_ms": receipt["requests"][0]["latency_ms"]},
+                 "status": 200, "bytes": sent(0, "bytes"), "latency_ms": sent(0, "latency_ms"),
+                 "request_hash": sent(0, "request_hash"), "payload_hash": sent(0, "payload_hash")},
                 {"method": "GET", "host": host, "path": "/paged", "params": ["api_key", "q", "page"],
-                 "status": 502, "bytes": receipt["requests"][1]["bytes"], "latency_ms": receipt["requests"][1]["latency_ms"]},
+                 "status": 502, "bytes": sent(1, "bytes"), "latency_ms": sent(1, "latency_ms"),
+                 "request_hash": sent(1, "request_hash"), "payload_hash": sent(1, "payload_hash")},
             ]),
             "{receipt}"
         );
+        // Two pages, two questions and two answers, told apart by hash.
+        let sha256 = |v: Value| {
+            v.as_str()
+                .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        };
+        for field in ["request_hash", "payload_hash"] {
+            assert!(sha256(sent(0, field)) && sha256(sent(1, field)), "{receipt}");
+            assert_ne!(sent(0, field), sent(1, field), "{receipt}");
+        }
         assert!(receipt["requests"][0]["bytes"].as_u64().unwrap() > 100, "{receipt}");
         server.stop().await;
     })

@@ -151,6 +151,7 @@ pub async fn send_capped(
                 Err(e) => return Err(transport_error(provider, e, secrets)),
             }
         }
+        sending.payload(&body);
         Ok((status, headers, body))
     }
     .await;

@@ -146,6 +146,10 @@ impl SiteCrawler {
                     }
                 }
             };
+            if read.is_ok() {
+                // Cut at the most the crawler reads: the hash is of what was read.
+                sending.payload(&body);
+            }
             sending.finish(body.len());
             read?;
             return Ok((url, String::from_utf8_lossy(&body).into_owned()));
