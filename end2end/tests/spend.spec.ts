@@ -89,8 +89,18 @@ test("a budget is set on the inventory, the fan-out confirmation shows the estim
     // One chip fired by hand is billed: the spend page charts it and its
     // CSV names it.
     const chip = ada.locator('article.card:has(h2:text-is("Alpha Mills")) [data-pack="priced"]');
+    // Before: the chip says what a click costs and what the budget has left.
+    await expect(chip).toHaveAttribute("title", /through E2E paid \(the pack's order; 0\.25 USD a click, 1\.00 USD left this month\)/);
+    await expect(chip).not.toHaveAttribute("title", /today/);
     await chip.click();
     await expect(chip).toHaveAttribute("data-state", "found");
+    // After: what this record has cost today, on the chip and in its menu.
+    await expect(chip).toHaveAttribute("title", /This record has cost 0\.25 USD today\.$/);
+    await chip.click({ button: "right" });
+    const menu = ada.getByRole("menu", { name: "Connectors" });
+    await expect(menu.locator('[data-connector="e2e-paid"] .menu-price')).toHaveText(/^0\.25 USD a click, \d\.\d\d USD left this month$/);
+    await expect(menu.locator(".menu-spent")).toHaveText("This record has cost 0.25 USD today.");
+    await ada.keyboard.press("Escape");
     await ada.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Spend" }).click();
     const usd = ada.locator('section.spend-unit[data-unit="USD"]');
     await expect(usd.locator("h2")).toContainText("0.25 USD");

@@ -61,11 +61,22 @@ impl Engine {
             )
             .await?;
         let ids: Vec<i64> = stored.iter().map(|r| r.id).collect();
-        let mut chips = self.dispatcher.chips(&scope, &ids, &set, &packs).await?;
+        let spent = async {
+            match set.workspace_id {
+                Some(ws) => {
+                    let today = crate::time::utc_day_start(self.store.now_ms());
+                    Ok(self.store.spent_since(ws, &ids, today).await?)
+                }
+                None => Ok(HashMap::new()),
+            }
+        };
+        let (mut chips, mut spent) =
+            tokio::try_join!(self.dispatcher.chips(&scope, &ids, &set, &packs), spent)?;
         let records = stored
             .into_iter()
             .map(|r| Record {
                 chips: chips.remove(&r.id).unwrap_or_default(),
+                spent_today: spent.remove(&r.id).unwrap_or_default(),
                 id: r.id,
                 record_set_id: r.record_set_id,
                 name: r.name,
@@ -247,6 +258,7 @@ impl Engine {
                         .iter()
                         .position(|c| *c == id)
                         .and_then(|i| u32::try_from(i + 1).ok()),
+                    price: lens.next_cost(&handle, &pack.intent),
                     connector,
                 }
             })

@@ -352,6 +352,10 @@ pub struct MenuEntry {
     /// they set one and it is in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub your_order: Option<u32>,
+    /// What a fire through it costs here, and what is left of the tightest
+    /// budget counting it; absent when it is free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<crate::NextCost>,
 }
 
 /// A chip's connector menu.

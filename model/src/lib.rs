@@ -52,7 +52,7 @@ pub use record::{
 };
 pub use record_set::RecordSetSummary;
 pub use spend::{
-    check_unit, Amount, Budget, BudgetStatus, Charge, Cost, PaidBy, SpendBucket, SpendReport,
-    UnitSpend,
+    check_unit, describe_spent, Amount, Budget, BudgetStatus, Charge, Cost, NextCost, PaidBy,
+    SpendBucket, SpendReport, SpentToday, UnitSpend,
 };
 pub use template::secret_names;

@@ -31,6 +31,9 @@ pub struct Chip {
     /// Which rule put `next` first (the chip's tooltip says it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chosen_by: Option<crate::ChainRule>,
+    /// What a click on it costs now, when `next` is priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cost: Option<crate::NextCost>,
 }
 
 /// A chip's keys as they are written, for reading one.
@@ -45,6 +48,7 @@ struct ChipFields {
     next: Option<String>,
     held: Option<String>,
     chosen_by: Option<crate::ChainRule>,
+    next_cost: Option<crate::NextCost>,
 }
 
 impl TryFrom<ChipFields> for Chip {
@@ -64,6 +68,7 @@ impl TryFrom<ChipFields> for Chip {
             next: fields.next,
             held: fields.held,
             chosen_by: fields.chosen_by,
+            next_cost: fields.next_cost,
         })
     }
 }
@@ -77,6 +82,9 @@ pub struct Record {
     pub name: String,
     pub fields: Vec<Field>,
     pub chips: Vec<Chip>,
+    /// What its fires were billed today (UTC), per unit; empty when nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spent_today: Vec<crate::SpentToday>,
 }
 
 /// A CSV line that was not imported, and why.
@@ -197,6 +205,11 @@ mod tests {
                 next: Some("SearXNG".into()),
                 held: None,
                 chosen_by: Some(crate::ChainRule::Person),
+                next_cost: Some(crate::NextCost {
+                    amount: crate::Amount::units(1),
+                    unit: "USD".into(),
+                    budget_left: None,
+                }),
             };
             let text = serde_json::to_string(&chip).unwrap();
             assert_eq!(serde_json::from_str::<Chip>(&text).unwrap(), chip, "{text}");

@@ -252,6 +252,43 @@ pub struct Charge {
     pub paid_by: PaidBy,
 }
 
+/// What a plain click on a chip would cost now: the price of a call of the
+/// connector it fires first, and what is left this month of the tightest
+/// budget counting it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NextCost {
+    pub amount: Amount,
+    pub unit: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_left: Option<Amount>,
+}
+
+impl NextCost {
+    /// "0.10 USD a click, 3.20 USD left this month".
+    pub fn describe(&self) -> String {
+        let price = format!("{} a click", self.amount.in_unit(&self.unit));
+        match self.budget_left {
+            Some(left) => format!("{price}, {} left this month", left.in_unit(&self.unit)),
+            None => price,
+        }
+    }
+}
+
+/// What a record's fires were billed today (UTC), in one unit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SpentToday {
+    pub unit: String,
+    pub amount: Amount,
+}
+
+/// "0.40 USD and 2 SerpApi searches".
+pub fn describe_spent(spent: &[SpentToday]) -> String {
+    let parts: Vec<String> = spent.iter().map(|s| s.amount.in_unit(&s.unit)).collect();
+    parts.join(" and ")
+}
+
 /// A monthly budget of a workspace: for one connector, or for every
 /// connector priced in its unit (`connector_id` absent).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -414,3 +414,72 @@ async fn a_fan_out_gives_each_record_at_most_its_paid_fires() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_says_what_a_click_costs_and_what_each_record_cost_today() {
+    on_every_backend(|db| async {
+        let alpha = ScriptedConnector::new("alpha", std::iter::repeat_n(Step::Found(1), 5));
+        let server = server(db, alpha, model::Cost::per_call(usd(0.1), "USD")).await;
+        let (set, ids) = records(&server, 2).await;
+        let (code, body) = server
+            .put_json(
+                "/api/budgets",
+                json!({"connector_id": "alpha", "unit": "USD", "monthly_limit": 2.0}),
+            )
+            .await;
+        assert_eq!(code, 200, "{body}");
+        let web_chip = |page: &model::RecordsPage, i: usize| {
+            page.records[i]
+                .chips
+                .iter()
+                .find(|c| c.pack_id == "web")
+                .cloned()
+                .unwrap()
+        };
+        let before = server.me().records(set).await;
+        assert_eq!(
+            web_chip(&before, 0).next_cost,
+            Some(model::NextCost {
+                amount: usd(0.1),
+                unit: "USD".into(),
+                budget_left: Some(usd(2.0)),
+            })
+        );
+        assert!(before.records.iter().all(|r| r.spent_today.is_empty()));
+
+        // Alpha found for the first record: its next click goes to beta, free.
+        server.me().fire(ids[0], "web", None).await;
+        server.me().fire(ids[0], "web", Some("alpha")).await;
+        let after = server.me().records(set).await;
+        assert_eq!(
+            after.records[0].spent_today,
+            [model::SpentToday {
+                unit: "USD".into(),
+                amount: usd(0.2),
+            }]
+        );
+        assert!(
+            after.records[1].spent_today.is_empty(),
+            "another record's spend is its own"
+        );
+        assert_eq!(web_chip(&after, 0).next, Some("Scripted beta".into()));
+        assert_eq!(web_chip(&after, 0).next_cost, None);
+        let (_, menu) = server
+            .get_json(&format!("/api/records/{}/menu/web", ids[0]))
+            .await;
+        let price = |id: &str| {
+            menu["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["connector"]["id"] == id)
+                .map(|e| e["price"].clone())
+                .unwrap()
+        };
+        assert_eq!(price("alpha")["amount"], 0.1, "{menu}");
+        assert_eq!(price("alpha")["unit"], "USD", "{menu}");
+        assert_eq!(price("beta"), Value::Null, "{menu}");
+        server.stop().await;
+    })
+    .await;
+}

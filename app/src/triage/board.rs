@@ -25,6 +25,8 @@ pub struct ChipSlot {
     pub held: RwSignal<Option<String>>,
     /// Which rule put `next` first (the person's order, the pack's...).
     pub chosen_by: RwSignal<Option<model::ChainRule>>,
+    /// What a click costs now, when `next` is priced.
+    pub next_cost: RwSignal<Option<model::NextCost>>,
     /// What this page's last fire of the chip told the person (a pick that
     /// could not fire, and the fallback taken), until the next fire.
     pub note: RwSignal<Option<String>>,
@@ -38,6 +40,9 @@ pub struct Board {
     refresh_pending: StoredValue<bool>,
     chips: StoredValue<HashMap<(i64, String), ChipSlot>>,
     items: StoredValue<HashMap<i64, RwSignal<Vec<Item>>>>,
+    /// What each record's fires were billed today, per unit (the page's
+    /// figure, with every billed attempt heard since added).
+    spent: StoredValue<HashMap<i64, RwSignal<Vec<model::SpentToday>>>>,
     pub job: RwSignal<Option<Job>>,
     /// Bumped when the stream asks for a reload (events were missed).
     pub reload: RwSignal<u32>,
@@ -87,6 +92,7 @@ impl Board {
             refresh_pending: StoredValue::new(false),
             chips: StoredValue::new(HashMap::new()),
             items: StoredValue::new(HashMap::new()),
+            spent: StoredValue::new(HashMap::new()),
             job: RwSignal::new(None),
             reload: RwSignal::new(0),
             menu: RwSignal::new(None),
@@ -215,6 +221,7 @@ impl Board {
             next: RwSignal::new(chip.and_then(|c| c.next.clone())),
             held: RwSignal::new(chip.and_then(|c| c.held.clone())),
             chosen_by: RwSignal::new(chip.and_then(|c| c.chosen_by)),
+            next_cost: RwSignal::new(chip.and_then(|c| c.next_cost.clone())),
             note: RwSignal::new(None),
         };
         self.chips.update_value(|m| {
@@ -230,6 +237,40 @@ impl Board {
             m.insert(record, items);
         });
         items
+    }
+
+    /// What a record on the page being made was billed today, as the
+    /// page's data has it.
+    pub fn spent(
+        &self,
+        record: i64,
+        initial: Vec<model::SpentToday>,
+    ) -> RwSignal<Vec<model::SpentToday>> {
+        let spent = RwSignal::new(initial);
+        self.spent.update_value(|m| {
+            m.insert(record, spent);
+        });
+        spent
+    }
+
+    /// What a record on the page was billed today, if it is on the page.
+    pub fn spent_of(&self, record: i64) -> Option<RwSignal<Vec<model::SpentToday>>> {
+        self.spent.with_value(|m| m.get(&record).copied())
+    }
+
+    /// A billed attempt was heard: its record cost that much more today.
+    fn add_spent(&self, record: i64, charge: &model::Charge) {
+        if let Some(spent) = self.spent_of(record) {
+            spent.update(
+                |list| match list.iter_mut().find(|s| s.unit == charge.unit) {
+                    Some(s) => s.amount = s.amount.saturating_add(charge.amount),
+                    None => list.push(model::SpentToday {
+                        unit: charge.unit.clone(),
+                        amount: charge.amount,
+                    }),
+                },
+            );
+        }
     }
 
     fn slot(&self, record: i64, pack: &str) -> Option<ChipSlot> {
@@ -343,6 +384,9 @@ impl Board {
                 }
             }
             EventKind::Attempt { entry } => {
+                if let (Some(_), Some(charge)) = (entry.end.outcome, &entry.end.charge) {
+                    self.add_spent(entry.record_id, charge);
+                }
                 if entry.end.outcome.is_none() {
                     if let Some(slot) = self.slot(entry.record_id, &entry.pack_id) {
                         slot.fire.set(Some(entry.fire_id));
@@ -414,6 +458,7 @@ impl Board {
                                 slot.next.set(chip.next);
                                 slot.held.set(chip.held);
                                 slot.chosen_by.set(chip.chosen_by);
+                                slot.next_cost.set(chip.next_cost);
                             }
                         }
                     }

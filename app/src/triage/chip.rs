@@ -159,7 +159,7 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
                     _ => None,
                 }
                 aria-label=aria(name.clone(), state, local)
-                title=tooltip(name.clone(), live, local)
+                title=tooltip(name.clone(), live, local, board.spent_of(record_id))
                 disabled=move || {
                     matches!(state.get(), ChipState::NeedsEnv { .. } | ChipState::RateLimited { .. })
                 }
@@ -246,12 +246,18 @@ fn click(record_id: i64, pack_id: &str, live: ChipSlot, local: ChipLocal, board:
 
 /// The chip's tooltip: what a click would do now, and the state or the
 /// last error.
-fn tooltip(name: String, live: ChipSlot, local: ChipLocal) -> impl Fn() -> String {
+fn tooltip(
+    name: String,
+    live: ChipSlot,
+    local: ChipLocal,
+    spent: Option<RwSignal<Vec<model::SpentToday>>>,
+) -> impl Fn() -> String {
     let ChipSlot {
         state,
         next,
         held,
         chosen_by,
+        next_cost,
         ..
     } = live;
     move || {
@@ -274,6 +280,7 @@ fn tooltip(name: String, live: ChipSlot, local: ChipLocal) -> impl Fn() -> Strin
                     .map(|rule| rule.describe().to_owned())
                     .into_iter()
                     .chain(held.get())
+                    .chain(next_cost.get().map(|c| c.describe()))
                     .collect();
                 if why.is_empty() {
                     format!("Fire {name} through {connector}")
@@ -285,9 +292,16 @@ fn tooltip(name: String, live: ChipSlot, local: ChipLocal) -> impl Fn() -> Strin
                 "No connector fires on a click now; right-click to see each one".to_owned()
             }
         };
-        match local.error.get() {
+        let line = match local.error.get() {
             Some(e) => format!("{what}. {e}"),
             None => format!("{what}. Now: {}.", describe(&s)),
+        };
+        match spent.map(|s| s.get()).filter(|s| !s.is_empty()) {
+            Some(spent) => format!(
+                "{line} This record has cost {} today.",
+                model::describe_spent(&spent)
+            ),
+            None => line,
         }
     }
 }

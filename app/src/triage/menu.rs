@@ -1,6 +1,7 @@
 //! The connector menu of a chip, anchored under it: one line per connector
 //! serving the intent (cost glyph, name and short label, its place in the
-//! person's own order, status, this record's last attempt) that
+//! person's own order, status, its price and budget left, this record's
+//! last attempt) that
 //! fires through it, and a star that makes it where this record always
 //! starts; a fire in flight can be cancelled here. An accessible menu:
 //! arrow keys move, Enter fires, Escape closes and gives the chip its
@@ -161,7 +162,18 @@ fn MenuItems(menu: ConnectorMenu, board: Board) -> impl IntoView {
         .into_iter()
         .map(|entry| view! { <MenuEntryView entry record_id pack_id=pack_id.clone() board/> })
         .collect_view();
-    view! { {cancel} {entries} }
+    // What this record has cost today, live.
+    let spent = board.spent_of(record_id).map(|spent| {
+        move || {
+            let spent = spent.get();
+            (!spent.is_empty()).then(|| {
+                view! {
+                    <p class="menu-spent muted">{format!("This record has cost {} today.", model::describe_spent(&spent))}</p>
+                }
+            })
+        }
+    });
+    view! { {cancel} {entries} {spent} }
 }
 
 /// One connector of the menu: fire through it, with its cost tier, status
@@ -229,6 +241,7 @@ fn MenuEntryView(entry: MenuEntry, record_id: i64, pack_id: String, board: Board
                     <span class="badge yours" title=format!("Place {n} in your order for this pack (Settings)")>{format!("your #{n}")}</span>
                 })}
                 <span class=format!("menu-status status-{}", entry.connector.status.kind())>{status}</span>
+                {entry.price.as_ref().map(|p| view! { <span class="menu-price">{p.describe()}</span> })}
                 <span class="menu-last" title=last_fire_detail(&entry)>{last_fire(&entry)}</span>
             </button>
             <button

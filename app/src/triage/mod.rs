@@ -282,6 +282,7 @@ fn Card(
     board: Board,
 ) -> impl IntoView {
     let items = board.items(record.id, items);
+    board.spent(record.id, record.spent_today.clone());
     board.name(record.id, &record.name);
     let chips = packs
         .into_iter()

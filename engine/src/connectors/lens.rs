@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use model::{BudgetStatus, ConnectorInfo, ConnectorStatus};
+use model::{BudgetStatus, Capability, ConnectorInfo, ConnectorStatus, NextCost};
 
 use crate::connectors::registry::{ConnectorHandle, Registry};
 use crate::store::{Store, StoreError, WorkspaceSettings};
@@ -72,6 +72,27 @@ impl Lens {
                 }),
             other => other,
         }
+    }
+
+    /// What one call of the connector for `intent` costs here, and what is
+    /// left of the tightest budget counting it; `None` when it is free.
+    pub fn next_cost(&self, handle: &ConnectorHandle, intent: &Capability) -> Option<NextCost> {
+        let cost = handle.registration.profile.cost.as_ref()?;
+        let amount = cost.of_call(intent.name());
+        if amount <= model::Amount::ZERO {
+            return None;
+        }
+        let id = &handle.registration.profile.id;
+        Some(NextCost {
+            amount,
+            budget_left: self
+                .budgets
+                .iter()
+                .filter(|b| b.budget.counts(id, &cost.unit))
+                .map(BudgetStatus::left)
+                .min(),
+            unit: cost.unit.clone(),
+        })
     }
 
     /// Which budget has too little left for one more call of the

@@ -5,7 +5,9 @@
 //! answer. Every process shares the count, so no number of processes and
 //! concurrent fan-outs spends past a budget.
 
-use model::{Amount, Budget, BudgetStatus, PaidBy};
+use std::collections::HashMap;
+
+use model::{Amount, Budget, BudgetStatus, PaidBy, SpentToday};
 use sqlx::{Any, Row, Transaction};
 
 use super::{Backend, Store, StoreError};
@@ -336,6 +338,39 @@ impl Store {
         .fetch_all(self.pool())
         .await?;
         rows.into_iter().map(StoredCharge::charge).collect()
+    }
+
+    /// What each of `record_ids` (of `workspace_id`) was billed since
+    /// `since` (Unix ms), per unit, by record. Read from the workspace's
+    /// charges since then (its index), so it costs what that day spent.
+    pub async fn spent_since(
+        &self,
+        workspace_id: i64,
+        record_ids: &[i64],
+        since: i64,
+    ) -> Result<HashMap<i64, Vec<SpentToday>>, StoreError> {
+        let mut out: HashMap<i64, Vec<SpentToday>> = HashMap::new();
+        for chunk in record_ids.chunks(500) {
+            let sql = format!(
+                "SELECT record_id, unit, CAST(SUM(amount_micros) AS BIGINT) FROM charges \
+                 WHERE workspace_id = $1 AND at >= $2 AND record_id IN ({}) \
+                 GROUP BY record_id, unit ORDER BY record_id, unit",
+                super::placeholders_after(2, chunk.len())
+            );
+            let mut query = sqlx::query_as::<_, (i64, String, i64)>(&sql)
+                .bind(workspace_id)
+                .bind(since);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for (record, unit, micros) in query.fetch_all(self.pool()).await? {
+                out.entry(record).or_default().push(SpentToday {
+                    unit,
+                    amount: Amount::from_micros(micros),
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// What the workspace spent in `month` (`YYYY-MM`), per unit, by key,

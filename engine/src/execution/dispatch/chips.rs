@@ -7,6 +7,8 @@ use model::{Chip, ChipState, EventKind, FireOutcome, HistoryEntry, Item, RecordS
 
 use super::scope::{candidates_of, pack_in, pack_needs_env};
 use super::{DispatchError, Dispatcher, Scope, Walk};
+use crate::connectors::lens::Lens;
+use crate::connectors::registry::ConnectorHandle;
 use crate::packs::chain::{self, Candidate, ChainRequest};
 use crate::packs::chip::{chip_state, ChipInputs};
 use crate::packs::PackConfig;
@@ -17,7 +19,9 @@ use crate::store::{StoreError, StoredRecord};
 /// counts, and the bundle's chains.
 struct ChipReading<'a> {
     candidates: &'a [Candidate],
-    display: &'a HashMap<&'a str, &'a str>,
+    /// The connectors the candidates are, by id: their names and prices.
+    by_id: &'a HashMap<&'a str, &'a ConnectorHandle>,
+    lens: &'a Lens,
     overrides: &'a HashMap<(i64, String), String>,
     counts: &'a HashMap<(i64, String), u32>,
     bundle_chains: &'a HashMap<String, Option<Vec<String>>>,
@@ -64,13 +68,21 @@ impl ChipReading<'_> {
             },
             self.candidates,
         );
+        let first = chain
+            .to_try
+            .first()
+            .map(|c| (c, self.by_id.get(c.as_str()).copied()));
         Chip {
             pack_id: pack.pack_id.clone(),
-            next: chain.to_try.first().map(|c| {
-                self.display
-                    .get(c.as_str())
-                    .map_or_else(|| c.clone(), |n| (*n).to_owned())
+            next: first.map(|(id, handle)| {
+                handle.map_or_else(
+                    || id.clone(),
+                    |h| h.registration.profile.display_name.clone(),
+                )
             }),
+            next_cost: first
+                .and_then(|(_, handle)| handle)
+                .and_then(|h| self.lens.next_cost(h, &pack.intent)),
             held: chain
                 .skipped
                 .iter()
@@ -153,14 +165,9 @@ impl Dispatcher {
         let lens = &scope.lens;
         let handles = lens.handles(&self.registry);
         let candidates = candidates_of(&handles, lens);
-        let display: HashMap<&str, &str> = handles
+        let by_id: HashMap<&str, &ConnectorHandle> = handles
             .iter()
-            .map(|h| {
-                (
-                    h.registration.profile.id.as_str(),
-                    h.registration.profile.display_name.as_str(),
-                )
-            })
+            .map(|h| (h.registration.profile.id.as_str(), h))
             .collect();
         let needs_env: Vec<Option<Vec<String>>> = packs
             .iter()
@@ -178,7 +185,8 @@ impl Dispatcher {
             .collect();
         let reading = ChipReading {
             candidates: &candidates,
-            display: &display,
+            by_id: &by_id,
+            lens,
             overrides: &overrides,
             counts: &counts,
             bundle_chains: &bundle_chains,
