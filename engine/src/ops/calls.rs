@@ -120,12 +120,7 @@ impl Engine {
             &ChainRequest {
                 intent: Some(&intent),
                 explicit,
-                record_override: None,
-                person: None,
-                bundle_override: None,
-                pack_preferred: &[],
-                already_found: &[],
-                waits_out_until: None,
+                ..ChainRequest::default()
             },
             &scope.candidates(&self.registry),
         );
