@@ -111,16 +111,7 @@ async fn a_person_s_own_order_chooses_their_fires_and_chips_and_nobody_else_s() 
         assert_eq!(first_fired(&bobs), "alpha");
 
         // My menu marks my order; Bob's marks none.
-        let menu_path = format!("/api/records/{}/menu/web", records[2]);
-        let menu: ConnectorMenu = server
-            .client
-            .get(server.at(&menu_path))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let menu = server.me().menu(records[2], "web").await;
         let place = |menu: &ConnectorMenu, id: &str| {
             menu.entries
                 .iter()
@@ -130,14 +121,7 @@ async fn a_person_s_own_order_chooses_their_fires_and_chips_and_nobody_else_s() 
         assert_eq!(place(&menu, "gamma"), Some((Some(1), true)));
         assert_eq!(place(&menu, "alpha"), Some((Some(2), false)));
         assert_eq!(place(&menu, "beta"), Some((None, false)));
-        let bobs_menu: ConnectorMenu = bob
-            .get(server.at(&menu_path))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let bobs_menu = server.as_(&bob).menu(records[2], "web").await;
         assert!(bobs_menu.entries.iter().all(|e| e.your_order.is_none()));
         assert_eq!(place(&bobs_menu, "alpha"), Some((None, true)));
 

@@ -42,12 +42,7 @@ impl Engine {
         pack_id: &str,
         connectors: &[String],
     ) -> Result<PersonalChain, OpError> {
-        let pack = self
-            .catalog_in(Some(who.workspace_id))
-            .await?
-            .pack(pack_id)
-            .cloned()
-            .ok_or_else(|| OpError::NotFound(format!("no pack {pack_id:?}")))?;
+        let pack = self.known_pack(who, pack_id).await?;
         if connectors.len() > MAX_PERSONAL_CHAIN {
             return Err(OpError::Invalid(format!(
                 "connectors: at most {MAX_PERSONAL_CHAIN}, not {}",
@@ -58,23 +53,7 @@ impl Engine {
         for (i, id) in connectors.iter().enumerate() {
             let id = id.trim();
             let at = format!("connectors[{i}]");
-            let handle = self
-                .registry
-                .by_id_in(id, Some(who.workspace_id))
-                .ok_or_else(|| {
-                    OpError::Invalid(format!("{at}: no connector {id:?} is registered here"))
-                })?;
-            if !handle
-                .registration
-                .profile
-                .capabilities
-                .contains(&pack.intent)
-            {
-                return Err(OpError::Invalid(format!(
-                    "{at}: {id} does not serve {} (pack {pack_id:?})",
-                    pack.intent.name()
-                )));
-            }
+            self.check_serves(who, &pack, id, &at)?;
             if chain.iter().any(|c| c == id) {
                 return Err(OpError::Invalid(format!("{at}: {id} is named twice")));
             }

@@ -131,18 +131,7 @@ impl Engine {
         let pack = self.known_pack(who, pack_id).await?;
         let connector = connector.map(str::trim).filter(|c| !c.is_empty());
         if let Some(id) = connector {
-            let handle = self.registered(who, id)?;
-            if !handle
-                .registration
-                .profile
-                .capabilities
-                .contains(&pack.intent)
-            {
-                return Err(OpError::Invalid(format!(
-                    "connector: {id:?} does not serve {} (the intent of pack {pack_id:?})",
-                    pack.intent
-                )));
-            }
+            self.check_serves(who, &pack, id, "connector")?;
         }
         Ok(self
             .store
@@ -177,7 +166,7 @@ impl Engine {
     }
 
     /// The pack as the caller's workspace has it; not found otherwise.
-    async fn known_pack(
+    pub(super) async fn known_pack(
         &self,
         who: &Principal,
         pack_id: &str,
@@ -189,16 +178,40 @@ impl Engine {
             .ok_or_else(|| OpError::NotFound(format!("no pack {pack_id:?}")))
     }
 
+    /// `id` names a connector the caller's workspace sees that serves
+    /// `pack`'s intent; a bad `field` otherwise.
+    pub(super) fn check_serves(
+        &self,
+        who: &Principal,
+        pack: &model::PackConfig,
+        id: &str,
+        field: &str,
+    ) -> Result<(), OpError> {
+        let handle = self.registered(who, id, field)?;
+        if handle
+            .registration
+            .profile
+            .capabilities
+            .contains(&pack.intent)
+        {
+            Ok(())
+        } else {
+            Err(OpError::Invalid(format!(
+                "{field}: {id:?} does not serve {} (the intent of pack {:?})",
+                pack.intent, pack.pack_id
+            )))
+        }
+    }
+
     /// A connector the caller's workspace can see; a bad field otherwise.
     fn registered(
         &self,
         who: &Principal,
         id: &str,
+        field: &str,
     ) -> Result<crate::connectors::registry::ConnectorHandle, OpError> {
         self.registry
             .by_id_in(id, Some(who.workspace_id))
-            .ok_or_else(|| {
-                OpError::Invalid(format!("connector: no connector {id:?} is registered"))
-            })
+            .ok_or_else(|| OpError::Invalid(format!("{field}: no connector {id:?} is registered")))
     }
 }

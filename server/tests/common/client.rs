@@ -136,6 +136,13 @@ impl As<'_> {
         envelope.results.remove(0)
     }
 
+    /// A chip's connector menu: every connector serving `pack`'s intent,
+    /// as this person sees it.
+    pub async fn menu(&self, record_id: i64, pack: &str) -> model::ConnectorMenu {
+        let path = format!("/api/records/{record_id}/menu/{pack}");
+        self.answer(self.request(Method::GET, &path), 200).await
+    }
+
     /// A record's items, as the curated layer holds them.
     pub async fn items(&self, record_id: i64) -> Vec<Item> {
         let path = format!("/api/records/{record_id}/items");
