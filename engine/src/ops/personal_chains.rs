@@ -17,10 +17,12 @@ pub const MAX_PERSONAL_CHAIN: usize = 20;
 impl Engine {
     /// The caller's own orders in their workspace, by pack id.
     pub async fn my_chains(&self, who: &Principal) -> Result<Vec<PersonalChain>, OpError> {
-        let mut chains: Vec<PersonalChain> = self
-            .store
-            .personal_chains(who.user_id, who.workspace_id)
-            .await?
+        let settings = self.store.workspace_settings(who.workspace_id).await?;
+        let mut chains: Vec<PersonalChain> = settings
+            .personal_chains
+            .get(&who.user_id)
+            .cloned()
+            .unwrap_or_default()
             .into_iter()
             .map(|(pack_id, connectors)| PersonalChain {
                 pack_id,

@@ -236,6 +236,9 @@ impl Store {
             }
         };
         tx.commit().await?;
+        if removal == Removal::Removed {
+            self.settings_changed(workspace_id);
+        }
         Ok(removal)
     }
 

@@ -35,6 +35,7 @@ pub use items::TriageError;
 pub use jobs::{NewJob, Task};
 pub use leases::{Leased, ReapedFire, INTERRUPTED};
 pub use manifests::StoredManifest;
+pub use personal_chains::PersonalChains;
 pub use record_sets::{NewRecord, NewRecordSet, StoredRecord};
 pub use refresh::StoredSchedule;
 pub use results::usable_results;

@@ -1,36 +1,41 @@
 //! People's own orders of a pack's connectors, one per person, workspace
-//! and pack (see `personal_chains` in the migrations).
+//! and pack (see `personal_chains` in the migrations). A workspace's are
+//! read with its settings (`Store::workspace_settings`), so a fire reads
+//! them from memory.
 
 use std::collections::HashMap;
 
 use super::{Store, StoreError};
 
+/// Own orders by user id, then by pack id.
+pub type PersonalChains = HashMap<i64, HashMap<String, Vec<String>>>;
+
 impl Store {
-    /// A person's own orders in a workspace, by pack. A row this version
-    /// cannot read is left out with a warning: the pack's chain serves.
-    pub async fn personal_chains(
+    /// Everyone's own orders in a workspace: by user, then by pack. A row
+    /// this version cannot read is left out with a warning: the pack's
+    /// chain serves.
+    pub(super) async fn personal_chains_in(
         &self,
-        user_id: i64,
         workspace_id: i64,
-    ) -> Result<HashMap<String, Vec<String>>, StoreError> {
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT pack_id, connectors FROM personal_chains \
-             WHERE user_id = $1 AND workspace_id = $2",
+    ) -> Result<PersonalChains, StoreError> {
+        let rows: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT user_id, pack_id, connectors FROM personal_chains WHERE workspace_id = $1",
         )
-        .bind(user_id)
         .bind(workspace_id)
         .fetch_all(self.pool())
         .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(pack, text)| match serde_json::from_str(&text) {
-                Ok(chain) => Some((pack, chain)),
-                Err(e) => {
-                    tracing::warn!(user = user_id, workspace = workspace_id, pack = %pack, error = %e, "A personal chain cannot be read; the pack's chain serves.");
-                    None
+        let mut out = PersonalChains::new();
+        for (user, pack, text) in rows {
+            match serde_json::from_str(&text) {
+                Ok(chain) => {
+                    out.entry(user).or_default().insert(pack, chain);
                 }
-            })
-            .collect())
+                Err(e) => {
+                    tracing::warn!(user, workspace = workspace_id, pack = %pack, error = %e, "A personal chain cannot be read; the pack's chain serves.");
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Sets (or with `None` clears) a person's own order for a pack.
@@ -72,6 +77,7 @@ impl Store {
                 .await?;
             }
         }
+        self.settings_changed(workspace_id);
         Ok(())
     }
 }

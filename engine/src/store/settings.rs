@@ -1,6 +1,7 @@
 //! The per-workspace settings every fire, chip and menu reads, kept in
 //! memory: the connectors a workspace switched off, the names of its
-//! secrets, its own packs and bundles, its budgets. This process's own writes to them
+//! secrets, its own packs and bundles, its budgets, its members' own
+//! connector orders. This process's own writes to them
 //! replace them at once; another process's are seen within [`FRESH_FOR`].
 
 use std::collections::{BTreeSet, HashMap};
@@ -26,6 +27,8 @@ pub struct WorkspaceSettings {
     pub bundles: Vec<model::BundleConfig>,
     /// Its budgets with this month's spend.
     pub budgets: Vec<model::BudgetStatus>,
+    /// Its members' own orders of packs' connectors.
+    pub personal_chains: super::PersonalChains,
 }
 
 /// Settings read, by workspace, with a count of this process's changes so
@@ -76,6 +79,7 @@ impl Store {
             packs,
             bundles,
             budgets: self.budgets(workspace_id).await?,
+            personal_chains: self.personal_chains_in(workspace_id).await?,
         });
         let mut entries = self.settings.entries();
         let entry = entries.entry(workspace_id).or_default();

@@ -82,13 +82,10 @@ impl Dispatcher {
                 personal: HashMap::new(),
             });
         };
-        let personal = async {
-            match user_id {
-                Some(user) => self.store.personal_chains(user, ws).await,
-                None => Ok(HashMap::new()),
-            }
-        };
-        let (settings, personal) = tokio::try_join!(self.store.workspace_settings(ws), personal)?;
+        let settings = self.store.workspace_settings(ws).await?;
+        let personal = user_id
+            .and_then(|user| settings.personal_chains.get(&user).cloned())
+            .unwrap_or_default();
         Ok(Scope {
             lens: Lens::from_settings(ws, &settings, self.store.clock()),
             catalog: overlaid(base, ws, &settings),
