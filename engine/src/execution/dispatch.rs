@@ -32,6 +32,7 @@ use crate::store::{retrying, Backend, Store, StoreError};
 use crate::tenancy::secrets::Sealer;
 
 mod chips;
+mod hold;
 mod in_flight;
 mod ledger;
 mod prepare;

@@ -221,6 +221,7 @@ pub(super) fn skip(connector_id: &str, reason: &str) -> Skipped {
         connector_id: connector_id.to_owned(),
         reason: reason.to_owned(),
         capped: false,
+        spend_more: None,
     }
 }
 

@@ -7,17 +7,16 @@
 
 use std::time::Duration;
 
-use model::{
-    Amount, Capability, Charge, ConnectorStatus, CostTier, EventKind, FireOutcome, PaidBy, Skipped,
-};
+use model::{Capability, Charge, ConnectorStatus, FireOutcome, Skipped};
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use super::hold::PaidCap;
 use super::{skip, Called, Dispatcher};
 use crate::connectors::lens::Lens;
 use crate::connectors::registry::ConnectorHandle;
 use crate::connectors::seam::{ConnectorResult, FireError, FireOpts, Found, Secrets};
 use crate::execution::flow::{Permit, Priority};
-use crate::store::{retrying, Reservation, StoreError, Taken};
+use crate::store::{retrying, StoreError};
 use model::AttemptEnd;
 
 /// How far ahead background work (a job's fire) waits for the rate limit
@@ -82,14 +81,6 @@ pub(crate) struct Subject<'a> {
     pub priority: Priority,
     /// A job's limit of paid fires per record, if it has one.
     pub paid_cap: Option<PaidCap>,
-}
-
-/// At most `most` fires of paid connectors for `record_id` in job `job_id`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PaidCap {
-    pub job_id: i64,
-    pub record_id: i64,
-    pub most: u32,
 }
 
 impl Dispatcher {
@@ -334,110 +325,6 @@ impl Dispatcher {
         }
     }
 
-    /// Takes what a call needs before it goes out, in order: its price
-    /// from the workspace's budgets, its place among a job's paid fires of
-    /// the record, its place under the connector's daily cap. The first
-    /// that refuses gives back what was taken and says why, as the walk's
-    /// skip; the budgets a call took past their warning line are told to
-    /// the workspace.
-    async fn hold(
-        &self,
-        workspace_id: Option<i64>,
-        handle: &ConnectorHandle,
-        intent: &Capability,
-        keyed_by: Option<i64>,
-        paid_cap: Option<PaidCap>,
-    ) -> Result<Result<Held, Skipped>, StoreError> {
-        let registration = &handle.registration;
-        let id = registration.profile.id.as_str();
-        let mut held = Held {
-            charge: registration.profile.cost.as_ref().map(|cost| Charge {
-                amount: cost.of_call(intent.name()),
-                unit: cost.unit.clone(),
-                paid_by: if keyed_by.is_some() {
-                    PaidBy::Workspace
-                } else {
-                    PaidBy::Server
-                },
-            }),
-            reserved: None,
-            paid: None,
-        };
-        // A call priced at nothing takes nothing from the budgets.
-        let priced = held.charge.as_ref().filter(|c| c.amount > Amount::ZERO);
-        if let (Some(price), Some(ws)) = (priced, workspace_id) {
-            match retrying(|| self.store.take_spend(ws, id, &price.unit, price.amount)).await? {
-                Taken::Taken {
-                    reservation,
-                    warnings,
-                } => {
-                    for budget in warnings {
-                        self.events
-                            .publish_in(Some(ws), EventKind::BudgetChanged { budget });
-                    }
-                    held.reserved = Some(reservation);
-                }
-                Taken::Refused(status) => {
-                    return Ok(Err(capped(
-                        id,
-                        &status.spent_reason(&registration.profile.display_name),
-                    )));
-                }
-            }
-        }
-        let paid = registration.profile.cost_tier == CostTier::Paid || priced.is_some();
-        if let Some(cap) = paid_cap.filter(|_| paid) {
-            if !retrying(|| {
-                self.store
-                    .take_paid_fire(cap.job_id, cap.record_id, cap.most)
-            })
-            .await?
-            {
-                self.release(&held).await;
-                return Ok(Err(capped(
-                    id,
-                    &format!("this fan-out allows {} paid fires per record", cap.most),
-                )));
-            }
-            held.paid = Some(cap);
-        }
-        if let Some(reached) = self.take_daily(handle, workspace_id, keyed_by).await? {
-            self.release(&held).await;
-            return Ok(Err(capped(id, &reached)));
-        }
-        Ok(Ok(held))
-    }
-
-    /// Takes a place under the connector's daily cap for one call with
-    /// `keyed_by`'s key and, with the server's key, under the share of it
-    /// one workspace may take ([`super::DispatchConfig::share_of`]). Says
-    /// which is reached when one is.
-    async fn take_daily(
-        &self,
-        handle: &ConnectorHandle,
-        workspace_id: Option<i64>,
-        keyed_by: Option<i64>,
-    ) -> Result<Option<String>, StoreError> {
-        let profile = &handle.registration.profile;
-        let Some(cap) = profile.rate_hints.daily_cap else {
-            return Ok(None);
-        };
-        let share = self.config.share_of(cap);
-        if let (None, Some(ws)) = (keyed_by, workspace_id.filter(|_| share < cap)) {
-            let counted = crate::connectors::lens::share_key(&profile.id, ws);
-            if !retrying(|| self.store.take_daily_fire(&counted, share)).await? {
-                return Ok(Some(format!(
-                    "this workspace's share of the daily cap is reached ({share} of {cap} fires)"
-                )));
-            }
-        }
-        let counted = crate::connectors::lens::usage_key(&profile.id, keyed_by);
-        if !retrying(|| self.store.take_daily_fire(&counted, cap)).await? {
-            return Ok(Some(format!("daily cap of {cap} fires reached")));
-        }
-        Ok(None)
-    }
-
     /// One call outside any chain (an admin's re-check of a connector),
     /// under a walk's rules: the workspace's budgets and the daily cap
     /// with its share are taken first, and given back when the provider
@@ -484,24 +371,6 @@ impl Dispatcher {
         };
         Ok(Ok((ended, charge)))
     }
-
-    /// Gives back what a call that was not billed (or not made) held. A
-    /// give-back that fails leaves it counted: a budget or a limit may then
-    /// stop early, never late.
-    async fn release(&self, held: &Held) {
-        if let Some(reserved) = &held.reserved {
-            if let Err(e) = retrying(|| self.store.give_back(reserved)).await {
-                tracing::warn!(error = %e, connector = %reserved.connector_id, "Giving back an unbilled call's cost failed; it stays counted.");
-            }
-        }
-        if let Some(cap) = held.paid {
-            if let Err(e) =
-                retrying(|| self.store.give_back_paid_fire(cap.job_id, cap.record_id)).await
-            {
-                tracing::warn!(error = %e, job = cap.job_id, "Taking back an unbilled paid fire failed; it stays counted.");
-            }
-        }
-    }
 }
 
 /// One connector's turn in a walk: the connector as the walk found it,
@@ -532,21 +401,4 @@ enum Lifted {
     /// Unregistered while the fire ran.
     Gone,
     Cancelled,
-}
-
-/// What a call holds while it is made: the charge it will record if
-/// billed, its cost taken from the budgets, its place among the job's paid
-/// fires of the record.
-struct Held {
-    charge: Option<Charge>,
-    reserved: Option<Reservation>,
-    paid: Option<PaidCap>,
-}
-
-/// A skip because a spending limit stops the connector.
-fn capped(connector_id: &str, reason: &str) -> Skipped {
-    Skipped {
-        capped: true,
-        ..skip(connector_id, reason)
-    }
 }
