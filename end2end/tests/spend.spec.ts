@@ -139,6 +139,77 @@ test("a budget is set on the inventory, the fan-out confirmation shows the estim
   }
 });
 
+test("past a record's daily cap the chip asks \"spend more?\", and a yes fires past it", async ({ baseURL, signedIn }) => {
+  let calls = 0;
+  // The provider finds nothing (billed all the same), so each click fires again.
+  const provider = await localProvider((_req, res) => {
+    calls += 1;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ results: [] }));
+  });
+  const api = await playwrightRequest.newContext({
+    baseURL,
+    storageState: authFile("ada"),
+    extraHTTPHeaders: { origin: baseURL! },
+  });
+  const manifest = priced(provider.url).replace('id = "e2e-paid"', 'id = "e2e-capped"').replace("search.priced", "search.capped");
+  try {
+    await ok(await api.post("/api/manifests", { headers: { "content-type": "application/toml" }, data: manifest }), "manifest");
+    await ok(
+      await api.put("/api/packs/capped", {
+        data: { pack_id: "capped", display_name: "Capped", short_label: "cp", intent: "search.capped", preferred_connectors: ["e2e-capped"] },
+      }),
+      "pack",
+    );
+    await ok(await api.put("/api/bundles/capped", { data: { bundle_id: "capped", display_name: "Capped", members: [{ pack: "capped" }] } }), "bundle");
+    const imported = await ok(
+      await api.post("/api/record-sets?name=Capped%20set&bundle=capped", { headers: { "content-type": "text/csv" }, data: "name\nGamma Foods\n" }),
+      "import",
+    );
+    const setUrl = `/record-sets/${((await imported.json()) as { id: number }).id}`;
+
+    // Ada caps what one record may cost a day on the inventory.
+    const ada = await signedIn("ada");
+    await ada.goto("/inventory");
+    await hydrated(ada);
+    const form = ada.locator("form.set-record-cap");
+    await form.getByLabel("Unit").fill("USD");
+    await form.getByLabel("Per record per day").fill("0.3");
+    await form.getByRole("button", { name: "Set cap" }).click();
+    await expect(ada.locator('tr[data-record-cap="USD"]')).toContainText("0.30 USD per record a day");
+
+    await ada.goto(setUrl);
+    await expect(ada.locator("body")).toHaveAttribute("data-live", "true");
+    const card = ada.locator('article.card:has(h2:text-is("Gamma Foods"))');
+    const chip = card.locator('[data-pack="capped"]');
+    await chip.click();
+    await expect(chip).toHaveAttribute("data-state", "not_found");
+    expect(calls).toBe(1);
+    // A second click would take the record to 0.50 USD: it asks instead.
+    await chip.click();
+    const question = card.getByRole("group", { name: "Spend more on this record?" });
+    await expect(question).toContainText("This record has cost 0.25 USD today (its cap is 0.30 USD a day); spend 0.25 USD more?");
+    expect(calls).toBe(1);
+    await question.getByRole("button", { name: "Spend 0.25 USD" }).click();
+    await expect(question).toHaveCount(0);
+    await expect(chip).toHaveAttribute("title", /This record has cost 0\.50 USD today\.$/);
+    expect(calls).toBe(2);
+    // Not now puts the question away without firing.
+    await chip.click();
+    await expect(question).toBeVisible();
+    await question.getByRole("button", { name: "Not now" }).click();
+    await expect(question).toHaveCount(0);
+    expect(calls).toBe(2);
+  } finally {
+    await api.delete("/api/record-caps?unit=USD");
+    await api.delete("/api/bundles/capped");
+    await api.delete("/api/packs/capped");
+    await api.delete("/api/manifests/e2e-capped");
+    await api.dispose();
+    await provider.close();
+  }
+});
+
 test("an admin schedules a pack of a set to refresh by itself and removes it; a member only reads it", async ({ signedIn }) => {
   const ada = await signedIn("ada");
   await ada.goto("/record-sets");

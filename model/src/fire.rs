@@ -212,6 +212,10 @@ pub struct Skipped {
     /// A spending limit (a daily cap) stopped it, not the connector's state.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub capped: bool,
+    /// The record's daily cap stopped a priced call: the question to ask
+    /// before firing again with `spend_more`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend_more: Option<crate::SpendQuestion>,
 }
 
 /// What one fire (one chip click, one job step) did.
@@ -235,4 +239,19 @@ pub struct FireReport {
     /// Notes for the person, e.g. "serpapi is disabled; falling back to the chain".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+impl FireReport {
+    /// The question to ask when the record's daily cap stopped a priced
+    /// connector and nothing the fire tried found results: "spend more?".
+    pub fn spend_question(&self) -> Option<&crate::SpendQuestion> {
+        let found = self
+            .attempts
+            .iter()
+            .any(|a| a.end.outcome == Some(FireOutcome::Found));
+        if found {
+            return None;
+        }
+        self.skipped.iter().find_map(|s| s.spend_more.as_ref())
+    }
 }

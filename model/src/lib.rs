@@ -15,6 +15,7 @@ pub mod manifest;
 pub mod pack;
 pub mod receipt;
 pub mod record;
+pub mod record_cap;
 pub mod record_set;
 pub mod spend;
 pub mod template;
@@ -50,6 +51,7 @@ pub use record::{
     Chip, ExportedRecord, Field, ImportReport, Record, RecordFilter, RecordsPage, Rejection,
     TriagePage,
 };
+pub use record_cap::{RecordCap, RecordCapStatus, SpendQuestion};
 pub use record_set::RecordSetSummary;
 pub use spend::{
     check_unit, describe_spent, Amount, Budget, BudgetStatus, Charge, Cost, NextCost, PaidBy,

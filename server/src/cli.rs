@@ -71,7 +71,8 @@ pub enum RemoteCommand {
 #[derive(Clone, Debug, Args)]
 #[command(after_help = "Exit codes: 0 done; 1 the work failed; 2 bad input; \
 3 no or refused token, or not allowed; 4 not found; 5 conflict; 6 a cap or \
-rate limit; 7 the server failed or cannot be reached.")]
+rate limit; 7 the server failed or cannot be reached; 8 a record's daily cap \
+asks before spending more (run again with --spend-more).")]
 pub struct RemoteArgs {
     /// The server's address.
     #[arg(long, env = "SWITCHYARD_URL", default_value = "http://127.0.0.1:3000")]
@@ -112,6 +113,9 @@ pub struct FireArgs {
     /// Fire exactly this connector (the chip menu's "fire through").
     #[arg(long)]
     pub connector: Option<String>,
+    /// Spend past the record's daily cap this time (exit code 8 asked).
+    #[arg(long)]
+    pub spend_more: bool,
     #[command(flatten)]
     pub remote: RemoteArgs,
 }

@@ -117,6 +117,7 @@ fn record_set_tools() -> Vec<Tool> {
                     "record_id": { "type": "integer" },
                     "pack": { "type": "string", "description": "A pack id, e.g. wp" },
                     "connector": { "type": "string", "description": "Fire exactly this connector" },
+                    "spend_more": { "type": "boolean", "default": false, "description": "Spend past the record's daily cap this time (after a refusal that asked)" },
                 },
                 "required": ["record_id", "pack"],
             })),
@@ -216,7 +217,15 @@ impl Door {
             "fire_pack" => {
                 let a: FirePackArgs = arguments(args)?;
                 json!(e
-                    .fire_pack_envelope(who, a.record_id, &a.pack, a.connector.as_deref())
+                    .fire_pack_envelope(
+                        who,
+                        a.record_id,
+                        &a.pack,
+                        engine::ops::FireChoice {
+                            connector: a.connector.as_deref(),
+                            spend_more: a.spend_more,
+                        },
+                    )
                     .await
                     .map_err(failed)?)
             }
@@ -288,6 +297,8 @@ struct FirePackArgs {
     record_id: i64,
     pack: String,
     connector: Option<String>,
+    #[serde(default)]
+    spend_more: bool,
 }
 
 /// `start_fanout`: packs over every record of a set, as a job.

@@ -30,6 +30,9 @@ pub enum Exit {
     Limited = 6,
     /// The server failed, or could not be reached.
     Unavailable = 7,
+    /// A record's daily cap asks before spending more: run again with
+    /// `--spend-more` to spend it.
+    SpendMore = 8,
 }
 
 impl Exit {
@@ -38,6 +41,7 @@ impl Exit {
         match status {
             401 | 403 => Exit::NotAllowed,
             404 => Exit::NotFound,
+            402 => Exit::SpendMore,
             409 => Exit::Conflict,
             429 => Exit::Limited,
             400..=499 => Exit::BadInput,
@@ -281,6 +285,9 @@ async fn fire(args: FireArgs, out: &mut impl Write) -> Outcome {
     if let Some(c) = &args.connector {
         body["connector"] = c.as_str().into();
     }
+    if args.spend_more {
+        body["spend_more"] = true.into();
+    }
     let answer = door
         .post(&format!("/api/records/{}/fire", args.record), body, &what)
         .await?;
@@ -506,6 +513,7 @@ mod tests {
         assert_eq!(Exit::of_status(404), Exit::NotFound);
         assert_eq!(Exit::of_status(409), Exit::Conflict);
         assert_eq!(Exit::of_status(429), Exit::Limited);
+        assert_eq!(Exit::of_status(402), Exit::SpendMore);
         assert_eq!(Exit::of_status(400), Exit::BadInput);
         assert_eq!(Exit::of_status(422), Exit::BadInput);
         assert_eq!(Exit::of_status(500), Exit::Unavailable);

@@ -309,3 +309,51 @@ async fn backup_copies_a_running_servers_database_and_says_how_for_postgresql() 
     let _ = std::fs::remove_file(&copy);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_fire_past_a_records_daily_cap_exits_8_until_told_to_spend_more() {
+    let server = TestServer::start_with(engine::store::testing::sqlite(), |state| {
+        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        let mut reg =
+            ScriptedConnector::registration("alpha", CostTier::Paid, &[B::SearchWeb.into()]);
+        reg.profile.cost = Some(model::Cost::per_call(
+            model::Amount::from_decimal(0.1).unwrap(),
+            "USD",
+        ));
+        let alpha = ScriptedConnector::new("alpha", std::iter::repeat_n(Step::Empty, 3));
+        state.engine.registry().register(reg, alpha).unwrap();
+    })
+    .await;
+    let (_, token) = server
+        .state
+        .engine
+        .create_token(TEST_EMAIL, TEST_WORKSPACE)
+        .await
+        .unwrap();
+    let (code, body) = server
+        .put_json(
+            "/api/record-caps",
+            serde_json::json!({"unit": "USD", "daily_limit": 0.1}),
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    let set = server
+        .me()
+        .import("S", "test", "name,city\nAcme,Lyon\n")
+        .await
+        .id;
+    let record = server.me().record_ids(set).await[0].to_string();
+    let fire = ["fire", "--record", &record, "--pack", "web"];
+    assert_eq!(switchyard(&server, Some(&token), &fire).await.code, 0);
+    let ran = switchyard(&server, Some(&token), &fire).await;
+    assert_eq!(ran.code, 8, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("spend 0.10 USD more?"),
+        "{}",
+        ran.stderr
+    );
+    let more = [&fire[..], &["--spend-more"]].concat();
+    let ran = switchyard(&server, Some(&token), &more).await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    server.stop().await;
+}

@@ -1,6 +1,7 @@
 //! The agents' door, driven by a real MCP client (rmcp's, over streamable
 //! HTTP): the tools a workspace may use, a capability call answering the
-//! same envelope as the REST door, the record-set tools, a connector added
+//! same envelope as the REST door, the record-set tools, a record's daily
+//! cap that asks before spending more, a connector added
 //! while the server runs, and no way in without a token.
 
 mod common;
@@ -417,4 +418,57 @@ async fn an_agent_on_another_process_is_told_when_its_tools_change() {
     agent.cancel().await.ok();
     a.stop().await;
     b.stop().await;
+}
+
+#[tokio::test]
+async fn an_agent_past_a_records_daily_cap_is_asked_and_may_spend_more() {
+    let server = TestServer::start_with(engine::store::testing::sqlite(), |state| {
+        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        let mut reg =
+            ScriptedConnector::registration("alpha", CostTier::Paid, &[B::SearchWeb.into()]);
+        reg.profile.cost = Some(model::Cost::per_call(
+            model::Amount::from_decimal(0.1).unwrap(),
+            "USD",
+        ));
+        let alpha = ScriptedConnector::new("alpha", std::iter::repeat_n(Step::Found(1), 5));
+        state.engine.registry().register(reg, alpha).unwrap();
+    })
+    .await;
+    let (code, body) = server
+        .put_json(
+            "/api/record-caps",
+            json!({"unit": "USD", "daily_limit": 0.1}),
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    let set = server
+        .me()
+        .import("S", "test", "name,city\nAcme,Lyon\n")
+        .await
+        .id;
+    let record = server.me().record_ids(set).await[0];
+    let agent = agent(&server, &token(&server, TEST_EMAIL, TEST_WORKSPACE).await).await;
+    let args = json!({"record_id": record, "pack": "web", "connector": "alpha"});
+    answer(&call(&agent, "fire_pack", args.clone()).await);
+    let refused = call(&agent, "fire_pack", args).await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let text = format!("{:?}", refused.content);
+    assert!(
+        text.contains("This record has cost 0.10 USD today (its cap is 0.10 USD a day); spend 0.10 USD more? To spend it, fire again with spend_more."),
+        "{text}"
+    );
+    let fired = answer(
+        &call(
+            &agent,
+            "fire_pack",
+            json!({"record_id": record, "pack": "web", "connector": "alpha", "spend_more": true}),
+        )
+        .await,
+    );
+    assert_eq!(
+        fired["results"][0]["attempts"][0]["charge"]["amount"], 0.1,
+        "{fired}"
+    );
+    agent.cancel().await.ok();
+    server.stop().await;
 }

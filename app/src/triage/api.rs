@@ -40,11 +40,17 @@ pub struct ChipFired {
     pub notes: Vec<String>,
     /// Whether any connector was tried.
     pub tried: bool,
+    /// The record's daily cap stopped a priced connector and nothing was
+    /// found: the question to ask ("spend more?").
+    pub spend_more: Option<model::SpendQuestion>,
 }
 
 impl ChipFired {
     /// Why nothing fired, when nothing did: the last note.
     pub fn not_fired(&self) -> Option<String> {
+        if self.spend_more.is_some() {
+            return None;
+        }
         (!self.tried).then(|| self.notes.last().cloned()).flatten()
     }
 }
@@ -54,6 +60,7 @@ impl From<model::FireReport> for ChipFired {
     fn from(report: model::FireReport) -> Self {
         Self {
             tried: !report.attempts.is_empty(),
+            spend_more: report.spend_question().cloned(),
             notes: report.notes,
             chip: report.chip,
             items: report.items,
@@ -66,10 +73,15 @@ pub async fn fire_chip(
     record_id: i64,
     pack_id: String,
     connector: Option<String>,
+    spend_more: bool,
 ) -> Result<ChipFired, ServerFnError> {
     let (engine, who) = ssr::door()?;
+    let choice = engine::ops::FireChoice {
+        connector: connector.as_deref(),
+        spend_more,
+    };
     engine
-        .fire_pack(&who, record_id, &pack_id, connector.as_deref())
+        .fire_pack(&who, record_id, &pack_id, choice)
         .await
         .map(ChipFired::from)
         .map_err(ssr::fail)

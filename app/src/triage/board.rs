@@ -30,6 +30,9 @@ pub struct ChipSlot {
     /// What this page's last fire of the chip told the person (a pick that
     /// could not fire, and the fallback taken), until the next fire.
     pub note: RwSignal<Option<String>>,
+    /// The record's daily cap stopped this page's last fire of the chip:
+    /// the question ("spend more?") until it is answered or another fire.
+    pub ask: RwSignal<Option<model::SpendQuestion>>,
 }
 
 /// Every signal of the view, by record (and pack).
@@ -145,6 +148,7 @@ impl Board {
             slot.state.set(fired.chip.clone());
             let note = (!fired.notes.is_empty()).then(|| fired.notes.join("; "));
             slot.note.try_set(note);
+            slot.ask.try_set(fired.spend_more.clone());
         }
         for item in fired.items {
             self.put_item(item);
@@ -223,6 +227,7 @@ impl Board {
             chosen_by: RwSignal::new(chip.and_then(|c| c.chosen_by)),
             next_cost: RwSignal::new(chip.and_then(|c| c.next_cost.clone())),
             note: RwSignal::new(None),
+            ask: RwSignal::new(None),
         };
         self.chips.update_value(|m| {
             m.insert(key, slot);

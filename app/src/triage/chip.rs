@@ -1,8 +1,9 @@
 //! A chip: one pack on one record. Click fires the next connector (click
-//! again while firing cancels, except once the chip already says "nothing
-//! found yet": then the fire goes on and the chip says it is still
-//! looking); right-click, the caret or a long press opens the menu. A
-//! rate-limited chip counts down and comes back by itself.
+//! again while firing cancels, also once the chip looks not-found after
+//! 5 s); right-click, the caret or a long press opens the menu. A
+//! rate-limited chip counts down and comes back by itself. When the
+//! record's daily cap stopped a fire, the chip asks "spend more?" and a
+//! yes fires the connector past the cap.
 
 use std::time::Duration;
 
@@ -190,8 +191,50 @@ pub fn ChipButton(record_id: i64, pack: PackConfig, live: ChipSlot, board: Board
                 "▾"
             </button>
             {move || live.note.get().map(|note| view! { <span class="chip-note" role="status">{note}</span> })}
+            {move || live.ask.get().map(|question| {
+                let pack_id = pack_id.clone();
+                view! { <SpendMore question record_id pack_id live local board/> }
+            })}
         </span>
     }
+}
+
+/// The question a fire stopped by the record's daily cap asks beside the
+/// chip: yes fires that connector past the cap, no puts it away.
+#[component]
+fn SpendMore(
+    question: model::SpendQuestion,
+    record_id: i64,
+    pack_id: String,
+    live: ChipSlot,
+    local: ChipLocal,
+    board: Board,
+) -> impl IntoView {
+    let yes_label = format!("Spend {}", question.price.in_unit(&question.unit));
+    let connector = question.connector_id.clone();
+    let yes = move |_| {
+        let through = Fire {
+            connector: Some(connector.clone()),
+            spend_more: true,
+        };
+        fire_now(record_id, &pack_id, through, (live, local), board);
+    };
+    view! {
+        <span class="spend-more" role="group" aria-label="Spend more on this record?">
+            <span role="status">{question.ask()}</span>
+            " "
+            <button type="button" class="spend-yes" on:click=yes>{yes_label}</button>
+            " "
+            <button type="button" class="spend-no" on:click=move |_| live.ask.set(None)>"Not now"</button>
+        </span>
+    }
+}
+
+/// What to fire: the chain or exactly one connector, and whether past
+/// the record's daily cap.
+struct Fire {
+    connector: Option<String>,
+    spend_more: bool,
 }
 
 /// What a click on the chip does: nothing while it cannot fire; while it
@@ -212,8 +255,26 @@ fn click(record_id: i64, pack_id: &str, live: ChipSlot, local: ChipLocal, board:
         }
         _ => {}
     }
+    let chain = Fire {
+        connector: None,
+        spend_more: false,
+    };
+    fire_now(record_id, pack_id, chain, (live, local), board);
+}
+
+/// Fires the chip now: it shows firing (not-found after 5 s while the
+/// fire goes on) until the answer comes.
+fn fire_now(
+    record_id: i64,
+    pack_id: &str,
+    what: Fire,
+    (live, local): (ChipSlot, ChipLocal),
+    board: Board,
+) {
+    let state = live.state;
     local.error.set(None);
     live.note.set(None);
+    live.ask.set(None);
     state.set(ChipState::Firing);
     local.slow.set(false);
     set_timeout(
@@ -227,7 +288,7 @@ fn click(record_id: i64, pack_id: &str, live: ChipSlot, local: ChipLocal, board:
     );
     let pack_id = pack_id.to_owned();
     spawn_local(async move {
-        match fire_chip(record_id, pack_id.clone(), None).await {
+        match fire_chip(record_id, pack_id.clone(), what.connector, what.spend_more).await {
             Ok(fired) => {
                 if let Some(why) = fired.not_fired() {
                     local.error.try_set(Some(why));

@@ -19,6 +19,8 @@ pub struct Lens {
     off: HashMap<String, ConnectorStatus>,
     secrets: BTreeSet<String>,
     budgets: Vec<BudgetStatus>,
+    /// What one record may cost a day, per unit.
+    record_caps: Vec<model::RecordCapStatus>,
     /// When its own rate limits and suspensions lift is read from this.
     clock: Clock,
 }
@@ -44,6 +46,7 @@ impl Lens {
             off: settings.off.clone(),
             secrets: settings.secret_names.clone(),
             budgets: settings.budgets.clone(),
+            record_caps: settings.record_caps.clone(),
             clock: clock.clone(),
         }
     }
@@ -93,6 +96,14 @@ impl Lens {
                 .min(),
             unit: cost.unit.clone(),
         })
+    }
+
+    /// What one record may cost a day in `unit`, if the workspace caps it.
+    pub fn record_cap(&self, unit: &str) -> Option<model::Amount> {
+        self.record_caps
+            .iter()
+            .find(|c| c.cap.unit == unit)
+            .map(|c| c.cap.daily_limit)
     }
 
     /// Which budget has too little left for one more call of the

@@ -118,6 +118,8 @@ pub struct FireRequest {
     /// comes before the bundle's and the pack's; `None` follows the
     /// workspace's chains (fan-outs, refreshes).
     pub chains_of: Option<i64>,
+    /// The person said to spend past the record's daily caps this time.
+    pub spend_more: bool,
 }
 
 impl FireRequest {
@@ -139,6 +141,7 @@ impl FireRequest {
             parent: None,
             paid_per_record: None,
             chains_of: None,
+            spend_more: false,
         }
     }
 
@@ -146,6 +149,13 @@ impl FireRequest {
     #[must_use]
     pub fn in_order_of(mut self, user_id: i64) -> Self {
         self.chains_of = Some(user_id);
+        self
+    }
+
+    /// The fire may spend past the record's daily caps.
+    #[must_use]
+    pub fn spending_more(mut self, spend_more: bool) -> Self {
+        self.spend_more = spend_more;
         self
     }
 

@@ -383,6 +383,9 @@ impl JobRunner {
                 paid_per_record: job.paid_per_record,
                 // A fan-out means the same whoever starts it.
                 chains_of: None,
+                // Nobody is there to answer "spend more?": past a record's
+                // daily cap, its paid connectors are walked past.
+                spend_more: false,
             };
             let Some(prepared) = self.plan(&batch, set, &task, req).await? else {
                 lock(&running.tasks).remove(&task.id);

@@ -272,6 +272,7 @@ impl Engine {
             },
             priority: Priority::Person,
             paid_cap: None,
+            record_day: None,
         };
         let walked = self
             .dispatcher

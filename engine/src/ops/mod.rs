@@ -33,6 +33,7 @@ pub use calls::{
 };
 pub use jobs::MAX_FANOUTS_RUNNING;
 pub use personal_chains::MAX_PERSONAL_CHAIN;
+pub use records::FireChoice;
 pub use slots::{Slot, Slots, Turnstiles};
 
 use model::Item;
@@ -80,6 +81,10 @@ pub enum OpError {
         detail: String,
         retry_after: std::time::Duration,
     },
+    /// A record's daily cap stopped a priced call and nothing else fired:
+    /// asking again with `spend_more` lets the call past the cap.
+    #[error("{} To spend it, fire again with spend_more.", .0.ask())]
+    SpendMore(Box<model::SpendQuestion>),
     /// The database does not answer (stopped, unreachable, or a SQLite
     /// file held by another writer for too long): nothing was done, and it
     /// is worth asking again in a few seconds. It holds the cause, for the
@@ -103,6 +108,7 @@ impl OpError {
             OpError::Unchecked { .. } => "invalid",
             OpError::TooLarge(_) => "too_large",
             OpError::Limited { .. } => "rate_limited",
+            OpError::SpendMore(_) => "spend_more",
             OpError::Unavailable(_) => "unavailable",
             OpError::Internal(_) => "internal",
         }
@@ -118,6 +124,7 @@ impl OpError {
             OpError::Unchecked { .. } => 422,
             OpError::TooLarge(_) => 413,
             OpError::Limited { .. } => 429,
+            OpError::SpendMore(_) => 402,
             OpError::Unavailable(_) => 503,
             OpError::Internal(_) => 500,
         }

@@ -11,23 +11,45 @@ use crate::Engine;
 
 use super::OpError;
 
+/// How a person fires a chip: through exactly one connector (the menu's
+/// "fire through") or its chain, and whether past the record's daily caps
+/// (the answer to "spend more?").
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FireChoice<'a> {
+    pub connector: Option<&'a str>,
+    pub spend_more: bool,
+}
+
+impl<'a> FireChoice<'a> {
+    /// The chain, or exactly `connector`, within the caps.
+    pub fn through(connector: Option<&'a str>) -> Self {
+        Self {
+            connector,
+            spend_more: false,
+        }
+    }
+}
+
 impl Engine {
     /// Fires `pack_id` for a record (exactly `connector` when given, the
     /// chip menu's "fire through") and waits for the fire to end. The fire
     /// is the engine's: a caller that stops waiting changes nothing about it.
-    /// When daily caps stopped every connector the chain could have fired,
-    /// nothing fired and the answer is [`OpError::Limited`] naming them.
+    /// When the record's daily cap stopped a priced connector and nothing
+    /// found results, the report's skip carries the question ("spend
+    /// more?"; `spend_more` lets the next fire past the cap). When other
+    /// caps stopped every connector the chain could have fired, nothing
+    /// fired and the answer is [`OpError::Limited`] naming them.
     pub async fn fire_pack(
         &self,
         who: &Principal,
         record_id: i64,
         pack_id: &str,
-        connector: Option<&str>,
+        choice: FireChoice<'_>,
     ) -> Result<FireReport, OpError> {
         self.authorize(who, Owned::Record(record_id)).await?;
         // A connector that cannot fire (not registered, not serving) is
         // walked past with a note, and the chain fires instead.
-        let connector = connector.map(str::trim).filter(|c| !c.is_empty());
+        let connector = choice.connector.map(str::trim).filter(|c| !c.is_empty());
         let report = self
             .dispatcher
             .fire(
@@ -37,9 +59,15 @@ impl Engine {
                     connector.map(str::to_owned),
                     who.email.clone(),
                 )
-                .in_order_of(who.user_id),
+                .in_order_of(who.user_id)
+                .spending_more(choice.spend_more),
             )
             .await?;
+        // The page asks the question beside the chip; the envelope's doors
+        // refuse with it.
+        if report.attempts.is_empty() && report.spend_question().is_some() {
+            return Ok(report);
+        }
         let capped: Vec<String> = report
             .skipped
             .iter()
@@ -59,15 +87,24 @@ impl Engine {
         Ok(report)
     }
 
-    /// [`Engine::fire_pack`] in the envelope every door answers a fire with.
+    /// [`Engine::fire_pack`] in the envelope every door answers a fire with;
+    /// [`OpError::SpendMore`] when the record's daily cap stopped it before
+    /// anything went out.
     pub async fn fire_pack_envelope(
         &self,
         who: &Principal,
         record_id: i64,
         pack_id: &str,
-        connector: Option<&str>,
+        choice: FireChoice<'_>,
     ) -> Result<Envelope<FireReport>, OpError> {
-        let report = self.fire_pack(who, record_id, pack_id, connector).await?;
+        let report = self.fire_pack(who, record_id, pack_id, choice).await?;
+        // Nothing went out: the refusal asks the question, for the caller
+        // to fire again with `spend_more`.
+        if report.attempts.is_empty() {
+            if let Some(question) = report.spend_question() {
+                return Err(OpError::SpendMore(Box::new(question.clone())));
+            }
+        }
         Ok(Envelope::of_fire(report))
     }
 

@@ -1,8 +1,9 @@
 //! Operations on what a workspace spends: its monthly budgets, read by
-//! every member and set or removed by admins, and what it spent, month by
-//! month, with every billed attempt's receipt.
+//! every member and set or removed by admins, its caps on what one record
+//! may cost a day, and what it spent, month by month, with every billed
+//! attempt's receipt.
 
-use model::{check_unit, Budget, BudgetStatus, EventKind, SpendReport};
+use model::{check_unit, Budget, BudgetStatus, EventKind, RecordCap, RecordCapStatus, SpendReport};
 
 use crate::store::ChargeRow;
 use crate::tenancy::Principal;
@@ -101,6 +102,46 @@ impl Engine {
         Ok(())
     }
 
+    /// The workspace's caps on what one record may cost a day, by unit.
+    pub async fn record_caps_of(&self, who: &Principal) -> Result<Vec<RecordCapStatus>, OpError> {
+        Ok(self.store.record_caps(who.workspace_id).await?)
+    }
+
+    /// Sets (or changes) what one record may cost a day in a unit
+    /// (admins). Today's spend of each record counts against it.
+    pub async fn set_record_cap(
+        &self,
+        who: &Principal,
+        mut cap: RecordCap,
+    ) -> Result<RecordCapStatus, OpError> {
+        require_admin(who)?;
+        cap.unit = cap.unit.trim().to_owned();
+        check_unit(&cap.unit).map_err(|e| OpError::Invalid(format!("unit: {e}")))?;
+        self.store
+            .set_record_cap(who.workspace_id, &cap, &who.email)
+            .await?;
+        self.store
+            .record_caps(who.workspace_id)
+            .await?
+            .into_iter()
+            .find(|c| c.cap.unit == cap.unit)
+            .ok_or_else(|| no_record_cap(&cap.unit))
+    }
+
+    /// Removes the cap of `unit` (admins).
+    pub async fn remove_record_cap(&self, who: &Principal, unit: &str) -> Result<(), OpError> {
+        require_admin(who)?;
+        if self
+            .store
+            .remove_record_cap(who.workspace_id, unit.trim())
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(no_record_cap(unit))
+        }
+    }
+
     /// The budget as it may be stored: its unit a unit, and a connector's
     /// budget for a connector the workspace sees, in the unit it is priced in.
     fn checked_budget(&self, who: &Principal, mut budget: Budget) -> Result<Budget, OpError> {
@@ -152,4 +193,9 @@ fn no_budget(connector_id: Option<&str>, unit: &str) -> OpError {
         Some(id) => format!("no budget for connector {id:?} in {unit}"),
         None => format!("no budget for every connector priced in {unit}"),
     })
+}
+
+/// The record cap asked for does not exist.
+fn no_record_cap(unit: &str) -> OpError {
+    OpError::NotFound(format!("no cap on what a record may cost a day in {unit}"))
 }

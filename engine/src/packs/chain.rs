@@ -92,6 +92,7 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
                     connector_id: id.to_owned(),
                     reason,
                     capped: false,
+                    spend_more: None,
                 });
             }
         }
@@ -111,6 +112,7 @@ pub fn resolve(req: &ChainRequest<'_>, connectors: &[Candidate]) -> Chain {
                         connector_id: first.to_owned(),
                         reason,
                         capped: false,
+                        spend_more: None,
                     });
                 }
             }
@@ -218,12 +220,14 @@ impl Fitness<'_> {
                     connector_id: id,
                     reason,
                     capped,
+                    spend_more: None,
                 });
             } else if self.req.already_found.contains(&id) {
                 skipped.push(Skipped {
                     connector_id: id,
                     reason: "already found results for this record".to_owned(),
                     capped: false,
+                    spend_more: None,
                 });
             } else {
                 to_try.push(id);

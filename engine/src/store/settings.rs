@@ -29,6 +29,8 @@ pub struct WorkspaceSettings {
     pub budgets: Vec<model::BudgetStatus>,
     /// Its members' own orders of packs' connectors.
     pub personal_chains: super::PersonalChains,
+    /// What one record may cost a day, per unit.
+    pub record_caps: Vec<model::RecordCapStatus>,
 }
 
 /// Settings read, by workspace, with a count of this process's changes so
@@ -80,6 +82,7 @@ impl Store {
             bundles,
             budgets: self.budgets(workspace_id).await?,
             personal_chains: self.personal_chains_in(workspace_id).await?,
+            record_caps: self.record_caps(workspace_id).await?,
         });
         let mut entries = self.settings.entries();
         let entry = entries.entry(workspace_id).or_default();

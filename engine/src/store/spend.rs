@@ -73,7 +73,7 @@ pub enum Taken {
 impl Store {
     /// A transaction that writers take one at a time on SQLite (taken
     /// before its first read, so two never both read then write).
-    async fn exclusive(&self) -> Result<Transaction<'static, Any>, StoreError> {
+    pub(super) async fn exclusive(&self) -> Result<Transaction<'static, Any>, StoreError> {
         Ok(match self.backend() {
             Backend::Sqlite => self.pool().begin_with("BEGIN IMMEDIATE").await?,
             Backend::Postgres => self.pool().begin().await?,

@@ -30,7 +30,8 @@ pub enum ApiError {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// The kind: bad_request, unauthorized, forbidden, not_found, conflict,
-    /// too_large, unsupported_media_type, invalid, rate_limited, unavailable
+    /// too_large, unsupported_media_type, invalid, rate_limited, spend_more
+    /// (a record's daily cap: fire again with `spend_more` to pass it), unavailable
     /// (the database does not answer: ask again after `Retry-After`) or
     /// internal.
     #[schema(example = "not_found")]
@@ -45,6 +46,10 @@ pub struct ErrorBody {
     /// field.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     problems: Vec<model::Problem>,
+    /// On `spend_more`: what the record has cost today, the cap and the
+    /// price of the call it stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spend_more: Option<Box<model::SpendQuestion>>,
 }
 
 impl IntoResponse for ApiError {
@@ -71,6 +76,10 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
+        let spend_more = match &op {
+            OpError::SpendMore(question) => Some(question.clone()),
+            _ => None,
+        };
         let (current, problems, retry_after) = match op {
             OpError::Conflict { current, .. } => (current, Vec::new(), None),
             OpError::Unchecked { problems, .. } => (None, problems, None),
@@ -90,6 +99,7 @@ impl IntoResponse for ApiError {
                 detail,
                 current,
                 problems,
+                spend_more,
             }),
         )
             .into_response();
@@ -121,6 +131,7 @@ fn body(status: StatusCode, error: &'static str, detail: String) -> Response {
             detail,
             current: None,
             problems: Vec::new(),
+            spend_more: None,
         }),
     )
         .into_response()

@@ -10,6 +10,7 @@ use super::error::ErrorBody;
 use super::extract::{ApiJson, Caller};
 use super::ApiError;
 use crate::router::AppState;
+use engine::ops::FireChoice;
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -18,6 +19,10 @@ pub struct FireBody {
     /// Fire exactly this connector.
     #[serde(default)]
     pub connector: Option<String>,
+    /// Spend past the record's daily cap this time (the answer to a 402
+    /// `spend_more`).
+    #[serde(default)]
+    pub spend_more: bool,
 }
 
 /// `POST /api/records/{id}/fire` `{"pack": "...", "connector": optional}`:
@@ -29,7 +34,7 @@ pub struct FireBody {
     post, path = "/api/records/{id}/fire", tag = "records",
     params(("id" = i64, Path, description = "The record")),
     request_body = FireBody,
-    responses((status = 200, body = Envelope<FireReport>), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 429, description = "A cap or limit stops it for now", body = ErrorBody))
+    responses((status = 200, body = Envelope<FireReport>), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 402, description = "The record's daily cap: `spend_more` holds the question", body = ErrorBody), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 429, description = "A cap or limit stops it for now", body = ErrorBody))
 )]
 pub async fn fire(
     State(state): State<AppState>,
@@ -40,7 +45,15 @@ pub async fn fire(
     Ok(Json(
         state
             .engine
-            .fire_pack_envelope(&who, record_id, &body.pack, body.connector.as_deref())
+            .fire_pack_envelope(
+                &who,
+                record_id,
+                &body.pack,
+                FireChoice {
+                    connector: body.connector.as_deref(),
+                    spend_more: body.spend_more,
+                },
+            )
             .await?,
     ))
 }

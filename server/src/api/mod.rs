@@ -64,6 +64,11 @@ fn door() -> OpenApiRouter<AppState> {
         .routes(routes!(spend::list))
         .routes(routes!(spend::set))
         .routes(routes!(spend::remove))
+        .routes(routes!(
+            spend::record_caps,
+            spend::set_record_cap,
+            spend::remove_record_cap
+        ))
         .routes(routes!(spend::report))
         .routes(routes!(spend::export))
         .routes(routes!(packs::packs))

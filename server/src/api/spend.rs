@@ -1,12 +1,13 @@
 //! What a workspace spends: its monthly budgets with this month's spend,
-//! a month's spend broken down, and every billed attempt as CSV.
+//! its caps on what one record may cost a day, a month's spend broken
+//! down, and every billed attempt as CSV.
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use engine::store::ChargeRow;
-use model::{Budget, BudgetStatus, SpendReport};
+use model::{Budget, BudgetStatus, RecordCap, RecordCapStatus, SpendReport};
 use serde::Deserialize;
 
 use super::error::ErrorBody;
@@ -71,6 +72,59 @@ pub async fn remove(
         .engine
         .remove_budget(&who, which.connector_id.as_deref(), &which.unit)
         .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /api/record-caps`: what one record may cost a UTC day, per unit.
+#[utoipa::path(
+    get, path = "/api/record-caps", tag = "spend",
+    responses((status = 200, body = Vec<RecordCapStatus>))
+)]
+pub async fn record_caps(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<RecordCapStatus>>, ApiError> {
+    Ok(Json(state.engine.record_caps_of(&who).await?))
+}
+
+/// `PUT /api/record-caps` (admins) `{"unit": "USD", "daily_limit": 0.5}`:
+/// sets what one record may cost a UTC day in a unit. A fire of a record
+/// that would pass it does not spend: it answers 402 `spend_more` with the
+/// question when nothing else fired, and firing again with
+/// `"spend_more": true` lets it past.
+#[utoipa::path(
+    put, path = "/api/record-caps", tag = "spend",
+    request_body = RecordCap,
+    responses((status = 200, body = RecordCapStatus), (status = 400, description = "Bad input; the detail names the field", body = ErrorBody), (status = 403, description = "Only an admin may do this", body = ErrorBody))
+)]
+pub async fn set_record_cap(
+    State(state): State<AppState>,
+    AdminCaller(who): AdminCaller,
+    ApiJson(cap): ApiJson<RecordCap>,
+) -> Result<Json<RecordCapStatus>, ApiError> {
+    Ok(Json(state.engine.set_record_cap(&who, cap).await?))
+}
+
+/// Which record cap to remove.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct WhichUnit {
+    pub unit: String,
+}
+
+/// `DELETE /api/record-caps?unit=...` (admins).
+#[utoipa::path(
+    delete, path = "/api/record-caps", tag = "spend",
+    params(WhichUnit),
+    responses((status = 204, description = "Removed"), (status = 403, description = "Only an admin may do this", body = ErrorBody), (status = 404, description = "No cap in that unit", body = ErrorBody))
+)]
+pub async fn remove_record_cap(
+    State(state): State<AppState>,
+    AdminCaller(who): AdminCaller,
+    ApiQuery(which): ApiQuery<WhichUnit>,
+) -> Result<StatusCode, ApiError> {
+    state.engine.remove_record_cap(&who, &which.unit).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -10,6 +10,7 @@ mod attention;
 mod budgets;
 mod charts;
 mod editor;
+mod record_caps;
 mod secrets;
 
 use leptos::prelude::*;
@@ -424,6 +425,7 @@ pub fn InventoryPage() -> impl IntoView {
                 let is_admin = matches!(viewer.await, Ok(Some(v)) if v.is_admin());
                 view! {
                     <budgets::Budgets is_admin notice version/>
+                    <record_caps::RecordCaps is_admin notice version/>
                     <secrets::Secrets is_admin notice version/>
                     <editor::Manifests is_admin notice version/>
                 }

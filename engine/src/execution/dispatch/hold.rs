@@ -1,13 +1,14 @@
 //! What a call holds before it goes out, and gives back when the
 //! provider does not bill it: its price from the workspace's budgets, its
-//! place among a job's paid fires of the record, and its place under the
-//! connector's daily cap. A limit that refuses becomes the walk's skip.
+//! place among a job's paid fires of the record, its price from the
+//! record's count for the day, and its place under the connector's daily
+//! cap. A limit that refuses becomes the walk's skip.
 
-use model::{Amount, Capability, Charge, CostTier, EventKind, PaidBy, Skipped};
+use model::{Amount, Capability, Charge, CostTier, EventKind, PaidBy, Skipped, SpendQuestion};
 
 use super::{skip, Dispatcher};
 use crate::connectors::registry::ConnectorHandle;
-use crate::store::{retrying, Reservation, StoreError, Taken};
+use crate::store::{retrying, RecordReservation, RecordTaken, Reservation, StoreError, Taken};
 
 /// At most `most` fires of paid connectors for `record_id` in job `job_id`.
 #[derive(Clone, Copy, Debug)]
@@ -17,10 +18,20 @@ pub(crate) struct PaidCap {
     pub most: u32,
 }
 
+/// What `record_id` may cost a day in the unit of the call, and whether
+/// the person said to spend past it this time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DayCap {
+    pub record_id: i64,
+    pub limit: Amount,
+    pub spend_more: bool,
+}
+
 impl Dispatcher {
     /// Takes what a call needs before it goes out, in order: its price
     /// from the workspace's budgets, its place among a job's paid fires of
-    /// the record, its place under the connector's daily cap. The first
+    /// the record, its price from the record's count for the day, its
+    /// place under the connector's daily cap. The first
     /// that refuses gives back what was taken and says why, as the walk's
     /// skip; the budgets a call took past their warning line are told to
     /// the workspace.
@@ -30,7 +41,7 @@ impl Dispatcher {
         handle: &ConnectorHandle,
         intent: &Capability,
         keyed_by: Option<i64>,
-        paid_cap: Option<PaidCap>,
+        (paid_cap, day_cap): (Option<PaidCap>, Option<DayCap>),
     ) -> Result<Result<Held, Skipped>, StoreError> {
         let registration = &handle.registration;
         let id = registration.profile.id.as_str();
@@ -46,6 +57,7 @@ impl Dispatcher {
             }),
             reserved: None,
             paid: None,
+            record_day: None,
         };
         // A call priced at nothing takes nothing from the budgets.
         let priced = held.charge.as_ref().filter(|c| c.amount > Amount::ZERO);
@@ -85,6 +97,15 @@ impl Dispatcher {
             }
             held.paid = Some(cap);
         }
+        if let (Some(price), Some(ws), Some(day)) = (priced, workspace_id, day_cap) {
+            match self.take_record_day(ws, id, price, day).await? {
+                Ok(taken) => held.record_day = Some(taken),
+                Err(refused) => {
+                    self.release(&held).await;
+                    return Ok(Err(refused));
+                }
+            }
+        }
         if let Some(reached) = self.take_daily(handle, workspace_id, keyed_by).await? {
             self.release(&held).await;
             return Ok(Err(capped(id, &reached)));
@@ -122,6 +143,52 @@ impl Dispatcher {
         Ok(None)
     }
 
+    /// Takes a call's price from its record's count for the day; past the
+    /// cap (unless the person said to spend more) the skip carries the
+    /// question to ask.
+    async fn take_record_day(
+        &self,
+        workspace_id: i64,
+        connector_id: &str,
+        price: &Charge,
+        day: DayCap,
+    ) -> Result<Result<RecordReservation, Skipped>, StoreError> {
+        let taken = retrying(|| {
+            self.store.take_record_spend(
+                workspace_id,
+                day.record_id,
+                &price.unit,
+                price.amount,
+                (day.limit, day.spend_more),
+            )
+        })
+        .await?;
+        Ok(match taken {
+            RecordTaken::Taken(reservation) => Ok(reservation),
+            RecordTaken::Refused { spent } => {
+                let question = SpendQuestion {
+                    connector_id: connector_id.to_owned(),
+                    unit: price.unit.clone(),
+                    spent_today: spent,
+                    price: price.amount,
+                    daily_limit: day.limit,
+                };
+                Err(Skipped {
+                    spend_more: Some(question),
+                    ..capped(
+                        connector_id,
+                        &format!(
+                            "{} would take this record past its cap of {} a day ({} spent today)",
+                            price.amount.in_unit(&price.unit),
+                            day.limit.in_unit(&price.unit),
+                            spent.in_unit(&price.unit)
+                        ),
+                    )
+                })
+            }
+        })
+    }
+
     /// Gives back what a call that was not billed (or not made) held. A
     /// give-back that fails leaves it counted: a budget or a limit may then
     /// stop early, never late.
@@ -138,16 +205,22 @@ impl Dispatcher {
                 tracing::warn!(error = %e, job = cap.job_id, "Taking back an unbilled paid fire failed; it stays counted.");
             }
         }
+        if let Some(day) = &held.record_day {
+            if let Err(e) = retrying(|| self.store.give_back_record_spend(day)).await {
+                tracing::warn!(error = %e, record = day.record_id, "Giving back an unbilled call's price to its record's day failed; it stays counted.");
+            }
+        }
     }
 }
 
 /// What a call holds while it is made: the charge it will record if
 /// billed, its cost taken from the budgets, its place among the job's paid
-/// fires of the record.
+/// fires of the record, its price taken from the record's day.
 pub(super) struct Held {
     pub(super) charge: Option<Charge>,
     reserved: Option<Reservation>,
     paid: Option<PaidCap>,
+    record_day: Option<RecordReservation>,
 }
 
 /// A skip because a spending limit stops the connector.

@@ -105,6 +105,8 @@ pub(super) struct Target<'a> {
     pub(super) priority: Priority,
     /// A job's limit of paid fires per record: the job, and the limit.
     pub(super) paid_cap: Option<(i64, u32)>,
+    /// The person said to spend past the record's daily caps this time.
+    pub(super) spend_more: bool,
 }
 
 impl Dispatcher {
@@ -135,6 +137,7 @@ impl Dispatcher {
                 query: &query,
                 priority: req.priority(),
                 paid_cap: req.job_id.zip(req.paid_per_record),
+                spend_more: req.spend_more,
             };
             if let Err(e) = self.walk(&mut walk, &chain, target, &mut first).await {
                 chip = Some(self.broken(&mut walk, set.id, &e).await);
@@ -190,6 +193,7 @@ impl Dispatcher {
             query,
             priority,
             paid_cap,
+            spend_more,
         } = target;
         let subject = walk::Subject {
             workspace_id: set.workspace_id,
@@ -207,6 +211,10 @@ impl Dispatcher {
                 job_id,
                 record_id: record.id,
                 most,
+            }),
+            record_day: Some(walk::RecordDay {
+                record_id: record.id,
+                spend_more,
             }),
         };
         let cancel = walk.cancel.clone();

@@ -10,6 +10,7 @@ use std::time::Duration;
 use model::{Capability, Charge, ConnectorStatus, FireOutcome, Skipped};
 use tokio_util::sync::CancellationToken;
 
+use super::hold::DayCap;
 pub(crate) use super::hold::PaidCap;
 use super::{skip, Called, Dispatcher};
 use crate::connectors::lens::Lens;
@@ -81,6 +82,16 @@ pub(crate) struct Subject<'a> {
     pub priority: Priority,
     /// A job's limit of paid fires per record, if it has one.
     pub paid_cap: Option<PaidCap>,
+    /// The record whose daily caps count the calls, and whether the
+    /// person said to spend past them this time.
+    pub record_day: Option<RecordDay>,
+}
+
+/// A record's fire: its calls count against the record's daily caps.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecordDay {
+    pub record_id: i64,
+    pub spend_more: bool,
 }
 
 impl Dispatcher {
@@ -130,6 +141,7 @@ impl Dispatcher {
                     ..subject.opts.clone()
                 },
                 keyed_by: lens.key_owner(&handle),
+                day_cap: day_cap(subject.record_day, &handle, lens),
                 handle: &handle,
                 last: position == last,
                 waits,
@@ -231,7 +243,7 @@ impl Dispatcher {
                     handle,
                     subject.intent,
                     keyed_by,
-                    subject.paid_cap,
+                    (subject.paid_cap, turn.day_cap),
                 )
                 .await?
             {
@@ -338,7 +350,7 @@ impl Dispatcher {
         (intent, query, opts): (&Capability, &str, &FireOpts),
     ) -> Result<Result<(Result<Found, FireError>, Option<Charge>), String>, StoreError> {
         let held = match self
-            .hold(Some(workspace_id), handle, intent, keyed_by, None)
+            .hold(Some(workspace_id), handle, intent, keyed_by, (None, None))
             .await?
         {
             Ok(held) => held,
@@ -381,6 +393,8 @@ struct Turn<'a> {
     handle: &'a ConnectorHandle,
     opts: FireOpts,
     keyed_by: Option<i64>,
+    /// What the record may cost a day in the connector's unit.
+    day_cap: Option<DayCap>,
     /// Nothing follows it in the chain.
     last: bool,
     /// Background work that waits out this connector's rate limits.
@@ -401,4 +415,16 @@ enum Lifted {
     /// Unregistered while the fire ran.
     Gone,
     Cancelled,
+}
+
+/// The daily cap of a record's fire for a call of `handle`: the
+/// workspace's cap in the unit the connector is priced in, if it has one.
+fn day_cap(record: Option<RecordDay>, handle: &ConnectorHandle, lens: &Lens) -> Option<DayCap> {
+    let record = record?;
+    let unit = &handle.registration.profile.cost.as_ref()?.unit;
+    Some(DayCap {
+        record_id: record.record_id,
+        limit: lens.record_cap(unit)?,
+        spend_more: record.spend_more,
+    })
 }
