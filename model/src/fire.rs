@@ -45,6 +45,10 @@ pub enum FireOutcome {
     RateLimited,
     /// A person cancelled it while it was in flight.
     Cancelled,
+    /// The call went out and no answer came (it timed out, or the process
+    /// making it stopped): the provider may have done it, and billed it.
+    /// It is never fired again by itself, and is listed for review.
+    Unknown,
 }
 
 impl FireOutcome {
@@ -55,6 +59,7 @@ impl FireOutcome {
             FireOutcome::Error => "error",
             FireOutcome::RateLimited => "rate_limited",
             FireOutcome::Cancelled => "cancelled",
+            FireOutcome::Unknown => "unknown",
         }
     }
 
@@ -65,6 +70,7 @@ impl FireOutcome {
             FireOutcome::Error,
             FireOutcome::RateLimited,
             FireOutcome::Cancelled,
+            FireOutcome::Unknown,
         ]
         .into_iter()
         .find(|o| o.name() == name)
@@ -116,6 +122,19 @@ pub struct HistoryEntry {
     /// How it ended; empty while in flight.
     #[serde(flatten)]
     pub end: AttemptEnd,
+}
+
+/// An attempt that went out and got no answer (outcome `unknown`), with
+/// the record it was for: the provider may have done it and billed it, so
+/// it is listed for a person to review rather than fired again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Unanswered {
+    #[serde(flatten)]
+    pub attempt: HistoryEntry,
+    pub record_name: String,
+    pub record_set_id: i64,
+    pub record_set_name: String,
 }
 
 /// What a chip shows for one record and pack.

@@ -31,7 +31,7 @@ pub use connector::{
 };
 pub use event::{Event, EventKind};
 pub use fire::{
-    AttemptEnd, ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy,
+    AttemptEnd, ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy, Unanswered,
 };
 pub use health::Health;
 pub use item::{Evidence, Gone, Item, Revision, TriageState, TriageVerb};

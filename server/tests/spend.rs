@@ -483,3 +483,52 @@ async fn a_page_says_what_a_click_costs_and_what_each_record_cost_today() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_call_without_an_answer_is_unknown_never_asked_again_and_listed_for_review() {
+    on_every_backend(|db| async {
+        let alpha = ScriptedConnector::new(
+            "alpha",
+            [
+                Step::Fail(engine::connectors::seam::FireError::Timeout {
+                    after: Duration::from_secs(20),
+                }),
+                Step::Found(1),
+            ],
+        );
+        let server = server(db, alpha.clone(), model::Cost::per_call(usd(0.1), "USD")).await;
+        let (set, ids) = records(&server, 1).await;
+        let report = server.me().fire(ids[0], "web", None).await;
+        // Alpha went out and no answer came: asked once (the retry budget
+        // would have asked again), then the chain went on to beta.
+        assert_eq!(alpha.calls(), 1);
+        assert_eq!(report.attempts[0].end.outcome, Some(FireOutcome::Unknown));
+        assert_eq!(
+            report.attempts[0].end.charge.as_ref().unwrap().amount,
+            usd(0.1)
+        );
+        assert_eq!(report.attempts[1].connector_id, "beta");
+        let (code, listed) = server.get_json("/api/spend/unanswered").await;
+        assert_eq!(code, 200, "{listed}");
+        assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+        assert_eq!(listed[0]["connector_id"], "alpha");
+        assert_eq!(listed[0]["outcome"], "unknown");
+        assert_eq!(listed[0]["record_set_id"], set);
+        assert_eq!(listed[0]["record_name"], "Company 0");
+        // Another workspace's review list is its own.
+        let stranger = server
+            .user("s@example.org", "elsewhere", model::Role::Admin)
+            .await;
+        let theirs: Value = stranger
+            .get(server.at("/api/spend/unanswered"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(theirs, json!([]));
+        server.stop().await;
+    })
+    .await;
+}

@@ -11,6 +11,7 @@ mod packs;
 mod record_sets;
 mod refresh;
 mod spend;
+mod unanswered;
 
 pub use account::{
     provide_viewer, AccountCorner, SetPasswordPage, SettingsPage, SignInPage, ViewerResource,

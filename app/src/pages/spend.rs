@@ -1,7 +1,8 @@
 //! The spend page: what the workspace spent in a month, per unit, by day,
 //! connector, person and record set, as small SVG charts drawn here (no
 //! chart library), with every billed attempt as CSV: the answer to "why did
-//! this cost that". It follows the live stream: a budget passing its
+//! this cost that", and the calls that got no answer, for review. It
+//! follows the live stream: a budget passing its
 //! warning line, or any fire's attempt, reads the figures again.
 
 use leptos::prelude::*;
@@ -146,7 +147,9 @@ pub fn SpendPage() -> impl IntoView {
     let stale = StoredValue::new(false);
     crate::live::subscribe("/api/events", move |event| {
         let billed = match &event.kind {
-            EventKind::Attempt { entry } => entry.end.charge.is_some(),
+            EventKind::Attempt { entry } => {
+                entry.end.charge.is_some() || entry.end.outcome == Some(model::FireOutcome::Unknown)
+            }
             EventKind::BudgetChanged { .. } => true,
             _ => false,
         };
@@ -190,6 +193,7 @@ pub fn SpendPage() -> impl IntoView {
                 })}
             </ErrorBoundary>
         </Transition>
+        <super::unanswered::UnansweredCalls version/>
     }
 }
 

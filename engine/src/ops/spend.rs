@@ -12,6 +12,9 @@ use crate::Engine;
 
 use super::{require_admin, OpError};
 
+/// How many unanswered calls the review list shows.
+pub const MAX_UNANSWERED: i64 = 200;
+
 /// `month` checked, or the month holding `now` when absent.
 fn month_or_now(month: Option<&str>, now: i64) -> Result<(String, i64, i64), OpError> {
     let month = month
@@ -45,6 +48,20 @@ impl Engine {
         let (month, from, until) = month_or_now(month, self.store.now_ms())?;
         let rows = self.store.charges(who.workspace_id, from, until).await?;
         Ok((month, rows))
+    }
+
+    /// The workspace's calls that went out and got no answer (the provider
+    /// may have done them and billed them), newest first: at most
+    /// [`MAX_UNANSWERED`], for a person to review. None is fired again by
+    /// itself.
+    pub async fn unanswered_calls(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<model::Unanswered>, OpError> {
+        Ok(self
+            .store
+            .unanswered(who.workspace_id, MAX_UNANSWERED)
+            .await?)
     }
 
     /// The workspace's budgets with this month's spend against each.

@@ -46,7 +46,7 @@ pub fn chip_state(inputs: ChipInputs<'_>) -> ChipState {
                 // The wait is over: nothing stands in the way of a new fire.
                 _ => ChipState::Idle,
             },
-            Some(FireOutcome::Error) => ChipState::Error {
+            Some(FireOutcome::Error | FireOutcome::Unknown) => ChipState::Error {
                 reason: last
                     .end
                     .error

@@ -393,6 +393,35 @@ impl Store {
         rows.iter().map(entry).collect()
     }
 
+    /// A workspace's attempts that went out and got no answer (outcome
+    /// `unknown`), newest first, at most `limit`.
+    pub async fn unanswered(
+        &self,
+        workspace_id: i64,
+        limit: i64,
+    ) -> Result<Vec<model::Unanswered>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT e.*, r.name AS record_name, s.id AS record_set_id, s.name AS record_set_name \
+             FROM ({ENTRY} WHERE outcome = 'unknown') e \
+             JOIN records r ON r.id = e.record_id JOIN record_sets s ON s.id = r.record_set_id \
+             WHERE s.workspace_id = $1 ORDER BY e.fired_at DESC, e.id DESC LIMIT $2"
+        ))
+        .bind(workspace_id)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(model::Unanswered {
+                    attempt: entry(row)?,
+                    record_name: row.try_get("record_name")?,
+                    record_set_id: row.try_get("record_set_id")?,
+                    record_set_name: row.try_get("record_set_name")?,
+                })
+            })
+            .collect()
+    }
+
     /// The history of many records, grouped by record, oldest first.
     pub async fn history_of(
         &self,

@@ -33,7 +33,8 @@ pub struct ReapedFire {
 
 /// What a closed attempt of an expired fire says.
 pub const INTERRUPTED: &str =
-    "interrupted: the process running this fire stopped before it ended (its lease expired)";
+    "interrupted: the process running this fire stopped during the call (its lease expired); \
+     the provider may have answered and billed it: not asked again (listed for review on the Spend page)";
 
 /// `lease_until` is past or was never set.
 const EXPIRED: &str = "(lease_until IS NULL OR lease_until < $1)";
@@ -66,8 +67,8 @@ impl Store {
     }
 
     /// Closes every running fire whose lease expired before `now`: its open
-    /// attempts end as errors saying they were interrupted, the fire as
-    /// `interrupted`. Returns the fires closed.
+    /// attempts (calls on their way) end `unknown`, saying they were
+    /// interrupted, the fire as `interrupted`. Returns the fires closed.
     pub async fn reap_expired_fires(&self, now: i64) -> Result<Vec<ReapedFire>, StoreError> {
         let mut tx = self.pool().begin().await?;
         let reaped: Vec<ReapedFire> = sqlx::query_as(&format!(
@@ -80,7 +81,7 @@ impl Store {
         let ids: Vec<i64> = reaped.iter().map(|f| f.fire_id).collect();
         for chunk in ids.chunks(500) {
             let sql = format!(
-                "UPDATE connector_history SET outcome = 'error', finished_at = $1, error = $2 \
+                "UPDATE connector_history SET outcome = 'unknown', finished_at = $1, error = $2 \
                  WHERE outcome IS NULL AND fire_id IN ({})",
                 placeholders_after(2, chunk.len())
             );

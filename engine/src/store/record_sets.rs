@@ -321,7 +321,7 @@ impl Store {
             }
             RecordFilter::Errors => {
                 " AND EXISTS (SELECT 1 FROM connector_history h WHERE h.record_id = r.id \
-                 AND h.outcome IN ('error', 'rate_limited') AND NOT EXISTS \
+                 AND h.outcome IN ('error', 'unknown', 'rate_limited') AND NOT EXISTS \
                  (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.intent = h.intent))"
             }
         };

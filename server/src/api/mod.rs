@@ -70,6 +70,7 @@ fn door() -> OpenApiRouter<AppState> {
             spend::remove_record_cap
         ))
         .routes(routes!(spend::report))
+        .routes(routes!(spend::unanswered))
         .routes(routes!(spend::export))
         .routes(routes!(packs::packs))
         .routes(routes!(packs::save_pack))

@@ -75,6 +75,21 @@ pub async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// `GET /api/spend/unanswered`: the workspace's calls that went out and
+/// got no answer (outcome `unknown`: timed out, or the process making them
+/// stopped), newest first. The provider may have done them and billed
+/// them; none is fired again by itself.
+#[utoipa::path(
+    get, path = "/api/spend/unanswered", tag = "spend",
+    responses((status = 200, body = Vec<model::Unanswered>))
+)]
+pub async fn unanswered(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Json<Vec<model::Unanswered>>, ApiError> {
+    Ok(Json(state.engine.unanswered_calls(&who).await?))
+}
+
 /// `GET /api/record-caps`: what one record may cost a UTC day, per unit.
 #[utoipa::path(
     get, path = "/api/record-caps", tag = "spend",

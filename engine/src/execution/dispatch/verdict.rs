@@ -171,7 +171,15 @@ impl Dispatcher {
                 self.raise_attention(id, keyed_by).await;
                 (attempt_failed(FireOutcome::Error, reason), false)
             }
-            FireError::Timeout { .. } | FireError::Upstream { .. } => {
+            // The call went out and no answer came: the provider may have
+            // done it (and billed it), so it is not made again by itself.
+            FireError::Timeout { .. } => {
+                let streak = if keyed_by.is_some() { &reason } else { &ours };
+                self.failed(handle, keyed_by, streak).await?;
+                let said = format!("{reason}; {UNANSWERED}");
+                (attempt_failed(FireOutcome::Unknown, said), false)
+            }
+            FireError::Upstream { .. } => {
                 let streak = if keyed_by.is_some() { &reason } else { &ours };
                 self.failed(handle, keyed_by, streak).await?;
                 let retry = *budget > 0;
@@ -266,6 +274,10 @@ impl Dispatcher {
 }
 
 /// The end of an attempt that found nothing, and why.
+/// What an attempt without an answer adds to its error.
+pub const UNANSWERED: &str =
+    "the provider may have answered and billed it: not asked again (listed for review on the Spend page)";
+
 fn attempt_failed(outcome: FireOutcome, error: String) -> AttemptEnd {
     AttemptEnd {
         outcome: Some(outcome),
