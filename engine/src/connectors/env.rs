@@ -21,10 +21,14 @@ pub fn optional(name: &str, opts: &FireOpts) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// A key given at construction (tests), or the setting read now.
+/// A key: the firing workspace's own secret, else one given at
+/// construction (it stands for the server's environment in tests), else
+/// the variable read now.
 pub fn key(given: &Option<String>, name: &str, opts: &FireOpts) -> Result<String, FireError> {
-    match given {
-        Some(k) => Ok(k.clone()),
-        None => required(name, opts),
+    let own = opts.secrets.get(name).map(str::trim).filter(|v| !v.is_empty());
+    match (own, given) {
+        (Some(own), _) => Ok(own.to_owned()),
+        (None, Some(k)) => Ok(k.clone()),
+        (None, None) => required(name, opts),
     }
 }
