@@ -25,7 +25,11 @@ pub fn optional(name: &str, opts: &FireOpts) -> Option<String> {
 /// construction (it stands for the server's environment in tests), else
 /// the variable read now.
 pub fn key(given: &Option<String>, name: &str, opts: &FireOpts) -> Result<String, FireError> {
-    let own = opts.secrets.get(name).map(str::trim).filter(|v| !v.is_empty());
+    let own = opts
+        .secrets
+        .get(name)
+        .map(str::trim)
+        .filter(|v| !v.is_empty());
     match (own, given) {
         (Some(own), _) => Ok(own.to_owned()),
         (None, Some(k)) => Ok(k.clone()),

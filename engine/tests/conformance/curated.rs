@@ -46,7 +46,7 @@ impl Curated {
         // Its pace is the throttle's to prove, not this suite's.
         reg.profile.rate_hints = model::RateHints::default();
         let catalog = Catalog::from_toml(&format!(
-            "[[pack]]\npack_id = \"p\"\ndisplay_name = \"P\"\nshort_label = \"p\"\nintent = \"{}\"\npreferred_connectors = [\"{}\"]\n\n[[bundle]]\nbundle_id = \"b\"\ndisplay_name = \"B\"\nmembers = [{{ pack = \"p\" }}]\n",
+            "[[pack]]\npack_id = \"p\"\ndisplay_name = \"P\"\nshort_label = \"p\"\nintent = \"{}\"\nquery_template = \"{{website}}\"\npreferred_connectors = [\"{}\"]\n\n[[bundle]]\nbundle_id = \"b\"\ndisplay_name = \"B\"\nmembers = [{{ pack = \"p\" }}]\n",
             fixture.intent, reg.profile.id
         ))
         .unwrap();
@@ -61,8 +61,8 @@ impl Curated {
             .registry()
             .register(reg, subject.connector(Limits::default(), base))
             .unwrap();
-        let here = Self::acme_in(&engine, "w").await;
-        let there = Self::acme_in(&engine, "v").await;
+        let here = Self::acme_in(&engine, "w", fixture.query).await;
+        let there = Self::acme_in(&engine, "v", fixture.query).await;
         Self {
             engine,
             here,
@@ -72,10 +72,13 @@ impl Curated {
         }
     }
 
-    /// Workspace `name` and its record Acme.
-    async fn acme_in(engine: &Engine, name: &str) -> (i64, i64) {
+    /// Workspace `name` and its record Acme, whose `website` the pack
+    /// fires with (`query`: the name, or a website for intents that read
+    /// one).
+    async fn acme_in(engine: &Engine, name: &str, query: &str) -> (i64, i64) {
         let (workspace, _) = engine.store().ensure_workspace(name).await.unwrap();
-        let parsed = parse_csv(b"name\nAcme\n", ImportLimits::default()).unwrap();
+        let csv = format!("name,website\nAcme,{query}\n");
+        let parsed = parse_csv(csv.as_bytes(), ImportLimits::default()).unwrap();
         let set = engine
             .store()
             .create_record_set(workspace, "Set", "b", false, &parsed.records)

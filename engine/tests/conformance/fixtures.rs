@@ -4,9 +4,16 @@
 
 use std::collections::HashMap;
 
+#[derive(Clone)]
 pub(crate) struct Fixture {
     /// The intent fired in the suite.
     pub(crate) intent: &'static str,
+    /// What it is fired with (a record named Acme; its website for
+    /// intents that read one).
+    pub(crate) query: &'static str,
+    /// A word the requests of this intent carry that shows the adapter
+    /// took its branch (its endpoint, engine, topic or filter).
+    pub(crate) branch: Option<&'static str>,
     /// Answers for a successful search, by URI word (several for multi-call adapters).
     pub(crate) success: Vec<(&'static str, &'static str)>,
     /// The URL the first result must have.
@@ -36,6 +43,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     let mut f = HashMap::new();
     f.insert("searxng", Fixture {
         intent: "search.social.linkedin",
+        query: "Acme",
+        branch: None,
         success: vec![("", r#"{"query":"Acme","number_of_results":2,"results":[
             {"url":"https://example.org/about-acme","title":"Not LinkedIn","content":"x","engine":"bing"},
             {"url":"https://www.linkedin.com/company/acme","title":"Acme | LinkedIn","content":"Acme makes rockets","engine":"google","publishedDate":null}],
@@ -49,6 +58,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("tavily", Fixture {
         intent: "search.web",
+        query: "Acme",
+        branch: None,
         success: vec![("/search", r#"{"query":"Acme","answer":null,"images":[],"results":[
             {"title":"Acme Rockets","url":"https://acme.example/","content":"Official site","score":0.93,"raw_content":null}],"response_time":1.2}"#)],
         first_url: "https://acme.example/",
@@ -60,6 +71,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("serpapi", Fixture {
         intent: "search.web",
+        query: "Acme",
+        branch: None,
         success: vec![("", r#"{"search_metadata":{"status":"Success"},"organic_results":[
             {"position":1,"title":"Acme Rockets","link":"https://acme.example/","snippet":"We build rockets."},
             {"position":2,"title":"Acme - Wikipedia","link":"https://en.wikipedia.org/wiki/Acme","snippet":"Acme is"}]}"#)],
@@ -72,6 +85,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("brave", Fixture {
         intent: "search.web",
+        query: "Acme",
+        branch: None,
         success: vec![("", r#"{"type":"search","query":{"original":"Acme"},"web":{"type":"search","results":[
             {"title":"<strong>Acme</strong> Rockets","url":"https://acme.example/","description":"We build <strong>rockets</strong>.","age":"2 days ago"}]}}"#)],
         first_url: "https://acme.example/",
@@ -83,6 +98,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("wikipedia", Fixture {
         intent: "fetch.wikipedia",
+        query: "Acme",
+        branch: None,
         success: vec![("", r#"{"pages":[{"id":12,"key":"Acme_Corporation","title":"Acme Corporation","excerpt":"The <span class=\"searchmatch\">Acme</span> Corporation is a fictional","description":"Fictional company","thumbnail":null}]}"#)],
         first_url: "https://en.wikipedia.org/wiki/Acme_Corporation",
         empty: vec![("", r#"{"pages":[]}"#)],
@@ -93,6 +110,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("wikidata", Fixture {
         intent: "search.social.x",
+        query: "Acme",
+        branch: None,
         success: vec![
             ("wbsearchentities", r#"{"searchinfo":{"search":"Acme"},"search":[{"id":"Q42","label":"Acme","description":"rocket maker","concepturi":"http://www.wikidata.org/entity/Q42"}],"success":1}"#),
             ("wbgetentities", r#"{"entities":{"Q42":{"id":"Q42","claims":{
@@ -108,6 +127,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("google-kg", Fixture {
         intent: "fetch.knowledge_graph",
+        query: "Acme",
+        branch: None,
         success: vec![("", r#"{"@context":{},"@type":"ItemList","itemListElement":[{"@type":"EntitySearchResult","result":{"@id":"kg:/m/0abc","name":"Acme","@type":["Organization"],"description":"Company","url":"https://acme.example/","detailedDescription":{"articleBody":"Acme builds rockets.","url":"https://en.wikipedia.org/wiki/Acme"}},"resultScore":812.5}]}"#)],
         first_url: "https://acme.example/",
         empty: vec![("", r#"{"@context":{},"@type":"ItemList","itemListElement":[]}"#)],
@@ -118,6 +139,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("bluesky", Fixture {
         intent: "search.social.bluesky",
+        query: "Acme",
+        branch: None,
         success: vec![("", r#"{"actors":[{"did":"did:plc:abc","handle":"acme.bsky.social","displayName":"Acme","description":"Rockets"}],"cursor":"25"}"#)],
         first_url: "https://bsky.app/profile/acme.bsky.social",
         empty: vec![("", r#"{"actors":[]}"#)],
@@ -128,6 +151,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("youtube", Fixture {
         intent: "search.social.youtube",
+        query: "Acme",
+        branch: None,
         success: vec![("", r#"{"kind":"youtube#searchListResponse","items":[{"kind":"youtube#searchResult","id":{"kind":"youtube#channel","channelId":"UC123abc"},"snippet":{"title":"Acme","description":"Our channel","publishedAt":"2015-01-01T00:00:00Z"}}]}"#)],
         first_url: "https://www.youtube.com/channel/UC123abc",
         empty: vec![("", r#"{"kind":"youtube#searchListResponse","items":[]}"#)],
@@ -138,6 +163,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("openalex", Fixture {
         intent: "search.scholar",
+        query: "Acme",
+        branch: None,
         success: vec![("", r#"{"meta":{"count":1},"results":[{"id":"https://openalex.org/W1","doi":"https://doi.org/10.1/acme","display_name":"Rockets by Acme","publication_year":2020,"cited_by_count":3,"primary_location":{"source":{"display_name":"Journal of Rockets"}}}]}"#)],
         first_url: "https://doi.org/10.1/acme",
         empty: vec![("", r#"{"meta":{"count":0},"results":[]}"#)],
@@ -148,6 +175,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("gdelt", Fixture {
         intent: "search.news",
+        query: "Acme",
+        branch: None,
         success: vec![("", r#"{"articles":[{"url":"https://news.example/acme-launch","url_mobile":"","title":"Acme launches","seendate":"20261201T120000Z","socialimage":"","domain":"news.example","language":"English","sourcecountry":"France"}]}"#)],
         first_url: "https://news.example/acme-launch",
         // GDELT answers nothing at all when nothing matches.
@@ -159,6 +188,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("hn-algolia", Fixture {
         intent: "search.news",
+        query: "Acme",
+        branch: None,
         success: vec![
             ("&page=0", r#"{"hits":[{"url":"https://acme.example/launch","title":"Acme launches","story_text":"Rockets"}],"nbHits":2,"page":0,"nbPages":2}"#),
             ("&page=1", r#"{"hits":[{"url":"https://acme.example/landing","title":"Acme lands","story_text":null}],"nbHits":2,"page":1,"nbPages":2}"#),
@@ -172,6 +203,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("github-users", Fixture {
         intent: "search.social.github",
+        query: "Acme",
+        branch: None,
         success: vec![
             ("&page=1", r#"{"total_count":2,"incomplete_results":false,"items":[{"login":"acme","html_url":"https://github.com/acme","type":"Organization"}]}"#),
             ("&page=2", r#"{"total_count":2,"incomplete_results":false,"items":[{"login":"acme-labs","html_url":"https://github.com/acme-labs","type":"Organization"}]}"#),
@@ -185,6 +218,8 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
     });
     f.insert("mastodon-accounts", Fixture {
         intent: "search.social.mastodon",
+        query: "Acme",
+        branch: None,
         success: vec![("", r#"{"accounts":[{"id":"1","username":"acme","acct":"acme","display_name":"Acme","url":"https://mastodon.social/@acme","note":"Rockets"}],"statuses":[],"hashtags":[]}"#)],
         first_url: "https://mastodon.social/@acme",
         empty: vec![("", r#"{"accounts":[],"statuses":[],"hashtags":[]}"#)],
@@ -194,4 +229,15 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         retitle: ("\"display_name\":\"Acme\"", "\"display_name\":\"Acme Rockets\""),
     });
     f
+}
+
+/// Every fixture, by adapter id: each adapter's first, then the other
+/// branches of the coded adapters ([`crate::branches`]).
+pub(crate) fn all_fixtures() -> Vec<(&'static str, Fixture)> {
+    let first = fixtures();
+    let mut all: Vec<(&'static str, Fixture)> =
+        first.iter().map(|(id, f)| (*id, f.clone())).collect();
+    all.sort_by_key(|(id, _)| *id);
+    all.extend(crate::branches::branches(&|id: &str| first[id].clone()));
+    all
 }

@@ -131,8 +131,19 @@ fn success(fixture: &Fixture, outcome: &Result<Found, FireError>, seen: &[Seen])
         || "no Switchyard User-Agent".into(),
     )?;
     let key = key_sent(fixture.key_in, seen, KEY)?;
+    let branch = match fixture.branch {
+        Some(word) => {
+            ensure(
+                seen.iter()
+                    .all(|s| s.uri.contains(word) || s.body.contains(word)),
+                || format!("a request without {word}"),
+            )?;
+            format!("; asks `{word}`")
+        }
+        None => String::new(),
+    };
     Ok(format!(
-        "{}, first {}; {key}",
+        "{}, first {}; {key}{branch}",
         count(results.len(), "result"),
         fixture.first_url
     ))
@@ -302,9 +313,9 @@ async fn keys(subject: &Subject, fixture: &Fixture) -> Vec<(&'static str, Cell)>
     *fake.answers.lock().unwrap() = all_json(&fixture.success);
     let connector = subject.connector(limits, &base);
     let intent: Capability = fixture.intent.parse().unwrap();
-    let first = connector.fire(&intent, "Acme", &opts()).await;
+    let first = connector.fire(&intent, fixture.query, &opts()).await;
     *fake.answers.lock().unwrap() = every(Answer::json(401, r#"{"error":"key expired"}"#));
-    let then = connector.fire(&intent, "Acme", &opts()).await;
+    let then = connector.fire(&intent, fixture.query, &opts()).await;
     assert_no_key(&id, &then);
     let expired = match (&first, &then) {
         (Ok(_), Err(FireError::AuthFailed { .. })) => {
@@ -346,7 +357,7 @@ async fn failures(subject: &Subject, fixture: &Fixture) -> Vec<(&'static str, Ce
     });
     let connector = subject.connector(limits, "http://127.0.0.1:9");
     let intent: Capability = fixture.intent.parse().unwrap();
-    let outcome = connector.fire(&intent, "Acme", &opts()).await;
+    let outcome = connector.fire(&intent, fixture.query, &opts()).await;
     assert_no_key(&subject.registration().profile.id, &outcome);
     let unreachable = gave(&outcome, &|e| {
         matches!(e, FireError::Upstream { .. }).then_some("error (provider)")

@@ -159,7 +159,7 @@ pub(crate) async fn fire_with(
     *fake.answers.lock().unwrap() = answers;
     let connector = subject.connector(limits, &base);
     let intent: Capability = fixture.intent.parse().unwrap();
-    let outcome = connector.fire(&intent, "Acme", &opts()).await;
+    let outcome = connector.fire(&intent, fixture.query, &opts()).await;
     let seen = fake.seen.lock().unwrap().clone();
     (outcome, seen)
 }
