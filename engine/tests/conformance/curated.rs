@@ -15,9 +15,9 @@ use engine::tenancy::secrets::Sealer;
 use engine::{Engine, EngineConfig};
 use model::{Capability, FireOutcome, FireReport, TriageVerb};
 
-use crate::fake::{all_json, start_fake, Answer, Fake};
+use crate::fake::{start_fake, Answer, Fake};
 use crate::fixtures::Fixture;
-use crate::modes::{count, ensure, key_sent, not_applicable, Cell};
+use crate::modes::{count, ensure, key_sent, not_applicable, Cell, NEVER_EMPTY};
 use crate::subjects::{fire_with, Limits, Subject, KEY};
 
 /// A workspace's own key for the provider: it must reach the provider for
@@ -61,8 +61,9 @@ impl Curated {
             .registry()
             .register(reg, subject.connector(Limits::default(), base))
             .unwrap();
-        let here = Self::acme_in(&engine, "w", fixture.query).await;
-        let there = Self::acme_in(&engine, "v", fixture.query).await;
+        let query = subject.query(fixture, base);
+        let here = Self::acme_in(&engine, "w", &query).await;
+        let there = Self::acme_in(&engine, "v", &query).await;
         Self {
             engine,
             here,
@@ -138,8 +139,16 @@ impl Curated {
     }
 }
 
-/// `body` with every element of its first list of objects twice.
+/// `body` with every element of its first list of objects twice (for a
+/// web page: every link twice).
 fn doubled(body: &str) -> String {
+    if body.trim_start().starts_with('<') {
+        let links: String = body
+            .match_indices("<a ")
+            .filter_map(|(at, _)| body[at..].find("</a>").map(|end| &body[at..at + end + 4]))
+            .collect();
+        return body.replace("</body>", &format!("{links}</body>"));
+    }
     fn double(value: &mut serde_json::Value) -> bool {
         match value {
             serde_json::Value::Array(items) if items.iter().any(|i| i.is_object()) => {
@@ -157,11 +166,12 @@ fn doubled(body: &str) -> String {
     value.to_string()
 }
 
-/// Sets what the fake answers: each body with status 200.
-fn answer(fake: &Fake, bodies: Vec<(&'static str, String)>) {
+/// Sets what the fake answers: each body with status 200, in the
+/// fixture's content type.
+fn answer(fake: &Fake, fixture: &Fixture, bodies: Vec<(&'static str, String)>) {
     *fake.answers.lock().unwrap() = bodies
         .into_iter()
-        .map(|(w, b)| (w, Answer::json(200, &b)))
+        .map(|(w, b)| (w, Answer::typed(200, fixture.content_type, &b)))
         .collect();
 }
 
@@ -177,7 +187,7 @@ pub(crate) async fn engine_modes(
         .map(|(w, b)| (*w, (*b).to_owned()))
         .collect();
     let distinct = {
-        let (outcome, _) = fire_with(subject, fixture, all_json(&fixture.success), limits).await;
+        let (outcome, _) = fire_with(subject, fixture, fixture.ok(&fixture.success), limits).await;
         outcome.map(|f| usable_results(&f.results)).unwrap_or(0)
     };
     let twice: Vec<(&'static str, String)> =
@@ -192,10 +202,10 @@ pub(crate) async fn engine_modes(
     };
     let (base, fake) = start_fake().await;
     let curated = Curated::new(subject, fixture, &base, EngineConfig::default()).await;
-    answer(&fake, twice);
+    answer(&fake, fixture, twice);
     let duplicates = duplicates(&curated, distinct, listed).await;
     let curated = Curated::new(subject, fixture, &base, EngineConfig::default()).await;
-    answer(&fake, success.clone());
+    answer(&fake, fixture, success.clone());
     let redelivery = redelivery(&curated, distinct).await;
     let changed = changed(&curated, fixture, &fake, &success).await;
     let deletion = deletion(&curated, fixture, &fake, distinct).await;
@@ -257,7 +267,7 @@ async fn changed(
         .items()
         .await
         .into_iter()
-        .find(|i| i.url == fixture.first_url)
+        .find(|i| fixture.is_first(&i.url))
         .ok_or("no first item")?;
     let store = curated.engine.store();
     let accepted = store
@@ -268,13 +278,8 @@ async fn changed(
     ensure(success.iter().any(|(_, b)| b.contains(from)), || {
         format!("the success answer has no {from:?}")
     })?;
-    answer(
-        fake,
-        success
-            .iter()
-            .map(|(w, b)| (*w, b.replace(from, to)))
-            .collect(),
-    );
+    let retitled = success.iter().map(|(w, b)| (*w, b.replace(from, to)));
+    answer(fake, fixture, retitled.collect());
     curated.fire().await?;
     let now = store.item(item.id).await.map_err(|e| e.to_string())?;
     let revision = now.revision.as_ref().ok_or("no revision")?;
@@ -289,8 +294,11 @@ async fn changed(
 }
 
 async fn deletion(curated: &Curated, fixture: &Fixture, fake: &Fake, distinct: usize) -> Cell {
+    if fixture.empty.is_empty() {
+        return not_applicable(NEVER_EMPTY);
+    }
     let empty = fixture.empty.iter().map(|(w, b)| (*w, (*b).to_owned()));
-    answer(fake, empty.collect());
+    answer(fake, fixture, empty.collect());
     let fire = curated.fire().await?;
     let items = curated.items().await;
     ensure(items.len() == distinct, || {
@@ -320,6 +328,11 @@ async fn deletion(curated: &Curated, fixture: &Fixture, fake: &Fake, distinct: u
 /// engine records it `unknown`, never asks again by itself (a retry
 /// budget would), and lists it for review.
 async fn no_answer(subject: &Subject, fixture: &Fixture) -> Cell {
+    if let Subject::Site = subject {
+        return not_applicable(
+            "reading a page is free and changes nothing: no answer is that record's error, not a call to review",
+        );
+    }
     let (base, fake) = start_fake().await;
     let mut slow = Answer::json(200, fixture.success[0].1);
     slow.delay = Duration::from_secs(3);
@@ -360,7 +373,7 @@ async fn own_key(subject: &Subject, fixture: &Fixture) -> Cell {
         return not_applicable("the provider takes no key");
     };
     let (base, fake) = start_fake().await;
-    *fake.answers.lock().unwrap() = all_json(&fixture.success);
+    *fake.answers.lock().unwrap() = fixture.ok(&fixture.success);
     let curated = Curated::new(subject, fixture, &base, EngineConfig::default()).await;
     let (workspace, record) = curated.here;
     let sealer = Sealer::from_key_text(SEALING_KEY).unwrap();
@@ -392,7 +405,7 @@ async fn own_key(subject: &Subject, fixture: &Fixture) -> Cell {
 /// for the same name and the same answer.
 async fn stay_in_workspace(subject: &Subject, fixture: &Fixture, distinct: usize) -> Cell {
     let (base, fake) = start_fake().await;
-    *fake.answers.lock().unwrap() = all_json(&fixture.success);
+    *fake.answers.lock().unwrap() = fixture.ok(&fixture.success);
     let curated = Curated::new(subject, fixture, &base, EngineConfig::default()).await;
     curated.fire().await?;
     ensure(curated.items_of(curated.there.1).await.is_empty(), || {

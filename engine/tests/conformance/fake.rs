@@ -20,9 +20,13 @@ pub(crate) struct Answer {
 
 impl Answer {
     pub(crate) fn json(status: u16, body: &str) -> Self {
+        Self::typed(status, "application/json", body)
+    }
+
+    pub(crate) fn typed(status: u16, content_type: &str, body: &str) -> Self {
         Self {
             status,
-            headers: vec![("content-type", "application/json".into())],
+            headers: vec![("content-type", content_type.to_owned())],
             body: body.to_owned(),
             delay: Duration::ZERO,
         }
@@ -85,8 +89,16 @@ pub(crate) async fn start_fake() -> (String, Fake) {
 }
 
 pub(crate) fn all_json(list: &[(&'static str, &'static str)]) -> Vec<(&'static str, Answer)> {
+    all_ok(list, "application/json")
+}
+
+/// Each body with status 200 in `content_type`.
+pub(crate) fn all_ok(
+    list: &[(&'static str, &'static str)],
+    content_type: &str,
+) -> Vec<(&'static str, Answer)> {
     list.iter()
-        .map(|(w, b)| (*w, Answer::json(200, b)))
+        .map(|(w, b)| (*w, Answer::typed(200, content_type, b)))
         .collect()
 }
 

@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use crate::fake::{all_ok, Answer};
+
 #[derive(Clone)]
 pub(crate) struct Fixture {
     /// The intent fired in the suite.
@@ -14,6 +16,8 @@ pub(crate) struct Fixture {
     /// A word the requests of this intent carry that shows the adapter
     /// took its branch (its endpoint, engine, topic or filter).
     pub(crate) branch: Option<&'static str>,
+    /// What its answers are (JSON, or HTML for the site crawler).
+    pub(crate) content_type: &'static str,
     /// Answers for a successful search, by URI word (several for multi-call adapters).
     pub(crate) success: Vec<(&'static str, &'static str)>,
     /// The URL the first result must have.
@@ -32,6 +36,25 @@ pub(crate) struct Fixture {
     pub(crate) retitle: (&'static str, &'static str),
 }
 
+/// A first result that is the page the site crawler read (the fake's own
+/// address, known only when it runs).
+pub(crate) const PAGE_READ: &str = "(the page read)";
+
+impl Fixture {
+    /// `list` as the provider answers it: status 200 in its content type.
+    pub(crate) fn ok(&self, list: &[(&'static str, &'static str)]) -> Vec<(&'static str, Answer)> {
+        all_ok(list, self.content_type)
+    }
+
+    /// Whether `url` is the first result this fixture names.
+    pub(crate) fn is_first(&self, url: &str) -> bool {
+        match self.first_url {
+            PAGE_READ => url.starts_with("http://127.0.0.1:"),
+            first => url == first,
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
 pub(crate) enum KeyIn {
     Bearer,
@@ -45,6 +68,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.social.linkedin",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![("", r#"{"query":"Acme","number_of_results":2,"results":[
             {"url":"https://example.org/about-acme","title":"Not LinkedIn","content":"x","engine":"bing"},
             {"url":"https://www.linkedin.com/company/acme","title":"Acme | LinkedIn","content":"Acme makes rockets","engine":"google","publishedDate":null}],
@@ -60,6 +84,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.web",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![("/search", r#"{"query":"Acme","answer":null,"images":[],"results":[
             {"title":"Acme Rockets","url":"https://acme.example/","content":"Official site","score":0.93,"raw_content":null}],"response_time":1.2}"#)],
         first_url: "https://acme.example/",
@@ -73,6 +98,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.web",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![("", r#"{"search_metadata":{"status":"Success"},"organic_results":[
             {"position":1,"title":"Acme Rockets","link":"https://acme.example/","snippet":"We build rockets."},
             {"position":2,"title":"Acme - Wikipedia","link":"https://en.wikipedia.org/wiki/Acme","snippet":"Acme is"}]}"#)],
@@ -87,6 +113,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.web",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![("", r#"{"type":"search","query":{"original":"Acme"},"web":{"type":"search","results":[
             {"title":"<strong>Acme</strong> Rockets","url":"https://acme.example/","description":"We build <strong>rockets</strong>.","age":"2 days ago"}]}}"#)],
         first_url: "https://acme.example/",
@@ -100,6 +127,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "fetch.wikipedia",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![("", r#"{"pages":[{"id":12,"key":"Acme_Corporation","title":"Acme Corporation","excerpt":"The <span class=\"searchmatch\">Acme</span> Corporation is a fictional","description":"Fictional company","thumbnail":null}]}"#)],
         first_url: "https://en.wikipedia.org/wiki/Acme_Corporation",
         empty: vec![("", r#"{"pages":[]}"#)],
@@ -112,6 +140,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.social.x",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![
             ("wbsearchentities", r#"{"searchinfo":{"search":"Acme"},"search":[{"id":"Q42","label":"Acme","description":"rocket maker","concepturi":"http://www.wikidata.org/entity/Q42"}],"success":1}"#),
             ("wbgetentities", r#"{"entities":{"Q42":{"id":"Q42","claims":{
@@ -129,6 +158,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "fetch.knowledge_graph",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![("", r#"{"@context":{},"@type":"ItemList","itemListElement":[{"@type":"EntitySearchResult","result":{"@id":"kg:/m/0abc","name":"Acme","@type":["Organization"],"description":"Company","url":"https://acme.example/","detailedDescription":{"articleBody":"Acme builds rockets.","url":"https://en.wikipedia.org/wiki/Acme"}},"resultScore":812.5}]}"#)],
         first_url: "https://acme.example/",
         empty: vec![("", r#"{"@context":{},"@type":"ItemList","itemListElement":[]}"#)],
@@ -141,6 +171,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.social.bluesky",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![("", r#"{"actors":[{"did":"did:plc:abc","handle":"acme.bsky.social","displayName":"Acme","description":"Rockets"}],"cursor":"25"}"#)],
         first_url: "https://bsky.app/profile/acme.bsky.social",
         empty: vec![("", r#"{"actors":[]}"#)],
@@ -153,6 +184,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.social.youtube",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![("", r#"{"kind":"youtube#searchListResponse","items":[{"kind":"youtube#searchResult","id":{"kind":"youtube#channel","channelId":"UC123abc"},"snippet":{"title":"Acme","description":"Our channel","publishedAt":"2015-01-01T00:00:00Z"}}]}"#)],
         first_url: "https://www.youtube.com/channel/UC123abc",
         empty: vec![("", r#"{"kind":"youtube#searchListResponse","items":[]}"#)],
@@ -165,6 +197,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.scholar",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![("", r#"{"meta":{"count":1},"results":[{"id":"https://openalex.org/W1","doi":"https://doi.org/10.1/acme","display_name":"Rockets by Acme","publication_year":2020,"cited_by_count":3,"primary_location":{"source":{"display_name":"Journal of Rockets"}}}]}"#)],
         first_url: "https://doi.org/10.1/acme",
         empty: vec![("", r#"{"meta":{"count":0},"results":[]}"#)],
@@ -177,6 +210,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.news",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![("", r#"{"articles":[{"url":"https://news.example/acme-launch","url_mobile":"","title":"Acme launches","seendate":"20261201T120000Z","socialimage":"","domain":"news.example","language":"English","sourcecountry":"France"}]}"#)],
         first_url: "https://news.example/acme-launch",
         // GDELT answers nothing at all when nothing matches.
@@ -190,6 +224,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.news",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![
             ("&page=0", r#"{"hits":[{"url":"https://acme.example/launch","title":"Acme launches","story_text":"Rockets"}],"nbHits":2,"page":0,"nbPages":2}"#),
             ("&page=1", r#"{"hits":[{"url":"https://acme.example/landing","title":"Acme lands","story_text":null}],"nbHits":2,"page":1,"nbPages":2}"#),
@@ -205,6 +240,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.social.github",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![
             ("&page=1", r#"{"total_count":2,"incomplete_results":false,"items":[{"login":"acme","html_url":"https://github.com/acme","type":"Organization"}]}"#),
             ("&page=2", r#"{"total_count":2,"incomplete_results":false,"items":[{"login":"acme-labs","html_url":"https://github.com/acme-labs","type":"Organization"}]}"#),
@@ -220,6 +256,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         intent: "search.social.mastodon",
         query: "Acme",
         branch: None,
+        content_type: "application/json",
         success: vec![("", r#"{"accounts":[{"id":"1","username":"acme","acct":"acme","display_name":"Acme","url":"https://mastodon.social/@acme","note":"Rockets"}],"statuses":[],"hashtags":[]}"#)],
         first_url: "https://mastodon.social/@acme",
         empty: vec![("", r#"{"accounts":[],"statuses":[],"hashtags":[]}"#)],
@@ -228,6 +265,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         asks: Some("limit=10"),
         retitle: ("\"display_name\":\"Acme\"", "\"display_name\":\"Acme Rockets\""),
     });
+    f.insert("site-crawler", crate::site::fixture());
     f
 }
 
@@ -239,5 +277,6 @@ pub(crate) fn all_fixtures() -> Vec<(&'static str, Fixture)> {
         first.iter().map(|(id, f)| (*id, f.clone())).collect();
     all.sort_by_key(|(id, _)| *id);
     all.extend(crate::branches::branches(&|id: &str| first[id].clone()));
+    all.extend(crate::site::branches());
     all
 }

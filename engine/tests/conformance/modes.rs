@@ -9,7 +9,7 @@ use std::time::Duration;
 use engine::connectors::seam::{FireError, Found};
 use model::Capability;
 
-use crate::fake::{all_json, every, start_fake, Answer, Seen};
+use crate::fake::{every, start_fake, Answer, Seen};
 use crate::fixtures::{Fixture, KeyIn};
 use crate::subjects::{assert_no_key, fire_with, opts, Limits, Subject, KEY};
 
@@ -77,21 +77,18 @@ pub(crate) fn kind(outcome: &Result<Found, FireError>) -> String {
     }
 }
 
-/// Runs one adapter through every mode one call shows.
+/// Runs one adapter through every mode one call shows (the site crawler
+/// through its own: [`crate::site::call_modes`]).
 pub(crate) async fn call_modes(subject: &Subject, fixture: &Fixture) -> Vec<(&'static str, Cell)> {
+    if let Subject::Site = subject {
+        return crate::site::call_modes(subject, fixture).await;
+    }
     let limits = Limits::default();
-    let (outcome, seen) = fire_with(subject, fixture, all_json(&fixture.success), limits).await;
+    let (outcome, seen) = fire_with(subject, fixture, fixture.ok(&fixture.success), limits).await;
     assert_no_key(&subject.registration().profile.id, &outcome);
     let mut cells = vec![("success", success(fixture, &outcome, &seen))];
     let success_results = outcome.as_ref().map_or(0, |f| f.results.len());
-    let (outcome, _) = fire_with(subject, fixture, all_json(&fixture.empty), limits).await;
-    cells.push((
-        "empty",
-        match &outcome {
-            Ok(found) if found.results.is_empty() => Ok("nothing found (not an error)".into()),
-            other => Err(format!("gave {}", kind(other))),
-        },
-    ));
+    cells.push(("empty", empty(subject, fixture).await));
     cells.push((
         "next page",
         next_page(subject, fixture, &seen, success_results),
@@ -106,11 +103,36 @@ pub(crate) async fn call_modes(subject: &Subject, fixture: &Fixture) -> Vec<(&'s
     cells
 }
 
+/// Empty: not found is an empty list, not an error.
+pub(crate) async fn empty(subject: &Subject, fixture: &Fixture) -> Cell {
+    if fixture.empty.is_empty() {
+        return not_applicable(NEVER_EMPTY);
+    }
+    let (outcome, _) = fire_with(
+        subject,
+        fixture,
+        fixture.ok(&fixture.empty),
+        Limits::default(),
+    )
+    .await;
+    match &outcome {
+        Ok(found) if found.results.is_empty() => Ok("nothing found (not an error)".into()),
+        other => Err(format!("gave {}", kind(other))),
+    }
+}
+
+/// Why a fixture without an empty answer has none.
+pub(crate) const NEVER_EMPTY: &str = "every answer names the page read: it is never nothing";
+
 /// Success: results with their fields, the key sent the documented way.
-fn success(fixture: &Fixture, outcome: &Result<Found, FireError>, seen: &[Seen]) -> Cell {
+pub(crate) fn success(
+    fixture: &Fixture,
+    outcome: &Result<Found, FireError>,
+    seen: &[Seen],
+) -> Cell {
     let results = &outcome.as_ref().map_err(|e| format!("gave {e}"))?.results;
     ensure(!results.is_empty(), || "no results".into())?;
-    ensure(results[0].url == fixture.first_url, || {
+    ensure(fixture.is_first(&results[0].url), || {
         format!("first result {}", results[0].url)
     })?;
     for r in results {
@@ -237,7 +259,7 @@ async fn partial_pages(subject: &Subject, fixture: &Fixture, seen: &[Seen]) -> C
         })?;
         return not_applicable("one request per fire, so no later page can be lost");
     }
-    let mut answers = all_json(&fixture.success);
+    let mut answers = fixture.ok(&fixture.success);
     let last = answers.len() - 1;
     answers[last].1 = Answer::json(502, r#"{"error":"bad gateway"}"#);
     let (outcome, _) = fire_with(subject, fixture, answers, Limits::default()).await;
@@ -310,12 +332,13 @@ async fn keys(subject: &Subject, fixture: &Fixture) -> Vec<(&'static str, Cell)>
         }
     }
     let (base, fake) = start_fake().await;
-    *fake.answers.lock().unwrap() = all_json(&fixture.success);
+    *fake.answers.lock().unwrap() = fixture.ok(&fixture.success);
     let connector = subject.connector(limits, &base);
     let intent: Capability = fixture.intent.parse().unwrap();
-    let first = connector.fire(&intent, fixture.query, &opts()).await;
+    let query = subject.query(fixture, &base);
+    let first = connector.fire(&intent, &query, &opts()).await;
     *fake.answers.lock().unwrap() = every(Answer::json(401, r#"{"error":"key expired"}"#));
-    let then = connector.fire(&intent, fixture.query, &opts()).await;
+    let then = connector.fire(&intent, &query, &opts()).await;
     assert_no_key(&id, &then);
     let expired = match (&first, &then) {
         (Ok(_), Err(FireError::AuthFailed { .. })) => {
@@ -355,9 +378,12 @@ async fn failures(subject: &Subject, fixture: &Fixture) -> Vec<(&'static str, Ce
     let timeout = gave(&outcome, &|e| {
         matches!(e, FireError::Timeout { .. }).then_some("error (timeout)")
     });
-    let connector = subject.connector(limits, "http://127.0.0.1:9");
+    let nowhere = "http://127.0.0.1:9";
+    let connector = subject.connector(limits, nowhere);
     let intent: Capability = fixture.intent.parse().unwrap();
-    let outcome = connector.fire(&intent, fixture.query, &opts()).await;
+    let outcome = connector
+        .fire(&intent, &subject.query(fixture, nowhere), &opts())
+        .await;
     assert_no_key(&subject.registration().profile.id, &outcome);
     let unreachable = gave(&outcome, &|e| {
         matches!(e, FireError::Upstream { .. }).then_some("error (provider)")

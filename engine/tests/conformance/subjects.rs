@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::connectors::builtin::{adapters, Adapter};
+use engine::connectors::builtin::{adapters, site, Adapter};
 use engine::connectors::guard::{AllowList, Outbound};
 use engine::connectors::http::Http;
 use engine::connectors::manifest::{Format, Manifest, ManifestConnector};
@@ -27,10 +27,12 @@ pub(crate) struct Limits {
     pub(crate) max_body: Option<usize>,
 }
 
-/// What the suite runs: a coded adapter, or a manifest shipped in
-/// `connectors/` with its provider's origin pointed at the fake.
+/// What the suite runs: a coded adapter, a manifest shipped in
+/// `connectors/` with its provider's origin pointed at the fake, or the
+/// site crawler, reading the fake as a record's website.
 pub(crate) enum Subject {
     Coded(Adapter),
+    Site,
     Shipped {
         file: String,
         manifest: String,
@@ -42,9 +44,19 @@ impl Subject {
     pub(crate) fn registration(&self) -> Registration {
         match self {
             Subject::Coded(adapter) => (adapter.registration)(),
+            Subject::Site => site::registration(),
             Subject::Shipped { manifest, .. } => Manifest::parse(manifest, Format::Toml)
                 .expect("a shipped manifest")
                 .registration(),
+        }
+    }
+
+    /// What a fire asks with the fake at `base`: the fixture's query, or
+    /// for the site crawler the fake's address, its record's website.
+    pub(crate) fn query(&self, fixture: &Fixture, base: &str) -> String {
+        match self {
+            Subject::Site => format!("{base}/"),
+            _ => fixture.query.to_owned(),
         }
     }
 
@@ -65,6 +77,11 @@ impl Subject {
                 }
                 adapter.connector(http, Some(base.to_owned()), Some(KEY.to_owned()))
             }
+            // Its own cap on a page's size; the fake is its only site.
+            Subject::Site => Arc::new(site::SiteCrawler {
+                outbound: Outbound::new(AllowList::parse("127.0.0.1")),
+                timeout: limits.timeout,
+            }),
             Subject::Shipped {
                 manifest, origin, ..
             } => {
@@ -91,10 +108,11 @@ impl Subject {
     }
 }
 
-/// Every coded adapter, every manifest built in, and every manifest
-/// shipped in `connectors/`.
+/// Every coded adapter, the site crawler, every manifest built in, and
+/// every manifest shipped in `connectors/`.
 pub(crate) fn subjects() -> Vec<Subject> {
     let mut all: Vec<Subject> = adapters().into_iter().map(Subject::Coded).collect();
+    all.push(Subject::Site);
     let mut manifests: Vec<(String, String)> = engine::connectors::builtin::BUILTIN_MANIFESTS
         .iter()
         .map(|(file, text)| (format!("engine/manifests/{file}"), (*text).to_owned()))
@@ -159,7 +177,9 @@ pub(crate) async fn fire_with(
     *fake.answers.lock().unwrap() = answers;
     let connector = subject.connector(limits, &base);
     let intent: Capability = fixture.intent.parse().unwrap();
-    let outcome = connector.fire(&intent, fixture.query, &opts()).await;
+    let outcome = connector
+        .fire(&intent, &subject.query(fixture, &base), &opts())
+        .await;
     let seen = fake.seen.lock().unwrap().clone();
     (outcome, seen)
 }
