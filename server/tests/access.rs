@@ -461,7 +461,9 @@ async fn no_read_write_fire_event_or_export_crosses_workspaces() {
             .map(|(_, p)| {
                 let args = if p.contains("load_triage") {
                     format!("set_id={set_two}&filter=all&search=&offset=0")
-                } else if p.contains("fire_chip") || p.contains("load_menu") {
+                } else if p.contains("fire_chip") {
+                    format!("record_id={record_two}&pack_id=web&spend_more=true")
+                } else if p.contains("load_menu") {
                     format!("record_id={record_two}&pack_id=web")
                 } else if p.contains("set_start_with") {
                     format!("record_id={record_two}&pack_id=web&connector=alpha")

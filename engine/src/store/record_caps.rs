@@ -83,7 +83,24 @@ impl Store {
         .bind(self.now_ms())
         .execute(self.pool())
         .await?;
+        self.recount_days(workspace_id, &cap.unit).await?;
         self.settings_changed(workspace_id);
+        Ok(())
+    }
+
+    /// Drops the workspace's record counts in `unit`, so each starts again
+    /// from the day's charges: calls made while no cap counted them are
+    /// counted when one is set again.
+    async fn recount_days(&self, workspace_id: i64, unit: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "DELETE FROM record_day_spend WHERE unit = $1 AND record_id IN \
+             (SELECT r.id FROM records r JOIN record_sets s ON s.id = r.record_set_id \
+             WHERE s.workspace_id = $2)",
+        )
+        .bind(unit)
+        .bind(workspace_id)
+        .execute(self.pool())
+        .await?;
         Ok(())
     }
 
@@ -98,15 +115,17 @@ impl Store {
             .bind(unit)
             .execute(self.pool())
             .await?;
+        self.recount_days(workspace_id, unit).await?;
         self.settings_changed(workspace_id);
         Ok(done.rows_affected() > 0)
     }
 
     /// Takes `amount` of `unit` from `record_id`'s count for today, unless
     /// that would pass `limit` and the person did not say to `spend_more`.
-    /// The first take of the day starts the count from the day's charges
-    /// of the record (a cap set during the day counts what came before);
-    /// the record's counts of earlier days go.
+    /// The first take of the day (and the first after a cap is set) starts
+    /// the count from the day's charges of the record, so a cap set during
+    /// the day counts what came before; the record's counts of earlier days
+    /// go.
     pub async fn take_record_spend(
         &self,
         workspace_id: i64,
@@ -258,6 +277,18 @@ mod tests {
             // ...and an unbilled call gives its price back.
             store.give_back_record_spend(&more).await.unwrap();
             assert_eq!(take("USD", false).await, at_cap, "{}", db.kind());
+            // A cap set again counts the day from its charges (none were
+            // billed here).
+            let cap = RecordCap {
+                unit: "USD".into(),
+                daily_limit: usd(50),
+            };
+            store.set_record_cap(ws, &cap, "ana").await.unwrap();
+            assert!(
+                matches!(take("USD", false).await, RecordTaken::Taken(_)),
+                "{}",
+                db.kind()
+            );
         }
     }
 
