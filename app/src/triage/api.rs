@@ -73,12 +73,13 @@ pub async fn fire_chip(
     record_id: i64,
     pack_id: String,
     connector: Option<String>,
-    spend_more: bool,
+    // Absent: within the record's daily caps.
+    spend_more: Option<bool>,
 ) -> Result<ChipFired, ServerFnError> {
     let (engine, who) = ssr::door()?;
     let choice = engine::ops::FireChoice {
         connector: connector.as_deref(),
-        spend_more,
+        spend_more: spend_more.unwrap_or(false),
     };
     engine
         .fire_pack(&who, record_id, &pack_id, choice)

@@ -288,7 +288,14 @@ fn fire_now(
     );
     let pack_id = pack_id.to_owned();
     spawn_local(async move {
-        match fire_chip(record_id, pack_id.clone(), what.connector, what.spend_more).await {
+        match fire_chip(
+            record_id,
+            pack_id.clone(),
+            what.connector,
+            Some(what.spend_more),
+        )
+        .await
+        {
             Ok(fired) => {
                 if let Some(why) = fired.not_fired() {
                     local.error.try_set(Some(why));

@@ -197,7 +197,7 @@ fn MenuEntryView(entry: MenuEntry, record_id: i64, pack_id: String, board: Board
             let (id, pack_id) = (id.clone(), pack_id.clone());
             board.menu.set(None);
             spawn_local(async move {
-                if let Ok(fired) = fire_chip(record_id, pack_id.clone(), Some(id), false).await {
+                if let Ok(fired) = fire_chip(record_id, pack_id.clone(), Some(id), None).await {
                     board.fired(record_id, &pack_id, fired);
                 }
             });
