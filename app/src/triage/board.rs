@@ -77,6 +77,11 @@ pub struct Board {
     /// When this person's previous visit of the set ended: items first
     /// seen after it are new to them.
     since: StoredValue<Option<i64>>,
+    /// The found item the person is on: a decision or a live update that
+    /// draws it again keeps them there.
+    pub focused_item: StoredValue<Option<i64>>,
+    /// What screen readers are told of the person's last decision.
+    pub said: RwSignal<String>,
 }
 
 /// How many recent actions the activity line keeps.
@@ -111,6 +116,8 @@ impl Board {
             following: StoredValue::new(false),
             owner: StoredValue::new(Owner::current()),
             since: StoredValue::new(None),
+            focused_item: StoredValue::new(None),
+            said: RwSignal::new(String::new()),
         }
     }
 

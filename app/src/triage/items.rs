@@ -1,7 +1,9 @@
 //! The items under a card: what each intent found, who found it, what its
 //! words were before they changed, whether its page went away, and the
-//! triage verbs. Provider text is rendered as text, links open in a new tab
-//! without giving the page a handle on Switchyard.
+//! triage verbs (also from the keyboard: see `keys`). Provider text is
+//! rendered as text, links open in a new tab without giving the page a
+//! handle on Switchyard. An item the person is on keeps the focus when a
+//! decision or someone else's change draws it again.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -43,12 +45,18 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
         .collect();
     finders.dedup();
     let demo = finders.iter().any(|f| f == "demo");
+    let title = item.title.clone();
     let act = move |verb: TriageVerb| {
-        let (id, version) = (item.id, item.version);
+        let (id, version, title) = (item.id, item.version, title.clone());
         move |_| {
+            let title = title.clone();
             spawn_local(async move {
                 match triage_item(id, verb, version).await {
                     Ok(outcome) => {
+                        board.said.set(match &outcome.conflict {
+                            Some(conflict) => conflict.clone(),
+                            None => format!("{}: {title}", state_label(outcome.item.state)),
+                        });
                         message.set(outcome.conflict);
                         board.put_item(outcome.item);
                     }
@@ -57,6 +65,17 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
             });
         }
     };
+    let row = NodeRef::<leptos::html::Li>::new();
+    let id = item.id;
+    // Drawn again (a decision, someone else's change) while the person was
+    // on it: the focus comes back to it.
+    Effect::new(move |_| {
+        if let Some(li) = row.get() {
+            if board.focused_item.get_value() == Some(id) && focus_is_lost() {
+                let _ = li.focus();
+            }
+        }
+    });
     let state = item.state;
     let fresh = board.is_fresh(&item);
     let changed_badge = item.revision.as_ref().map(|_| {
@@ -86,7 +105,9 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
     });
     view! {
         <li class=format!("item state-{}", state.name()) data-item=item.id data-triage=state.name()
-            data-fresh=fresh.then_some("true") data-gone=item.gone.is_some().then_some("true")>
+            data-fresh=fresh.then_some("true") data-gone=item.gone.is_some().then_some("true")
+            node_ref=row tabindex="-1" aria-label=format!("{}: {}", item.title, state_label(state))
+            on:focusin=move |_| board.focused_item.set_value(Some(id))>
             <div class="item-head">
                 <span class="intent">{item.intent.label().to_owned()}</span>
                 <a href=item.url.clone() target="_blank" rel="noopener noreferrer">{item.title.clone()}</a>
@@ -110,13 +131,26 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
                     {item.triaged_by.clone().map(|who| format!(" by {who}"))}
                 </span>
                 <span class="verbs">
-                    <button on:click=act(TriageVerb::AcceptCanonical) disabled=state == TriageState::AcceptedCanonical>"Accept"</button>
-                    <button on:click=act(TriageVerb::AcceptContext) disabled=state == TriageState::AcceptedContext>"Context"</button>
-                    <button on:click=act(TriageVerb::Discard) disabled=state == TriageState::Discarded>"Discard"</button>
-                    <button on:click=act(TriageVerb::Undo) disabled=state == TriageState::New>"Undo"</button>
+                    <button data-verb="accept" on:click=act(TriageVerb::AcceptCanonical) disabled=state == TriageState::AcceptedCanonical>"Accept"</button>
+                    <button data-verb="context" on:click=act(TriageVerb::AcceptContext) disabled=state == TriageState::AcceptedContext>"Context"</button>
+                    <button data-verb="discard" on:click=act(TriageVerb::Discard) disabled=state == TriageState::Discarded>"Discard"</button>
+                    <button data-verb="undo" on:click=act(TriageVerb::Undo) disabled=state == TriageState::New>"Undo"</button>
                 </span>
             </div>
             {move || message.get().map(|m| view! { <p class="conflict" role="alert">{m}</p> })}
         </li>
     }
+}
+
+/// Nothing has the focus (the element that had it was drawn again).
+fn focus_is_lost() -> bool {
+    #[cfg(feature = "hydrate")]
+    {
+        match document().active_element() {
+            None => true,
+            Some(el) => el.tag_name() == "BODY",
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    false
 }

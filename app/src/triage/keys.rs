@@ -1,6 +1,8 @@
 //! Keyboard triage: `j` / `k` move between cards, a pack's short label fires
-//! it on the focused card, `?` shows the keys. Keys typed into a field are
-//! left alone.
+//! it on the focused card, the arrows move among a card's found items and
+//! Enter, Shift+Enter, Delete and Ctrl+Z decide on the focused one, `?`
+//! shows the keys. Pack labels are letters and digits; the item keys are
+//! none, so the two never collide. Keys typed into a field are left alone.
 
 use leptos::prelude::*;
 
@@ -14,10 +16,17 @@ pub fn KeyHelp(open: RwSignal<bool>, labels: Vec<(String, String)>) -> impl Into
                 <h2>"Keys"</h2>
                 <dl>
                     <dt>"j / k"</dt><dd>"next / previous record"</dd>
+                    <dt>"↓ / ↑"</dt><dd>"next / previous found item of the record"</dd>
+                    <dt>"Enter"</dt><dd>"accept the item"</dd>
+                    <dt>"Shift+Enter"</dt><dd>"accept the item as context"</dd>
+                    <dt>"Delete"</dt><dd>"discard the item"</dd>
+                    <dt>"Ctrl+Z"</dt><dd>"undo the item's decision"</dd>
+                    <dt>"Ctrl+Enter"</dt><dd>"open the item's page"</dd>
                     {labels.iter().map(|(label, name)| view! { <dt>{label.clone()}</dt><dd>{format!("fire {name} on the focused record")}</dd> }).collect_view()}
                     <dt>"?"</dt><dd>"show or hide these keys"</dd>
-                    <dt>"Esc"</dt><dd>"close"</dd>
+                    <dt>"Esc"</dt><dd>"close, or back from an item to its record"</dd>
                 </dl>
+                <p class="muted">"Pack labels are letters and digits; the item keys are not, so they never collide."</p>
             </div>
         </Show>
     }
@@ -35,6 +44,10 @@ pub fn listen(labels: Vec<(String, String)>, packs: Vec<String>, help: RwSignal<
     let letter_or_digit = js_sys::RegExp::new(r"^[\p{L}\p{N}]$", "u");
     let typed = StoredValue::new((String::new(), 0.0f64));
     let handle = window_event_listener(leptos::ev::keydown, move |ev| {
+        if item_key(&ev) {
+            ev.prevent_default();
+            return;
+        }
         if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
             return;
         }
@@ -149,4 +162,80 @@ fn fire_on_focused(pack: &str) {
             chip.click();
         }
     }
+}
+
+/// A key on a card's found items: the arrows move among them (from the
+/// card or an item), and on a focused item Enter accepts, Shift+Enter
+/// accepts as context, Delete (or Backspace) discards, Ctrl+Z undoes,
+/// Ctrl+Enter opens its page and Esc goes back to the card. Says whether
+/// the key was one of these.
+#[cfg(feature = "hydrate")]
+fn item_key(ev: &web_sys::KeyboardEvent) -> bool {
+    use wasm_bindgen::JsCast;
+    let Some(active) = document().active_element() else {
+        return false;
+    };
+    let on_item = active.tag_name() == "LI" && active.class_list().contains("item");
+    let on_card = active.tag_name() == "ARTICLE" && active.class_list().contains("card");
+    let ctrl = ev.ctrl_key() || ev.meta_key();
+    let click = |selector: &str| {
+        if let Ok(Some(el)) = active.query_selector(selector) {
+            if let Ok(el) = el.dyn_into::<web_sys::HtmlElement>() {
+                el.click();
+            }
+        }
+        true
+    };
+    match ev.key().as_str() {
+        "ArrowDown" | "ArrowUp" if on_item || on_card => {
+            move_item(&active, on_card, ev.key() == "ArrowDown")
+        }
+        "Enter" if on_item && ctrl => click("a[href]"),
+        "Enter" if on_item && ev.shift_key() => click("button[data-verb=context]"),
+        "Enter" if on_item => click("button[data-verb=accept]"),
+        "Delete" | "Backspace" if on_item => click("button[data-verb=discard]"),
+        "z" | "Z" if on_item && ctrl => click("button[data-verb=undo]"),
+        "Escape" if on_item => {
+            if let Ok(Some(card)) = active.closest("article.card") {
+                if let Ok(card) = card.dyn_into::<web_sys::HtmlElement>() {
+                    let _ = card.focus();
+                }
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Moves the focus to the next (or previous) found item of the card
+/// `from` is (or is in); from the card itself, to its first item. Says
+/// whether there was an item to move to.
+#[cfg(feature = "hydrate")]
+fn move_item(from: &web_sys::Element, on_card: bool, down: bool) -> bool {
+    use wasm_bindgen::JsCast;
+    let card = if on_card {
+        Some(from.clone())
+    } else {
+        from.closest("article.card").ok().flatten()
+    };
+    let Some(Ok(list)) = card.map(|c| c.query_selector_all("li.item")) else {
+        return false;
+    };
+    let items: Vec<web_sys::HtmlElement> = (0..list.length())
+        .filter_map(|i| list.item(i))
+        .filter_map(|n| n.dyn_into::<web_sys::HtmlElement>().ok())
+        .collect();
+    if items.is_empty() {
+        return false;
+    }
+    let at = items
+        .iter()
+        .position(|i| !on_card && (i.as_ref() as &web_sys::Element) == from);
+    let next = match (at, down) {
+        (None, _) => 0,
+        (Some(i), true) => (i + 1).min(items.len() - 1),
+        (Some(i), false) => i.saturating_sub(1),
+    };
+    let _ = items[next].focus();
+    true
 }

@@ -151,6 +151,7 @@ fn Cards(
         <div class="cards">{cards}</div>
         <ConnectorMenuView board/>
         <keys::KeyHelp open=help labels/>
+        <p class="sr" role="status" aria-live="polite">{move || board.said.get()}</p>
     }
 }
 

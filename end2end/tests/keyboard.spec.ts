@@ -1,0 +1,50 @@
+import { test, expect, openDemoSet } from "./fixtures";
+
+// Triage without a mouse: every decision on a found item from the keyboard,
+// listed in the help, told to screen readers, with the focus kept on the item.
+test("a person triages a record's items with keys only", async ({ page }) => {
+  await openDemoSet(page);
+  await page.keyboard.press("?");
+  const help = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+  for (const line of ["accept the item", "accept the item as context", "discard the item", "undo the item's decision"]) {
+    await expect(help).toContainText(line);
+  }
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("j");
+  const card = page.locator("article.card").first();
+  await expect(card).toBeFocused();
+  // Fire LinkedIn by its label; the demo connector finds something.
+  await page.keyboard.type("in");
+  const items = card.locator("li.item");
+  await expect(items.first()).toBeVisible({ timeout: 15_000 });
+
+  await page.keyboard.press("ArrowDown");
+  const first = items.first();
+  await expect(first).toBeFocused();
+  const id = await first.getAttribute("data-item");
+  const item = card.locator(`li.item[data-item="${id}"]`);
+  const said = page.locator('p.sr[role="status"]');
+
+  await page.keyboard.press("Enter");
+  await expect(item).toHaveAttribute("data-triage", "accepted-canonical");
+  // Drawn again with its new state, it still has the focus.
+  await expect(item).toBeFocused();
+  await expect(said).toContainText("accepted (canonical)");
+
+  await page.keyboard.press("Control+z");
+  await expect(item).toHaveAttribute("data-triage", "new");
+  await expect(item).toBeFocused();
+
+  await page.keyboard.press("Shift+Enter");
+  await expect(item).toHaveAttribute("data-triage", "accepted-context");
+  await expect(item).toBeFocused();
+
+  await page.keyboard.press("Delete");
+  await expect(item).toHaveAttribute("data-triage", "discarded");
+  await expect(said).toContainText("discarded");
+  await expect(item).toBeFocused();
+
+  // Escape goes back to the record, and j moves on from there.
+  await page.keyboard.press("Escape");
+  await expect(card).toBeFocused();
+});
