@@ -1,8 +1,9 @@
 import { test, expect, openDemoSet } from "./fixtures";
+import { authFile } from "./users";
 
 // Triage without a mouse: every decision on a found item from the keyboard,
 // listed in the help, told to screen readers, with the focus kept on the item.
-test("a person triages a record's items with keys only", async ({ page }) => {
+test("a person triages a record's items with keys only, and keeps their place through someone else's change", async ({ page, browser, baseURL }) => {
   await openDemoSet(page);
   await page.keyboard.press("?");
   const help = page.getByRole("dialog", { name: "Keyboard shortcuts" });
@@ -44,7 +45,21 @@ test("a person triages a record's items with keys only", async ({ page }) => {
   await expect(said).toContainText("discarded");
   await expect(item).toBeFocused();
 
-  // Escape goes back to the record, and j moves on from there.
+  // Bob takes the decision back from his own page: Ada's item is drawn
+  // again, and she is still on it.
+  const bob = await (await browser.newContext({ baseURL, storageState: authFile("bob") })).newPage();
+  try {
+    await openDemoSet(bob);
+    const his = bob.locator(`li.item[data-item="${id}"]`);
+    await his.getByRole("button", { name: "Undo" }).click();
+    // Undo takes the last decision back: the item is accepted as context again.
+    await expect(item).toHaveAttribute("data-triage", "accepted-context", { timeout: 2_000 });
+    await expect(item).toBeFocused();
+  } finally {
+    await bob.context().close();
+  }
+
+  // Escape goes back to the record.
   await page.keyboard.press("Escape");
   await expect(card).toBeFocused();
 });
