@@ -77,6 +77,16 @@ fn schema(value: Value) -> Arc<JsonObject> {
     }
 }
 
+/// The records filter's schema, made from the type the tool parses (its
+/// OpenAPI schema), so what the tool advertises is what it takes.
+fn record_filter_schema() -> Value {
+    let mut schema =
+        serde_json::to_value(<model::RecordFilter as utoipa::PartialSchema>::schema())
+            .unwrap_or_else(|_| json!({ "type": "string" }));
+    schema["default"] = json!("all");
+    schema
+}
+
 fn id_schema(name: &str, what: &str) -> Value {
     json!({
         "type": "object",
@@ -100,7 +110,7 @@ fn record_set_tools() -> Vec<Tool> {
                 "type": "object",
                 "properties": {
                     "set_id": { "type": "integer" },
-                    "filter": { "type": "string", "enum": ["all", "untriaged", "has_found", "no_results", "accepted"], "default": "all" },
+                    "filter": record_filter_schema(),
                     "search": { "type": "string", "default": "" },
                     "offset": { "type": "integer", "minimum": 0, "default": 0 },
                     "limit": { "type": "integer", "minimum": 1, "maximum": engine::read_models::MAX_PAGE, "default": 50 },

@@ -472,3 +472,32 @@ async fn an_agent_past_a_records_daily_cap_is_asked_and_may_spend_more() {
     agent.cancel().await.ok();
     server.stop().await;
 }
+
+#[tokio::test]
+async fn every_filter_a_tool_advertises_is_one_it_takes() {
+    let server = server().await;
+    let agent = agent(&server, &token(&server, TEST_EMAIL, TEST_WORKSPACE).await).await;
+    let set = server
+        .me()
+        .import("S", "test", "name,city\nAcme,Lyon\n")
+        .await
+        .id;
+    let tools = agent.list_all_tools().await.unwrap();
+    let list = tools.iter().find(|t| t.name == "list_records").unwrap();
+    let filters = list.input_schema["properties"]["filter"]["enum"]
+        .as_array()
+        .expect("the filter's values are listed")
+        .clone();
+    assert!(filters.len() >= 5, "{filters:?}");
+    for filter in filters {
+        let page = call(
+            &agent,
+            "list_records",
+            json!({"set_id": set, "filter": filter}),
+        )
+        .await;
+        assert_ne!(page.is_error, Some(true), "{filter}: {page:?}");
+    }
+    agent.cancel().await.ok();
+    server.stop().await;
+}
