@@ -111,22 +111,37 @@ pub struct Envelope<T> {
 }
 
 impl Envelope<crate::FireReport> {
-    /// A fire that has ended: `cancelled` when a person cancelled it.
+    /// A fire that has ended: `cancelled` when a person cancelled it;
+    /// `failed` when connectors were tried and none answered (each failed,
+    /// was rate-limited or gave no answer), with each one's reason.
     pub fn of_fire(report: crate::FireReport) -> Self {
-        let cancelled = report
+        use crate::FireOutcome as O;
+        let last = report.attempts.last().and_then(|a| a.end.outcome);
+        let answered = report
             .attempts
-            .last()
-            .is_some_and(|a| a.end.outcome == Some(crate::FireOutcome::Cancelled));
+            .iter()
+            .any(|a| matches!(a.end.outcome, Some(O::Found | O::NotFound)));
+        let (status, error) = if last == Some(O::Cancelled) {
+            (EnvelopeStatus::Cancelled, None)
+        } else if !report.attempts.is_empty() && !answered {
+            let reasons: Vec<String> = report
+                .attempts
+                .iter()
+                .map(|a| {
+                    let why = a.end.error.as_deref().unwrap_or("failed");
+                    format!("{}: {why}", a.connector_id)
+                })
+                .collect();
+            (EnvelopeStatus::Failed, Some(reasons.join("; ")))
+        } else {
+            (EnvelopeStatus::Completed, None)
+        };
         Envelope {
-            status: if cancelled {
-                EnvelopeStatus::Cancelled
-            } else {
-                EnvelopeStatus::Completed
-            },
+            status,
             job_id: None,
             progress: Progress { done: 1, total: 1 },
             results: vec![report],
-            error: None,
+            error,
             job: None,
         }
     }

@@ -80,9 +80,8 @@ fn schema(value: Value) -> Arc<JsonObject> {
 /// The records filter's schema, made from the type the tool parses (its
 /// OpenAPI schema), so what the tool advertises is what it takes.
 fn record_filter_schema() -> Value {
-    let mut schema =
-        serde_json::to_value(<model::RecordFilter as utoipa::PartialSchema>::schema())
-            .unwrap_or_else(|_| json!({ "type": "string" }));
+    let mut schema = serde_json::to_value(<model::RecordFilter as utoipa::PartialSchema>::schema())
+        .unwrap_or_else(|_| json!({ "type": "string" }));
     schema["default"] = json!("all");
     schema
 }

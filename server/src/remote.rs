@@ -292,9 +292,19 @@ async fn fire(args: FireArgs, out: &mut impl Write) -> Outcome {
         .post(&format!("/api/records/{}/fire", args.record), body, &what)
         .await?;
     let envelope: Envelope<FireReport> = parse(&answer, &what)?;
+    // Every connector tried failed (or the fire was cancelled): exit 1,
+    // for scripts reading the JSON too.
+    let exit = if envelope.status == EnvelopeStatus::Completed {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    };
     if door.json {
         print(out, answer.text.trim_end())?;
-        return Ok(Exit::Ok);
+        return Ok(exit);
+    }
+    if let Some(error) = &envelope.error {
+        print(out, format!("failed: {error}"))?;
     }
     for report in &envelope.results {
         print(
@@ -334,11 +344,7 @@ async fn fire(args: FireArgs, out: &mut impl Write) -> Outcome {
             )?;
         }
     }
-    Ok(if envelope.status == EnvelopeStatus::Completed {
-        Exit::Ok
-    } else {
-        Exit::Failed
-    })
+    Ok(exit)
 }
 
 fn chip_words(chip: &model::ChipState) -> String {

@@ -179,6 +179,30 @@ async fn fire_fanout_connectors_and_export_work_on_a_set() {
         ran.stdout
     );
 
+    // A fire whose every connector failed says so and exits 1, for
+    // people and for scripts.
+    let failing = [
+        "fire",
+        "--record",
+        &record,
+        "--pack",
+        "news",
+        "--connector",
+        "broken",
+    ];
+    let ran = switchyard(&server, Some(&token), &failing).await;
+    assert_eq!(ran.code, 1, "{}", ran.stdout);
+    assert!(ran.stdout.contains("failed: broken: "), "{}", ran.stdout);
+    let json = [&failing[..], &["--json"]].concat();
+    let ran = switchyard(&server, Some(&token), &json).await;
+    assert_eq!(ran.code, 1, "{}", ran.stdout);
+    let envelope: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(envelope["status"], "failed", "{envelope}");
+    assert!(
+        envelope["error"].as_str().unwrap().starts_with("broken: "),
+        "{envelope}"
+    );
+
     let ran = switchyard(
         &server,
         Some(&token),
