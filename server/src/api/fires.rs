@@ -25,11 +25,14 @@ pub struct FireBody {
     pub spend_more: bool,
 }
 
-/// `POST /api/records/{id}/fire` `{"pack": "...", "connector": optional}`:
-/// the answer is the uniform envelope once the fire ends (`cancelled` when a
-/// person cancelled it); 429 when daily caps stopped everything the chain
-/// could fire. The fire is the engine's: a client that disconnects changes
-/// nothing about it.
+/// `POST /api/records/{id}/fire` `{"pack": "...", "connector": optional,
+/// "spend_more": optional}`: the answer is the uniform envelope once the
+/// fire ends (`cancelled` when a person cancelled it, `failed` with each
+/// connector's reason when every connector tried failed); 402 `spend_more`
+/// with the question when the record's daily cap stopped it before anything
+/// went out (send `"spend_more": true` to spend past it); 429 when daily
+/// caps stopped everything the chain could fire. The fire is the engine's:
+/// a client that disconnects changes nothing about it.
 #[utoipa::path(
     post, path = "/api/records/{id}/fire", tag = "records",
     params(("id" = i64, Path, description = "The record")),
