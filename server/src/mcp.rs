@@ -77,11 +77,15 @@ fn schema(value: Value) -> Arc<JsonObject> {
     }
 }
 
-/// The records filter's schema, made from the type the tool parses (its
-/// OpenAPI schema), so what the tool advertises is what it takes.
+/// A type's schema as its OpenAPI document has it, so what a tool
+/// advertises is what it parses.
+fn type_schema<T: utoipa::PartialSchema>() -> Value {
+    serde_json::to_value(T::schema()).unwrap_or_else(|_| json!({}))
+}
+
+/// The records filter's schema, made from the type the tool parses.
 fn record_filter_schema() -> Value {
-    let mut schema = serde_json::to_value(<model::RecordFilter as utoipa::PartialSchema>::schema())
-        .unwrap_or_else(|_| json!({ "type": "string" }));
+    let mut schema = type_schema::<model::RecordFilter>();
     schema["default"] = json!("all");
     schema
 }
@@ -170,6 +174,49 @@ fn record_set_tools() -> Vec<Tool> {
                     "version": { "type": "integer" },
                 },
                 "required": ["item_id", "verb", "version"],
+            })),
+        ),
+        Tool::new(
+            "preview_bulk_triage",
+            "Lists every untriaged item of a set a selection takes (the one item a connector found in a record, or items found by two or more connectors), each with the version a bulk decision expects.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "set_id": { "type": "integer" },
+                    "selection": type_schema::<model::BulkSelection>(),
+                    "verb": type_schema::<model::TriageVerb>(),
+                },
+                "required": ["set_id", "selection", "verb"],
+            })),
+        ),
+        Tool::new(
+            "bulk_triage",
+            "Decides a verb on the items a preview listed, as one batch; items someone decided on since are skipped and named. Answers the batch id for undo_bulk_triage.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "set_id": { "type": "integer" },
+                    "selection": type_schema::<model::BulkSelection>(),
+                    "verb": type_schema::<model::TriageVerb>(),
+                    "expect": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": { "item_id": { "type": "integer" }, "version": { "type": "integer" } },
+                            "required": ["item_id", "version"],
+                        },
+                    },
+                },
+                "required": ["set_id", "selection", "verb", "expect"],
+            })),
+        ),
+        Tool::new(
+            "undo_bulk_triage",
+            "Takes a bulk decision back as one step; items decided on since are skipped and named.",
+            schema(json!({
+                "type": "object",
+                "properties": { "batch_id": { "type": "integer" } },
+                "required": ["batch_id"],
             })),
         ),
     ]
@@ -264,6 +311,26 @@ impl Door {
                     .await
                     .map_err(failed)?)
             }
+            "preview_bulk_triage" => {
+                let a: BulkArgs = arguments(args)?;
+                json!(e
+                    .bulk_preview(who, a.set_id, a.selection, a.verb)
+                    .await
+                    .map_err(failed)?)
+            }
+            "bulk_triage" => {
+                let a: BulkArgs = arguments(args)?;
+                let expect: Vec<(i64, i64)> =
+                    a.expect.iter().map(|x| (x.item_id, x.version)).collect();
+                json!(e
+                    .bulk_triage(who, a.set_id, (a.selection, a.verb), &expect)
+                    .await
+                    .map_err(failed)?)
+            }
+            "undo_bulk_triage" => {
+                let a: ReadBatchArgs = arguments(args)?;
+                json!(e.undo_bulk(who, a.batch_id).await.map_err(failed)?)
+            }
             capability => {
                 let request: CallRequest = arguments(args)?;
                 if request.run_async {
@@ -308,6 +375,28 @@ struct FirePackArgs {
     connector: Option<String>,
     #[serde(default)]
     spend_more: bool,
+}
+
+/// `preview_bulk_triage` and `bulk_triage`.
+#[derive(Deserialize)]
+struct BulkArgs {
+    set_id: i64,
+    selection: model::BulkSelection,
+    verb: model::TriageVerb,
+    #[serde(default)]
+    expect: Vec<ExpectedArg>,
+}
+
+#[derive(Deserialize)]
+struct ExpectedArg {
+    item_id: i64,
+    version: i64,
+}
+
+/// `undo_bulk_triage`: a bulk decision.
+#[derive(Deserialize)]
+struct ReadBatchArgs {
+    batch_id: i64,
 }
 
 /// `start_fanout`: packs over every record of a set, as a job.

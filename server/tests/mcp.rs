@@ -501,3 +501,69 @@ async fn every_filter_a_tool_advertises_is_one_it_takes() {
     agent.cancel().await.ok();
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_agent_decides_in_bulk_from_a_preview_and_undoes_it() {
+    let server = TestServer::start_with(engine::store::testing::sqlite(), |state| {
+        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
+        let reg = ScriptedConnector::registration("alpha", CostTier::Free, &[B::SearchWeb.into()]);
+        let alpha = ScriptedConnector::new("alpha", [Step::Found(1)]);
+        state.engine.registry().register(reg, alpha).unwrap();
+    })
+    .await;
+    let agent = agent(&server, &token(&server, TEST_EMAIL, TEST_WORKSPACE).await).await;
+    let set = server
+        .me()
+        .import("S", "test", "name,city\nAcme,Lyon\nBolt,Oslo\n")
+        .await
+        .id;
+    for record in server.me().record_ids(set).await {
+        server.me().fire(record, "web", None).await;
+    }
+    let tools = agent.list_all_tools().await.unwrap();
+    let bulk = tools.iter().find(|t| t.name == "bulk_triage").unwrap();
+    let kinds = serde_json::to_string(&bulk.input_schema["properties"]["selection"]).unwrap();
+    assert!(
+        kinds.contains("single_from") && kinds.contains("found_by_two_or_more"),
+        "{kinds}"
+    );
+
+    // Alpha found exactly one item in each record.
+    let selection = json!({"kind": "single_from", "connector_id": "alpha"});
+    let preview = answer(
+        &call(
+            &agent,
+            "preview_bulk_triage",
+            json!({"set_id": set, "selection": selection, "verb": "accept-canonical"}),
+        )
+        .await,
+    );
+    let expect: Vec<Value> = preview["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| json!({"item_id": i["item_id"], "version": i["version"]}))
+        .collect();
+    assert_eq!(expect.len(), 2, "{preview}");
+    let args = json!({"set_id": set, "selection": selection, "verb": "accept-canonical", "expect": expect});
+    let done = answer(&call(&agent, "bulk_triage", args).await);
+    assert_eq!(done["changed"], 2, "{done}");
+    let undone = answer(
+        &call(
+            &agent,
+            "undo_bulk_triage",
+            json!({"batch_id": done["batch_id"]}),
+        )
+        .await,
+    );
+    assert_eq!(undone["changed"], 2, "{undone}");
+    let again = call(
+        &agent,
+        "undo_bulk_triage",
+        json!({"batch_id": done["batch_id"]}),
+    )
+    .await;
+    assert_eq!(again.is_error, Some(true), "{again:?}");
+    agent.cancel().await.ok();
+    server.stop().await;
+}

@@ -11,6 +11,7 @@
 
 mod accounts;
 mod attention;
+mod bulk;
 mod calls;
 mod catalog;
 mod connectors;

@@ -269,6 +269,20 @@ impl Store {
         expected_version: i64,
         actor: &str,
     ) -> Result<Item, TriageError> {
+        self.triage_in_batch(item_id, verb, expected_version, actor, None)
+            .await
+    }
+
+    /// [`Store::triage`] as part of bulk decision `batch`, which the
+    /// item's log row names (so the batch can be undone as one step).
+    pub async fn triage_in_batch(
+        &self,
+        item_id: i64,
+        verb: TriageVerb,
+        expected_version: i64,
+        actor: &str,
+        batch: Option<i64>,
+    ) -> Result<Item, TriageError> {
         let current = self.item(item_id).await?;
         if current.version != expected_version {
             return Err(TriageError::Conflict {
@@ -330,8 +344,8 @@ impl Store {
             .map_err(StoreError::from)?;
         } else {
             sqlx::query(
-                "INSERT INTO triage_log (item_id, verb, from_state, to_state, actor, at) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
+                "INSERT INTO triage_log (item_id, verb, from_state, to_state, actor, at, batch_id) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
             .bind(item_id)
             .bind(verb.name())
@@ -339,6 +353,7 @@ impl Store {
             .bind(to.name())
             .bind(actor)
             .bind(now)
+            .bind(batch)
             .execute(&mut *tx)
             .await
             .map_err(StoreError::from)?;

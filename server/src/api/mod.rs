@@ -3,6 +3,7 @@
 //! kind it is.
 
 mod account;
+mod bulk;
 mod calls;
 mod connectors;
 mod error;
@@ -71,6 +72,9 @@ fn door() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(spend::report))
         .routes(routes!(spend::unanswered))
+        .routes(routes!(bulk::preview))
+        .routes(routes!(bulk::decide))
+        .routes(routes!(bulk::undo))
         .routes(routes!(spend::export))
         .routes(routes!(packs::packs))
         .routes(routes!(packs::save_pack))
