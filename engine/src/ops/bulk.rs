@@ -86,7 +86,7 @@ impl Engine {
         self.authorize(who, Owned::RecordSet(batch.record_set_id))
             .await
             .map_err(|_| not_found())?;
-        if batch.undone_at.is_some() {
+        if !self.store.claim_batch_undo(batch_id, &who.email).await? {
             return Err(OpError::Conflict {
                 detail: format!("bulk decision {batch_id} is already undone"),
                 current: None,
@@ -114,7 +114,6 @@ impl Engine {
             )
             .await?;
         }
-        self.store.batch_undone(batch_id, &who.email).await?;
         Ok(outcome)
     }
 

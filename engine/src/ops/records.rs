@@ -20,16 +20,6 @@ pub struct FireChoice<'a> {
     pub spend_more: bool,
 }
 
-impl<'a> FireChoice<'a> {
-    /// The chain, or exactly `connector`, within the caps.
-    pub fn through(connector: Option<&'a str>) -> Self {
-        Self {
-            connector,
-            spend_more: false,
-        }
-    }
-}
-
 impl Engine {
     /// Fires `pack_id` for a record (exactly `connector` when given, the
     /// chip menu's "fire through") and waits for the fire to end. The fire

@@ -151,14 +151,18 @@ impl Store {
         Ok(rows.into_iter().map(|(id, last)| (id, last == 1)).collect())
     }
 
-    /// Marks a bulk decision taken back.
-    pub async fn batch_undone(&self, batch_id: i64, actor: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE triage_batches SET undone_by = $1, undone_at = $2 WHERE id = $3")
-            .bind(actor)
-            .bind(self.now_ms())
-            .bind(batch_id)
-            .execute(self.pool())
-            .await?;
-        Ok(())
+    /// Marks a bulk decision taken back, unless it already is; says
+    /// whether this call did (of two undos at once, one goes ahead).
+    pub async fn claim_batch_undo(&self, batch_id: i64, actor: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE triage_batches SET undone_by = $1, undone_at = $2 \
+             WHERE id = $3 AND undone_at IS NULL",
+        )
+        .bind(actor)
+        .bind(self.now_ms())
+        .bind(batch_id)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 }
