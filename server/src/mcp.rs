@@ -98,6 +98,55 @@ fn id_schema(name: &str, what: &str) -> Value {
     })
 }
 
+/// The tools of decisions in bulk, the same for every workspace.
+fn bulk_tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "preview_bulk_triage",
+            "Lists every untriaged item of a set a selection takes (the one item a connector found in a record, or items found by two or more connectors), each with the version a bulk decision expects.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "set_id": { "type": "integer" },
+                    "selection": type_schema::<model::BulkSelection>(),
+                    "verb": type_schema::<model::TriageVerb>(),
+                },
+                "required": ["set_id", "selection", "verb"],
+            })),
+        ),
+        Tool::new(
+            "bulk_triage",
+            "Decides a verb on the items a preview listed, as one batch; items someone decided on since are skipped and named. Answers the batch id for undo_bulk_triage.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "set_id": { "type": "integer" },
+                    "selection": type_schema::<model::BulkSelection>(),
+                    "verb": type_schema::<model::TriageVerb>(),
+                    "expect": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": { "item_id": { "type": "integer" }, "version": { "type": "integer" } },
+                            "required": ["item_id", "version"],
+                        },
+                    },
+                },
+                "required": ["set_id", "selection", "verb", "expect"],
+            })),
+        ),
+        Tool::new(
+            "undo_bulk_triage",
+            "Takes a bulk decision back as one step; items decided on since are skipped and named.",
+            schema(json!({
+                "type": "object",
+                "properties": { "batch_id": { "type": "integer" } },
+                "required": ["batch_id"],
+            })),
+        ),
+    ]
+}
+
 /// The record-set tools, the same for every workspace.
 fn record_set_tools() -> Vec<Tool> {
     vec![
@@ -176,49 +225,6 @@ fn record_set_tools() -> Vec<Tool> {
                 "required": ["item_id", "verb", "version"],
             })),
         ),
-        Tool::new(
-            "preview_bulk_triage",
-            "Lists every untriaged item of a set a selection takes (the one item a connector found in a record, or items found by two or more connectors), each with the version a bulk decision expects.",
-            schema(json!({
-                "type": "object",
-                "properties": {
-                    "set_id": { "type": "integer" },
-                    "selection": type_schema::<model::BulkSelection>(),
-                    "verb": type_schema::<model::TriageVerb>(),
-                },
-                "required": ["set_id", "selection", "verb"],
-            })),
-        ),
-        Tool::new(
-            "bulk_triage",
-            "Decides a verb on the items a preview listed, as one batch; items someone decided on since are skipped and named. Answers the batch id for undo_bulk_triage.",
-            schema(json!({
-                "type": "object",
-                "properties": {
-                    "set_id": { "type": "integer" },
-                    "selection": type_schema::<model::BulkSelection>(),
-                    "verb": type_schema::<model::TriageVerb>(),
-                    "expect": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": { "item_id": { "type": "integer" }, "version": { "type": "integer" } },
-                            "required": ["item_id", "version"],
-                        },
-                    },
-                },
-                "required": ["set_id", "selection", "verb", "expect"],
-            })),
-        ),
-        Tool::new(
-            "undo_bulk_triage",
-            "Takes a bulk decision back as one step; items decided on since are skipped and named.",
-            schema(json!({
-                "type": "object",
-                "properties": { "batch_id": { "type": "integer" } },
-                "required": ["batch_id"],
-            })),
-        ),
     ]
 }
 
@@ -253,6 +259,7 @@ impl Door {
             })
             .collect();
         tools.extend(record_set_tools());
+        tools.extend(bulk_tools());
         tools
     }
 

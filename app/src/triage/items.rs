@@ -65,17 +65,8 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
             });
         }
     };
-    let row = NodeRef::<leptos::html::Li>::new();
     let id = item.id;
-    // Drawn again (a decision, someone else's change) while the person was
-    // on it: the focus comes back to it.
-    Effect::new(move |_| {
-        if let Some(li) = row.get() {
-            if board.focused_item.get_value() == Some(id) && focus_is_lost() {
-                let _ = li.focus();
-            }
-        }
-    });
+    let row = keeps_focus(board, id);
     let state = item.state;
     let fresh = board.is_fresh(&item);
     let changed_badge = item.revision.as_ref().map(|_| {
@@ -85,19 +76,7 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
             "changed"
         }
     });
-    let revision = item.revision.as_ref().map(|r| {
-        let before = if r.snippet_before.is_empty() {
-            format!("«{}»", r.title_before)
-        } else {
-            format!("«{}» — {}", r.title_before, r.snippet_before)
-        };
-        view! {
-            <p class="revision muted">
-                {format!("{} changed {} per {}; it was: ", r.what(), ago(r.changed_at), r.connector_id)}
-                <span class="before">{before}</span>
-            </p>
-        }
-    });
+    let revision = item.revision.as_ref().map(revision_note);
     let gone = item.gone.as_ref().map(|g| {
         view! {
             <p class="gone-note muted">{format!("Gone {}: {}.", ago(g.at), g.reason)}</p>
@@ -139,6 +118,35 @@ fn ItemRow(item: Item, board: Board) -> impl IntoView {
             </div>
             {move || message.get().map(|m| view! { <p class="conflict" role="alert">{m}</p> })}
         </li>
+    }
+}
+
+/// The row's node: drawn again (a decision, someone else's change) while
+/// the person was on it, it gets the focus back.
+fn keeps_focus(board: Board, id: i64) -> NodeRef<leptos::html::Li> {
+    let row = NodeRef::<leptos::html::Li>::new();
+    Effect::new(move |_| {
+        if let Some(li) = row.get() {
+            if board.focused_item.get_value() == Some(id) && focus_is_lost() {
+                let _ = li.focus();
+            }
+        }
+    });
+    row
+}
+
+/// What an item's words were before they changed, and who saw the change.
+fn revision_note(r: &model::Revision) -> impl IntoView {
+    let before = if r.snippet_before.is_empty() {
+        format!("«{}»", r.title_before)
+    } else {
+        format!("«{}» — {}", r.title_before, r.snippet_before)
+    };
+    view! {
+        <p class="revision muted">
+            {format!("{} changed {} per {}; it was: ", r.what(), ago(r.changed_at), r.connector_id)}
+            <span class="before">{before}</span>
+        </p>
     }
 }
 
