@@ -47,6 +47,16 @@ pub struct BulkLine {
     pub url: String,
 }
 
+/// An item a bulk decision expects at `version` (as its preview listed
+/// it): a later change skips the item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BulkExpect {
+    pub item_id: i64,
+    pub version: i64,
+}
+
 /// What a bulk decision would change.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -23,7 +23,7 @@ pub mod template;
 
 pub use account::{Member, Role, Viewer, WorkspaceRef};
 pub use attention::{Attention, AttentionKind};
-pub use bulk::{BulkLine, BulkOutcome, BulkPreview, BulkSelection, BulkSkip, MAX_BULK};
+pub use bulk::{BulkExpect, BulkLine, BulkOutcome, BulkPreview, BulkSelection, BulkSkip, MAX_BULK};
 pub use call::{CallAttempt, CallRequest, CallResult};
 pub use capability::{BuiltinCapability, Capability, CapabilityView, InvalidCapability};
 pub use connector::{

@@ -123,14 +123,7 @@ fn bulk_tools() -> Vec<Tool> {
                     "set_id": { "type": "integer" },
                     "selection": type_schema::<model::BulkSelection>(),
                     "verb": type_schema::<model::TriageVerb>(),
-                    "expect": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": { "item_id": { "type": "integer" }, "version": { "type": "integer" } },
-                            "required": ["item_id", "version"],
-                        },
-                    },
+                    "expect": { "type": "array", "items": type_schema::<model::BulkExpect>() },
                 },
                 "required": ["set_id", "selection", "verb", "expect"],
             })),
@@ -327,10 +320,8 @@ impl Door {
             }
             "bulk_triage" => {
                 let a: BulkArgs = arguments(args)?;
-                let expect: Vec<(i64, i64)> =
-                    a.expect.iter().map(|x| (x.item_id, x.version)).collect();
                 json!(e
-                    .bulk_triage(who, a.set_id, (a.selection, a.verb), &expect)
+                    .bulk_triage(who, a.set_id, (a.selection, a.verb), &a.expect)
                     .await
                     .map_err(failed)?)
             }
@@ -391,13 +382,7 @@ struct BulkArgs {
     selection: model::BulkSelection,
     verb: model::TriageVerb,
     #[serde(default)]
-    expect: Vec<ExpectedArg>,
-}
-
-#[derive(Deserialize)]
-struct ExpectedArg {
-    item_id: i64,
-    version: i64,
+    expect: Vec<model::BulkExpect>,
 }
 
 /// `undo_bulk_triage`: a bulk decision.

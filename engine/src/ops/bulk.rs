@@ -2,16 +2,15 @@
 //! on all of it (each item as one decision would, skipping those someone
 //! else decided on meanwhile), and undo it as one step.
 
-use model::{BulkOutcome, BulkPreview, BulkSelection, BulkSkip, Item, TriageVerb, MAX_BULK};
+use model::{
+    BulkExpect, BulkOutcome, BulkPreview, BulkSelection, BulkSkip, Item, TriageVerb, MAX_BULK,
+};
 
 use crate::store::{Owned, TriageError};
 use crate::tenancy::Principal;
 use crate::Engine;
 
 use super::OpError;
-
-/// An item a bulk decision expects to find at `version`.
-pub type Expected = (i64, i64);
 
 impl Engine {
     /// What deciding `verb` on `selection` in set `set_id` would change:
@@ -41,7 +40,7 @@ impl Engine {
         who: &Principal,
         set_id: i64,
         (selection, verb): (BulkSelection, TriageVerb),
-        expect: &[Expected],
+        expect: &[BulkExpect],
     ) -> Result<BulkOutcome, OpError> {
         self.authorize(who, Owned::RecordSet(set_id)).await?;
         check_verb(verb)?;
@@ -51,9 +50,9 @@ impl Engine {
                 expect.len()
             )));
         }
-        let ids: Vec<i64> = expect.iter().map(|(id, _)| *id).collect();
+        let ids: Vec<i64> = expect.iter().map(|e| e.item_id).collect();
         let here = self.store.items_in_set(set_id, &ids).await?;
-        if let Some((id, _)) = expect.iter().find(|(id, _)| !here.contains(id)) {
+        if let Some(id) = ids.iter().find(|id| !here.contains(id)) {
             return Err(OpError::NotFound(format!(
                 "expect: item {id} is not in record set {set_id}"
             )));
@@ -69,8 +68,8 @@ impl Engine {
             changed: 0,
             skipped: Vec::new(),
         };
-        for &(item_id, version) in expect {
-            self.decide_in_batch(who, set_id, (item_id, version), verb, batch, &mut outcome)
+        for &expected in expect {
+            self.decide_in_batch(who, set_id, expected, verb, batch, &mut outcome)
                 .await?;
         }
         Ok(outcome)
@@ -103,7 +102,10 @@ impl Engine {
                 outcome.skipped.push(skip_of(&item));
                 continue;
             }
-            let expected = (item_id, item.version);
+            let expected = BulkExpect {
+                item_id,
+                version: item.version,
+            };
             self.decide_in_batch(
                 who,
                 batch.record_set_id,
@@ -123,7 +125,7 @@ impl Engine {
         &self,
         who: &Principal,
         set_id: i64,
-        (item_id, version): Expected,
+        BulkExpect { item_id, version }: BulkExpect,
         verb: TriageVerb,
         batch: i64,
         outcome: &mut BulkOutcome,

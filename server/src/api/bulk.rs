@@ -2,7 +2,7 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use model::{BulkOutcome, BulkPreview, BulkSelection, TriageVerb};
+use model::{BulkExpect, BulkOutcome, BulkPreview, BulkSelection, TriageVerb};
 use serde::Deserialize;
 
 use super::error::ErrorBody;
@@ -18,21 +18,13 @@ pub struct BulkAsk {
     pub verb: TriageVerb,
 }
 
-/// An item the decision expects at a version (as the preview listed it).
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ExpectedItem {
-    pub item_id: i64,
-    pub version: i64,
-}
-
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BulkBody {
     pub selection: BulkSelection,
     pub verb: TriageVerb,
     /// The items to decide on, each at the version the preview listed.
-    pub expect: Vec<ExpectedItem>,
+    pub expect: Vec<BulkExpect>,
 }
 
 /// `POST /api/record-sets/{id}/bulk-triage/preview`: every untriaged item
@@ -72,11 +64,10 @@ pub async fn decide(
     Caller(who): Caller,
     ApiJson(body): ApiJson<BulkBody>,
 ) -> Result<Json<BulkOutcome>, ApiError> {
-    let expect: Vec<(i64, i64)> = body.expect.iter().map(|e| (e.item_id, e.version)).collect();
     Ok(Json(
         state
             .engine
-            .bulk_triage(&who, set_id, (body.selection, body.verb), &expect)
+            .bulk_triage(&who, set_id, (body.selection, body.verb), &body.expect)
             .await?,
     ))
 }
