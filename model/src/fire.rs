@@ -273,4 +273,13 @@ impl FireReport {
         }
         self.skipped.iter().find_map(|s| s.spend_more.as_ref())
     }
+
+    /// The question, when the record's daily cap stopped the fire before
+    /// anything went out: the doors with a status refuse with it.
+    pub fn stopped_to_ask(&self) -> Option<&crate::SpendQuestion> {
+        self.attempts
+            .is_empty()
+            .then(|| self.spend_question())
+            .flatten()
+    }
 }

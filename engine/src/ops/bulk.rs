@@ -80,9 +80,13 @@ impl Engine {
     /// one someone decided on since is left as it is and named.
     pub async fn undo_bulk(&self, who: &Principal, batch_id: i64) -> Result<BulkOutcome, OpError> {
         let not_found = || OpError::NotFound(format!("bulk decision {batch_id}"));
-        let batch = self.store.batch(batch_id).await?.ok_or_else(not_found)?;
+        let set_id = self
+            .store
+            .batch_set(batch_id)
+            .await?
+            .ok_or_else(not_found)?;
         // Another workspace's batch is not found either.
-        self.authorize(who, Owned::RecordSet(batch.record_set_id))
+        self.authorize(who, Owned::RecordSet(set_id))
             .await
             .map_err(|_| not_found())?;
         if !self.store.claim_batch_undo(batch_id, &who.email).await? {
@@ -108,7 +112,7 @@ impl Engine {
             };
             self.decide_in_batch(
                 who,
-                batch.record_set_id,
+                set_id,
                 expected,
                 TriageVerb::Undo,
                 batch_id,

@@ -55,7 +55,7 @@ impl Engine {
             .await?;
         // The page asks the question beside the chip; the envelope's doors
         // refuse with it.
-        if report.attempts.is_empty() && report.spend_question().is_some() {
+        if report.stopped_to_ask().is_some() {
             return Ok(report);
         }
         let capped: Vec<String> = report
@@ -90,10 +90,8 @@ impl Engine {
         let report = self.fire_pack(who, record_id, pack_id, choice).await?;
         // Nothing went out: the refusal asks the question, for the caller
         // to fire again with `spend_more`.
-        if report.attempts.is_empty() {
-            if let Some(question) = report.spend_question() {
-                return Err(OpError::SpendMore(Box::new(question.clone())));
-            }
+        if let Some(question) = report.stopped_to_ask() {
+            return Err(OpError::SpendMore(Box::new(question.clone())));
         }
         Ok(Envelope::of_fire(report))
     }

@@ -7,16 +7,6 @@ use model::{BulkLine, BulkSelection, MAX_BULK};
 
 use super::{Store, StoreError};
 
-/// A bulk decision as recorded.
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
-pub struct StoredBatch {
-    pub id: i64,
-    pub record_set_id: i64,
-    pub verb: String,
-    pub actor: String,
-    pub undone_at: Option<i64>,
-}
-
 #[derive(sqlx::FromRow)]
 struct LineRow {
     item_id: i64,
@@ -126,14 +116,14 @@ impl Store {
         .await?)
     }
 
-    /// A bulk decision, if there is one by that id.
-    pub async fn batch(&self, batch_id: i64) -> Result<Option<StoredBatch>, StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT id, record_set_id, verb, actor, undone_at FROM triage_batches WHERE id = $1",
+    /// The record set a bulk decision was made in, if there is one by that id.
+    pub async fn batch_set(&self, batch_id: i64) -> Result<Option<i64>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT record_set_id FROM triage_batches WHERE id = $1")
+                .bind(batch_id)
+                .fetch_optional(self.pool())
+                .await?,
         )
-        .bind(batch_id)
-        .fetch_optional(self.pool())
-        .await?)
     }
 
     /// The items batch `batch_id` decided on and has not taken back, each

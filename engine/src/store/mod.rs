@@ -25,7 +25,6 @@ mod migrations;
 mod overrides;
 mod personal_chains;
 pub use accounts::{Owned, Removal, UserRow};
-pub use bulk::StoredBatch;
 pub use calls::{CallStatus, NewCall, StoredCall};
 pub use catalog::CatalogKind;
 pub use connector_log::StatusChange;
