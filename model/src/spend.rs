@@ -48,6 +48,16 @@ impl Amount {
         Ok(Amount((units * 1e6).round() as i64))
     }
 
+    /// An amount as a person types it ("0.5", " 12 "), checked as
+    /// [`Amount::from_decimal`] checks a number.
+    pub fn parse_decimal(text: &str) -> Result<Self, String> {
+        let units: f64 = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("{:?} is not a number", text.trim()))?;
+        Self::from_decimal(units)
+    }
+
     #[allow(clippy::cast_precision_loss)]
     pub fn as_decimal(self) -> f64 {
         self.0 as f64 / 1e6
@@ -438,6 +448,15 @@ mod tests {
         );
         assert!(Amount::from_decimal(-1.0).is_err());
         assert!(Amount::from_decimal(f64::NAN).is_err());
+        assert_eq!(
+            Amount::parse_decimal(" 0.3 "),
+            Ok(Amount::from_micros(300_000))
+        );
+        assert_eq!(
+            Amount::parse_decimal("ten"),
+            Err("\"ten\" is not a number".to_owned())
+        );
+        assert!(Amount::parse_decimal("-2").is_err());
         assert!(Amount::from_decimal(2e12).is_err());
         let json = serde_json::to_string(&Amount::from_decimal(0.25).unwrap()).unwrap();
         assert_eq!(json, "0.25");

@@ -162,13 +162,7 @@ fn BudgetForm(priced: Vec<ConnectorInfo>, notice: Notice, version: RwSignal<u32>
         let (Some(unit), Some(limit)) = (unit.get(), limit.get()) else {
             return;
         };
-        let monthly_limit = match limit
-            .value()
-            .trim()
-            .parse::<f64>()
-            .map_err(|e| e.to_string())
-            .and_then(Amount::from_decimal)
-        {
+        let monthly_limit = match Amount::parse_decimal(&limit.value()) {
             Ok(amount) => amount,
             Err(e) => {
                 notice.set(Some(Err(format!("Monthly limit: {e}"))));

@@ -112,13 +112,7 @@ fn CapForm(notice: Notice, version: RwSignal<u32>) -> impl IntoView {
         let (Some(unit), Some(limit)) = (unit.get(), limit.get()) else {
             return;
         };
-        let daily_limit = match limit
-            .value()
-            .trim()
-            .parse::<f64>()
-            .map_err(|e| e.to_string())
-            .and_then(Amount::from_decimal)
-        {
+        let daily_limit = match Amount::parse_decimal(&limit.value()) {
             Ok(amount) => amount,
             Err(e) => {
                 notice.set(Some(Err(format!("Per record per day: {e}"))));
