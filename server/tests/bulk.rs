@@ -6,37 +6,29 @@
 
 mod common;
 
-use common::{on_every_backend, TestServer, TEST_PACKS};
+use common::{on_every_backend, TestServer};
 use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::connectors::seam::ConnectorResult;
-use engine::packs::Catalog;
 use model::{BuiltinCapability as B, CostTier, Role, TriageVerb};
 use serde_json::{json, Value};
 
 /// A server where `alpha` finds one item, one, one, then two, and `beta`
 /// finds the first of Dune's two again.
 async fn server(db: engine::store::testing::TestDatabase) -> TestServer {
-    TestServer::start_with(db, |state| {
-        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-        let web = [B::SearchWeb.into()];
-        let steps = [
-            Step::Found(1),
-            Step::Found(1),
-            Step::Found(1),
-            Step::Found(2),
-        ];
-        for (id, connector) in [
-            ("alpha", ScriptedConnector::new("alpha", steps)),
-            (
-                "beta",
-                ScriptedConnector::new("beta", [Step::Results(vec![dunes_first()])]),
-            ),
-        ] {
-            let reg = ScriptedConnector::registration(id, CostTier::Free, &web);
-            state.engine.registry().register(reg, connector).unwrap();
-        }
-    })
-    .await
+    let web = [B::SearchWeb.into()];
+    let steps = [
+        Step::Found(1),
+        Step::Found(1),
+        Step::Found(1),
+        Step::Found(2),
+    ];
+    let beta = [Step::Results(vec![dunes_first()])];
+    let free = |id| ScriptedConnector::registration(id, CostTier::Free, &web);
+    let connectors = vec![
+        (free("alpha"), ScriptedConnector::new("alpha", steps)),
+        (free("beta"), ScriptedConnector::new("beta", beta)),
+    ];
+    TestServer::with_scripted(db, connectors).await
 }
 
 /// The first page alpha finds for Dune (Nice).

@@ -336,18 +336,9 @@ async fn backup_copies_a_running_servers_database_and_says_how_for_postgresql() 
 
 #[tokio::test]
 async fn a_fire_past_a_records_daily_cap_exits_8_until_told_to_spend_more() {
-    let server = TestServer::start_with(engine::store::testing::sqlite(), |state| {
-        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-        let mut reg =
-            ScriptedConnector::registration("alpha", CostTier::Paid, &[B::SearchWeb.into()]);
-        reg.profile.cost = Some(model::Cost::per_call(
-            model::Amount::from_decimal(0.1).unwrap(),
-            "USD",
-        ));
-        let alpha = ScriptedConnector::new("alpha", std::iter::repeat_n(Step::Empty, 3));
-        state.engine.registry().register(reg, alpha).unwrap();
-    })
-    .await;
+    let alpha = ScriptedConnector::new("alpha", std::iter::repeat_n(Step::Empty, 3));
+    let connectors = vec![(common::priced("alpha", 0.1), alpha)];
+    let server = TestServer::with_scripted(engine::store::testing::sqlite(), connectors).await;
     let (_, token) = server
         .state
         .engine

@@ -422,18 +422,9 @@ async fn an_agent_on_another_process_is_told_when_its_tools_change() {
 
 #[tokio::test]
 async fn an_agent_past_a_records_daily_cap_is_asked_and_may_spend_more() {
-    let server = TestServer::start_with(engine::store::testing::sqlite(), |state| {
-        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-        let mut reg =
-            ScriptedConnector::registration("alpha", CostTier::Paid, &[B::SearchWeb.into()]);
-        reg.profile.cost = Some(model::Cost::per_call(
-            model::Amount::from_decimal(0.1).unwrap(),
-            "USD",
-        ));
-        let alpha = ScriptedConnector::new("alpha", std::iter::repeat_n(Step::Found(1), 5));
-        state.engine.registry().register(reg, alpha).unwrap();
-    })
-    .await;
+    let alpha = ScriptedConnector::new("alpha", std::iter::repeat_n(Step::Found(1), 5));
+    let connectors = vec![(common::priced("alpha", 0.1), alpha)];
+    let server = TestServer::with_scripted(engine::store::testing::sqlite(), connectors).await;
     let (code, body) = server
         .put_json(
             "/api/record-caps",
@@ -504,13 +495,10 @@ async fn every_filter_a_tool_advertises_is_one_it_takes() {
 
 #[tokio::test]
 async fn an_agent_decides_in_bulk_from_a_preview_and_undoes_it() {
-    let server = TestServer::start_with(engine::store::testing::sqlite(), |state| {
-        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-        let reg = ScriptedConnector::registration("alpha", CostTier::Free, &[B::SearchWeb.into()]);
-        let alpha = ScriptedConnector::new("alpha", [Step::Found(1)]);
-        state.engine.registry().register(reg, alpha).unwrap();
-    })
-    .await;
+    let reg = ScriptedConnector::registration("alpha", CostTier::Free, &[B::SearchWeb.into()]);
+    let alpha = ScriptedConnector::new("alpha", [Step::Found(1)]);
+    let server =
+        TestServer::with_scripted(engine::store::testing::sqlite(), vec![(reg, alpha)]).await;
     let agent = agent(&server, &token(&server, TEST_EMAIL, TEST_WORKSPACE).await).await;
     let set = server
         .me()

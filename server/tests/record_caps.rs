@@ -8,9 +8,8 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{on_every_backend, TestServer, TEST_PACKS};
+use common::{on_every_backend, priced, TestServer};
 use engine::connectors::scripted::{ScriptedConnector, Step};
-use engine::packs::Catalog;
 use engine::store::testing::TestDatabase;
 use model::{Amount, BuiltinCapability as B, CostTier, Role};
 use serde_json::{json, Value};
@@ -19,16 +18,8 @@ use serde_json::{json, Value};
 /// `beta`, free, finds nothing.
 async fn server(db: TestDatabase, alpha: Arc<ScriptedConnector>) -> TestServer {
     let beta = ScriptedConnector::new("beta", std::iter::repeat_n(Step::Empty, 20));
-    TestServer::start_with(db, move |state| {
-        *state.engine.catalog_lock().write().unwrap() = Catalog::from_toml(TEST_PACKS).unwrap();
-        let web = [B::SearchWeb.into()];
-        let mut reg = ScriptedConnector::registration("alpha", CostTier::Paid, &web);
-        reg.profile.cost = Some(model::Cost::per_call(usd(0.1), "USD"));
-        state.engine.registry().register(reg, alpha).unwrap();
-        let reg = ScriptedConnector::registration("beta", CostTier::Free, &web);
-        state.engine.registry().register(reg, beta).unwrap();
-    })
-    .await
+    let free = ScriptedConnector::registration("beta", CostTier::Free, &[B::SearchWeb.into()]);
+    TestServer::with_scripted(db, vec![(priced("alpha", 0.1), alpha), (free, beta)]).await
 }
 
 fn usd(units: f64) -> Amount {

@@ -12,6 +12,22 @@ use server::{AppState, Config};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// A paid scripted connector `id` serving `search.web` at `per_call` USD a
+/// call.
+pub fn priced(id: &str, per_call: f64) -> engine::connectors::registry::Registration {
+    let web = [model::BuiltinCapability::SearchWeb.into()];
+    let mut reg = engine::connectors::scripted::ScriptedConnector::registration(
+        id,
+        model::CostTier::Paid,
+        &web,
+    );
+    reg.profile.cost = Some(model::Cost::per_call(
+        model::Amount::from_decimal(per_call).unwrap(),
+        "USD",
+    ));
+    reg
+}
+
 /// The user the test helpers act as: admin of [`TEST_WORKSPACE`].
 pub const TEST_EMAIL: &str = "tester@example.org";
 pub const TEST_PASSWORD: &str = "tester's long password";
@@ -49,6 +65,29 @@ impl TestServer {
     /// connectors, say), the way `serve` does between its start-up steps.
     pub async fn start_with(db: TestDatabase, setup: impl FnOnce(&AppState)) -> Self {
         Self::start_configured(db, |_| {}, setup).await
+    }
+
+    /// Starts a server with the test catalogue ([`TEST_PACKS`]) and these
+    /// scripted connectors.
+    pub async fn with_scripted(
+        db: TestDatabase,
+        connectors: Vec<(
+            engine::connectors::registry::Registration,
+            std::sync::Arc<engine::connectors::scripted::ScriptedConnector>,
+        )>,
+    ) -> Self {
+        Self::start_with(db, move |state| {
+            *state.engine.catalog_lock().write().unwrap() =
+                engine::packs::Catalog::from_toml(TEST_PACKS).unwrap();
+            for (registration, connector) in connectors {
+                state
+                    .engine
+                    .registry()
+                    .register(registration, connector)
+                    .unwrap();
+            }
+        })
+        .await
     }
 
     /// Starts a server with settings `configure` changed.
