@@ -18,22 +18,29 @@ pub(crate) fn branches(first: &dyn Fn(&str) -> Fixture) -> Vec<(&'static str, Fi
     all
 }
 
-fn searxng(first: &Fixture) -> Vec<(&'static str, Fixture)> {
-    // A fixture's answers are static text; these three differ only in
-    // their result, so each is made once and kept for the whole run.
-    let answer = |url: &'static str, title: &'static str| -> Vec<(&'static str, &'static str)> {
-        let body: &'static str = Box::leak(
-            format!(
-                r#"{{"query":"Acme","number_of_results":1,"results":[{{"url":"{url}","title":"{title}","content":"About Acme","engine":"bing","publishedDate":null}}],"answers":[],"infoboxes":[],"suggestions":[],"unresponsive_engines":[]}}"#
-            )
-            .into_boxed_str(),
-        );
-        vec![("", body)]
+/// A SearXNG answer with one result: its address, its title, and the
+/// answer's text (made at compile time).
+macro_rules! searxng_hit {
+    ($url:literal, $title:literal) => {
+        (
+            $url,
+            $title,
+            concat!(
+                r#"{"query":"Acme","number_of_results":1,"results":[{"url":""#,
+                $url,
+                r#"","title":""#,
+                $title,
+                r#"","content":"About Acme","engine":"bing","publishedDate":null}],"answers":[],"infoboxes":[],"suggestions":[],"unresponsive_engines":[]}"#
+            ),
+        )
     };
-    let branch = |intent, category, url, title| Fixture {
+}
+
+fn searxng(first: &Fixture) -> Vec<(&'static str, Fixture)> {
+    let branch = |intent, category, (url, title, body): (_, _, &'static str)| Fixture {
         intent,
         branch: Some(category),
-        success: answer(url, title),
+        success: vec![("", body)],
         first_url: url,
         retitle: (title, "Acme, revised"),
         ..first.clone()
@@ -44,8 +51,7 @@ fn searxng(first: &Fixture) -> Vec<(&'static str, Fixture)> {
             branch(
                 "search.web",
                 "categories=general",
-                "https://acme.example/",
-                "Acme Rockets",
+                searxng_hit!("https://acme.example/", "Acme Rockets"),
             ),
         ),
         (
@@ -53,8 +59,7 @@ fn searxng(first: &Fixture) -> Vec<(&'static str, Fixture)> {
             branch(
                 "search.news",
                 "categories=news",
-                "https://news.example/acme",
-                "Acme launches",
+                searxng_hit!("https://news.example/acme", "Acme launches"),
             ),
         ),
         (
@@ -62,8 +67,7 @@ fn searxng(first: &Fixture) -> Vec<(&'static str, Fixture)> {
             branch(
                 "search.scholar",
                 "categories=science",
-                "https://papers.example/acme",
-                "Rockets by Acme",
+                searxng_hit!("https://papers.example/acme", "Rockets by Acme"),
             ),
         ),
     ]
