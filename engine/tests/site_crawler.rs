@@ -179,3 +179,62 @@ async fn what_a_site_answers_is_the_requests_own_never_the_crawlers() {
     assert!(err.is_the_requests_own(), "{err:?}");
     assert!(err.to_string().contains("HTTP 429"), "{err}");
 }
+
+#[tokio::test]
+async fn through_an_engine_a_sites_refusals_and_silence_leave_the_crawler_available() {
+    use engine::execution::dispatch::FireRequest;
+    use engine::import::{parse_csv, ImportLimits};
+    use model::FireOutcome;
+
+    let base = site().await;
+    let db = engine::store::testing::sqlite();
+    let store = engine::store::Store::connect(&db.url).await.unwrap();
+    let catalog = engine::packs::Catalog::from_toml(
+        r#"
+[[pack]]
+pack_id = "site"
+display_name = "Site"
+short_label = "s"
+intent = "crawl.site"
+query_template = "{website}"
+preferred_connectors = ["site-crawler"]
+
+[[bundle]]
+bundle_id = "b"
+display_name = "B"
+members = [{ pack = "site" }]
+"#,
+    )
+    .unwrap();
+    let engine = engine::Engine::new(store, catalog, None, engine::EngineConfig::default());
+    engine
+        .registry()
+        .register(
+            engine::connectors::builtin::site::registration(),
+            std::sync::Arc::new(crawler("127.0.0.1")),
+        )
+        .unwrap();
+    let (workspace, _) = engine.store().ensure_workspace("w").await.unwrap();
+    let csv = format!("name,website\nLimited,{base}/limited\nSilent,{base}/slow\n");
+    let parsed = parse_csv(csv.as_bytes(), ImportLimits::default()).unwrap();
+    let set = engine
+        .store()
+        .create_record_set(workspace, "S", "b", false, &parsed.records)
+        .await
+        .unwrap();
+    let records = engine.store().records(set, 0, 2).await.unwrap();
+    // More failures in a row than suspend a provider's connector.
+    for _ in 0..4 {
+        for record in &records {
+            let report = engine
+                .dispatcher()
+                .fire(FireRequest::by_person(record.id, "site", None, "ana"))
+                .await
+                .unwrap();
+            let last = report.attempts.last().expect("an attempt");
+            assert_eq!(last.end.outcome, Some(FireOutcome::Error), "{report:?}");
+        }
+    }
+    let crawler = engine.registry().by_id("site-crawler").unwrap();
+    assert!(crawler.status.is_available(), "{:?}", crawler.status);
+}
