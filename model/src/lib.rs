@@ -9,6 +9,7 @@ pub mod capability;
 pub mod connector;
 pub mod event;
 pub mod fire;
+pub mod glance;
 pub mod health;
 pub mod item;
 pub mod job;
@@ -34,6 +35,9 @@ pub use connector::{
 pub use event::{Event, EventKind};
 pub use fire::{
     AttemptEnd, ChipState, FireOutcome, FireReport, HistoryEntry, Skipped, TriggeredBy, Unanswered,
+};
+pub use glance::{
+    Candidate, CompactLine, CompactPage, ConnectorFacet, FilterCount, PackFacet, SetFacets,
 };
 pub use health::Health;
 pub use item::{Evidence, Gone, Item, Revision, TriageState, TriageVerb};

@@ -16,6 +16,7 @@ mod calls;
 mod catalog;
 mod connectors;
 mod credentials;
+mod glance;
 mod jobs;
 mod manifests;
 mod personal_chains;

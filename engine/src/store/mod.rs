@@ -20,6 +20,7 @@ mod catalog;
 mod connector_log;
 mod credentials;
 mod events;
+mod facets;
 mod manifests;
 mod migrations;
 mod overrides;

@@ -11,6 +11,7 @@ mod events;
 pub use events::{MAX_STREAMS_PER_PERSON, STREAM_ACCESS_CHECK};
 mod extract;
 mod fires;
+mod glance;
 mod jobs;
 mod manifests;
 pub mod openapi;
@@ -86,6 +87,8 @@ fn door() -> OpenApiRouter<AppState> {
         .routes(routes!(record_sets::import))
         .routes(routes!(record_sets::remove))
         .routes(routes!(record_sets::records))
+        .routes(routes!(glance::lines))
+        .routes(routes!(glance::facets))
         .routes(routes!(record_sets::export))
         .routes(routes!(jobs::fanout))
         .routes(routes!(refresh::list))

@@ -1,0 +1,153 @@
+//! Operations for big sets at a glance: the compact view's lines (one per
+//! record: its chips and its best candidate) and the set's facets.
+
+use model::glance::{best_candidate, candidate, count_states, MAX_LINES};
+use model::{CompactLine, CompactPage, FilterCount, PackFacet, RecordFilter, SetFacets};
+
+use crate::read_models::PageAsked;
+use crate::store::Owned;
+use crate::tenancy::Principal;
+use crate::Engine;
+
+use super::OpError;
+
+/// How many records' chips one step of the facets reads.
+const FACET_STEP: i64 = 500;
+
+/// The filters a set's facets count.
+const FILTERS: [RecordFilter; 5] = [
+    RecordFilter::All,
+    RecordFilter::Unreviewed,
+    RecordFilter::NothingFound,
+    RecordFilter::Errors,
+    RecordFilter::Changed,
+];
+
+impl Engine {
+    /// Lines `offset..offset + limit` of the compact view of set `set_id`
+    /// with a filter and a name search (as the cards' pages read them).
+    /// Reading it is not a visit: the cards' view notes those.
+    pub async fn compact_page(
+        &self,
+        who: &Principal,
+        set_id: i64,
+        (filter, search): (RecordFilter, &str),
+        offset: i64,
+        limit: i64,
+    ) -> Result<CompactPage, OpError> {
+        self.authorize(who, Owned::RecordSet(set_id)).await?;
+        if offset < 0 || !(1..=MAX_LINES).contains(&limit) {
+            return Err(OpError::Invalid(format!(
+                "offset must be 0 or more and limit 1 to {MAX_LINES}"
+            )));
+        }
+        let since = self.store.last_visit(who.user_id, set_id).await?;
+        let asked = PageAsked {
+            set_id,
+            filter,
+            search,
+            offset,
+            limit,
+        };
+        let page = self.records_page(who.user_id, &asked, since).await?;
+        let ids: Vec<i64> = page.records.iter().map(|r| r.id).collect();
+        let items = self.store.items_of(&ids).await?;
+        let lines = page
+            .records
+            .into_iter()
+            .map(|record| {
+                let mine: Vec<model::Item> = items
+                    .iter()
+                    .filter(|i| i.record_id == record.id)
+                    .cloned()
+                    .collect();
+                let untriaged = mine
+                    .iter()
+                    .filter(|i| i.state == model::TriageState::New)
+                    .count();
+                CompactLine {
+                    best: best_candidate(&record.name, &mine).map(candidate),
+                    untriaged: u32::try_from(untriaged).unwrap_or(u32::MAX),
+                    chips: page
+                        .packs
+                        .iter()
+                        .map(|p| {
+                            record
+                                .chips
+                                .iter()
+                                .find(|c| c.pack_id == p.pack_id)
+                                .map_or(model::ChipState::Idle, |c| c.state.clone())
+                        })
+                        .collect(),
+                    record_id: record.id,
+                    name: record.name,
+                }
+            })
+            .collect();
+        Ok(CompactPage {
+            offset,
+            total: page.total,
+            lines,
+        })
+    }
+
+    /// Set `set_id`'s facets as `who` sees them: how many records each
+    /// filter shows, each pack's chips per state, what each connector
+    /// found, and how many items are triaged.
+    pub async fn set_facets(&self, who: &Principal, set_id: i64) -> Result<SetFacets, OpError> {
+        self.authorize(who, Owned::RecordSet(set_id)).await?;
+        let set = self.store.record_set(set_id).await?;
+        let since = self.store.last_visit(who.user_id, set_id).await?;
+        let mut filters = Vec::with_capacity(FILTERS.len());
+        for filter in FILTERS {
+            let (_, records) = self
+                .store
+                .records_matching(set_id, filter, since, "", 0, 1)
+                .await?;
+            filters.push(FilterCount { filter, records });
+        }
+        let scope = self
+            .dispatcher
+            .scope_for(set.workspace_id, Some(who.user_id))
+            .await?;
+        let mut packs = scope.packs_of(&set.bundle_id);
+        self.relabel(who, &mut packs).await?;
+        // Every record's chips, a step at a time, counted per pack.
+        let mut states: Vec<Vec<model::ChipState>> = vec![Vec::new(); packs.len()];
+        let mut offset = 0;
+        loop {
+            let step = self.store.records(set_id, offset, FACET_STEP).await?;
+            if step.is_empty() {
+                break;
+            }
+            offset += FACET_STEP;
+            let ids: Vec<i64> = step.iter().map(|r| r.id).collect();
+            let chips = self.dispatcher.chips(&scope, &ids, &set, &packs).await?;
+            for record_chips in chips.values() {
+                for (i, pack) in packs.iter().enumerate() {
+                    if let Some(chip) = record_chips.iter().find(|c| c.pack_id == pack.pack_id) {
+                        states[i].push(chip.state.clone());
+                    }
+                }
+            }
+        }
+        let packs = packs
+            .iter()
+            .zip(&states)
+            .map(|(pack, states)| PackFacet {
+                pack_id: pack.pack_id.clone(),
+                short_label: pack.short_label.clone(),
+                states: count_states(states),
+            })
+            .collect();
+        let (items_untriaged, items_triaged) = self.store.triage_counts(set_id).await?;
+        Ok(SetFacets {
+            records: set.records,
+            filters,
+            packs,
+            connectors: self.store.connector_facets(set_id).await?,
+            items_untriaged,
+            items_triaged,
+        })
+    }
+}
