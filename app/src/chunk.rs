@@ -13,7 +13,7 @@ pub const NOT_LOADED: &str =
 macro_rules! lazy_view {
     (
         $(#[$doc:meta])*
-        $chunk:ident: async fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block
+        $chunk:ident: $vis:vis async fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block
     ) => {
         $(#[$doc])*
         #[cfg(feature = "hydrate")]
@@ -27,7 +27,7 @@ macro_rules! lazy_view {
                 -> ::std::result::Result<::leptos::prelude::AnyView, ::leptos::wasm_split::SplitLoaderError>
             )
         )]
-        fn $name(
+        $vis fn $name(
             $($arg: $ty),*
         ) -> ::std::pin::Pin<
             ::std::boxed::Box<
@@ -41,7 +41,7 @@ macro_rules! lazy_view {
 
         $(#[$doc])*
         #[cfg(not(feature = "hydrate"))]
-        async fn $name(
+        $vis async fn $name(
             $($arg: $ty),*
         ) -> ::std::result::Result<::leptos::prelude::AnyView, ::leptos::wasm_split::SplitLoaderError> {
             Ok(async move $body.await)

@@ -199,3 +199,58 @@ pub async fn cancel_fanout(job_id: i64) -> Result<Job, ServerFnError> {
     let (engine, who) = ssr::door()?;
     engine.cancel_job(&who, job_id).await.map_err(ssr::fail)
 }
+
+/// Lines `offset..offset + limit` of the compact view.
+#[server]
+pub async fn load_lines(
+    set_id: i64,
+    filter: RecordFilter,
+    search: String,
+    offset: i64,
+    limit: i64,
+) -> Result<model::CompactPage, ServerFnError> {
+    let (engine, who) = ssr::door()?;
+    engine
+        .compact_page(&who, set_id, (filter, &search), offset, limit)
+        .await
+        .map_err(ssr::fail)
+}
+
+#[server]
+pub async fn load_facets(set_id: i64) -> Result<model::SetFacets, ServerFnError> {
+    let (engine, who) = ssr::door()?;
+    engine.set_facets(&who, set_id).await.map_err(ssr::fail)
+}
+
+#[server(input = Json)]
+pub async fn preview_bulk(
+    set_id: i64,
+    selection: model::BulkSelection,
+    verb: TriageVerb,
+) -> Result<model::BulkPreview, ServerFnError> {
+    let (engine, who) = ssr::door()?;
+    engine
+        .bulk_preview(&who, set_id, selection, verb)
+        .await
+        .map_err(ssr::fail)
+}
+
+#[server(input = Json)]
+pub async fn decide_bulk(
+    set_id: i64,
+    selection: model::BulkSelection,
+    verb: TriageVerb,
+    expect: Vec<model::BulkExpect>,
+) -> Result<model::BulkOutcome, ServerFnError> {
+    let (engine, who) = ssr::door()?;
+    engine
+        .bulk_triage(&who, set_id, (selection, verb), &expect)
+        .await
+        .map_err(ssr::fail)
+}
+
+#[server]
+pub async fn undo_bulk(batch_id: i64) -> Result<model::BulkOutcome, ServerFnError> {
+    let (engine, who) = ssr::door()?;
+    engine.undo_bulk(&who, batch_id).await.map_err(ssr::fail)
+}

@@ -82,6 +82,9 @@ pub struct Board {
     pub focused_item: StoredValue<Option<i64>>,
     /// What screen readers are told of the person's last decision.
     pub said: RwSignal<String>,
+    /// Bumped by every chip and item event heard: views that read the set
+    /// in their own shape (the compact lines, the facets) read it again.
+    pub touched: RwSignal<u32>,
 }
 
 /// How many recent actions the activity line keeps.
@@ -118,6 +121,7 @@ impl Board {
             since: StoredValue::new(None),
             focused_item: StoredValue::new(None),
             said: RwSignal::new(String::new()),
+            touched: RwSignal::new(0),
         }
     }
 
@@ -320,6 +324,7 @@ impl Board {
                 }
                 heard.push_back(event.clone());
             });
+            self.touched.update(|n| *n = n.wrapping_add(1));
         }
         self.note_event(&event.kind);
         self.apply(event.kind);

@@ -13,7 +13,7 @@ use super::api::triage_item;
 use super::board::Board;
 use crate::clock::ago;
 
-fn state_label(state: TriageState) -> &'static str {
+pub(super) fn state_label(state: TriageState) -> &'static str {
     match state {
         TriageState::New => "new",
         TriageState::AcceptedCanonical => "accepted (canonical)",

@@ -3,7 +3,9 @@
 
 pub mod api;
 mod board;
+mod bulk;
 mod chip;
+mod compact;
 mod fanout;
 mod items;
 mod keys;
@@ -11,12 +13,13 @@ mod menu;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 use model::{PackConfig, Record, RecordFilter};
 
 use crate::error_view::error_list;
 use api::{load_triage, PAGE_SIZE};
 use board::Board;
+use bulk::BulkBar;
 use chip::ChipButton;
 use fanout::FanoutBar;
 use items::ItemList;
@@ -52,9 +55,20 @@ fn SetView(set_id: i64) -> impl IntoView {
     let offset = RwSignal::new(0i64);
     let reload = RwSignal::new(0u32);
     let board = Board::new(set_id);
+    // `?view=compact`: one line per record instead of cards.
+    let query = use_query_map();
+    let compact = Memo::new(move |_| query.read().get("view").as_deref() == Some("compact"));
     let page = crate::wire::resource(
-        move || (filter.get(), search.get(), offset.get(), reload.get()),
-        move |(filter, search, offset, _)| load_triage(set_id, filter, search, offset),
+        move || {
+            (
+                filter.get(),
+                search.get(),
+                offset.get(),
+                reload.get(),
+                compact.get(),
+            )
+        },
+        move |(filter, search, offset, _, _)| load_triage(set_id, filter, search, offset),
     );
     // A resync from the stream reads the page's data again.
     Effect::new(move |first: Option<()>| {
@@ -67,7 +81,10 @@ fn SetView(set_id: i64) -> impl IntoView {
         <Transition fallback=|| view! { <p>"Loading…"</p> }>
             <ErrorBoundary fallback=error_list>
                 {move || Suspend::new(async move {
-                    page.await.map(|data| view! { <Cards data board filter search typed offset/> })
+                    page.await.map(|data| {
+                        let compact = compact.get_untracked();
+                        view! { <Cards data board filter search typed offset compact/> }
+                    })
                 })}
             </ErrorBoundary>
         </Transition>
@@ -82,6 +99,7 @@ fn Cards(
     search: RwSignal<String>,
     typed: RwSignal<String>,
     offset: RwSignal<i64>,
+    compact: bool,
 ) -> impl IntoView {
     let TriagePage {
         page,
@@ -113,18 +131,31 @@ fn Cards(
     let shown_from = page.offset;
     let shown_to = page.offset + page.records.len() as i64;
     let packs = page.packs.clone();
-    let cards = page
-        .records
-        .into_iter()
-        .map(|record| {
-            let mine: Vec<model::Item> = items
-                .iter()
-                .filter(|i| i.record_id == record.id)
-                .cloned()
-                .collect();
-            view! { <Card record packs=packs.clone() items=mine board/> }
-        })
-        .collect_view();
+    let bulk = RwSignal::new(None::<model::BulkSelection>);
+    let body = if compact {
+        let asked = compact::Asked {
+            set_id,
+            filter,
+            search,
+            offset,
+        };
+        let labels = packs.iter().map(|p| p.short_label.clone()).collect();
+        view! { <CompactBody asked labels board bulk/> }.into_any()
+    } else {
+        let cards = page
+            .records
+            .into_iter()
+            .map(|record| {
+                let mine: Vec<model::Item> = items
+                    .iter()
+                    .filter(|i| i.record_id == record.id)
+                    .cloned()
+                    .collect();
+                view! { <Card record packs=packs.clone() items=mine board/> }
+            })
+            .collect_view();
+        view! { <div class="cards">{cards}</div> }.into_any()
+    };
     // The cards' slots exist now: what happened since this page's read
     // reaches them, and the stream (opened once) goes on from the first.
     board.catch_up(event_id);
@@ -145,10 +176,14 @@ fn Cards(
                 " · press ? for keys"
             </p>
             <Together board/>
-            <FanoutBar set_id board/>
-            <Toolbar filter search typed offset shown_from shown_to total/>
+            <div class="set-actions">
+                <FanoutBar set_id board/>
+                <BulkBar set_id board open=bulk/>
+                <ViewSwitch set_id compact/>
+            </div>
+            <Toolbar filter search typed offset shown_from shown_to total paged=!compact/>
         </div>
-        <div class="cards">{cards}</div>
+        {body}
         <ConnectorMenuView board/>
         <keys::KeyHelp open=help labels/>
         <p class="sr" role="status" aria-live="polite">{move || board.said.get()}</p>
@@ -166,6 +201,8 @@ fn Toolbar(
     shown_from: i64,
     shown_to: i64,
     total: i64,
+    /// Cards come in pages; the compact view scrolls through every line.
+    paged: bool,
 ) -> impl IntoView {
     view! {
         <div class="toolbar">
@@ -210,10 +247,53 @@ fn Toolbar(
                     }
                 }
             />
-            <span class="muted">{format!("{}–{} of {total}", (shown_from + 1).min(total), shown_to)}</span>
-            <button disabled={shown_from == 0} on:click=move |_| offset.update(|o| *o = (*o - PAGE_SIZE).max(0))>"← Previous"</button>
-            <button disabled={shown_to >= total} on:click=move |_| offset.update(|o| *o += PAGE_SIZE)>"Next →"</button>
+            {paged.then(|| view! {
+                <span class="muted">{format!("{}–{} of {total}", (shown_from + 1).min(total), shown_to)}</span>
+                <button disabled={shown_from == 0} on:click=move |_| offset.update(|o| *o = (*o - PAGE_SIZE).max(0))>"← Previous"</button>
+                <button disabled={shown_to >= total} on:click=move |_| offset.update(|o| *o += PAGE_SIZE)>"Next →"</button>
+            })}
         </div>
+    }
+}
+
+/// Cards or one line per record.
+#[component]
+fn ViewSwitch(set_id: i64, compact: bool) -> impl IntoView {
+    let here = |on: bool| if on { Some("page") } else { None };
+    view! {
+        <nav class="view-switch" aria-label="View">
+            <a href=format!("/record-sets/{set_id}") aria-current=here(!compact)>"Cards"</a>
+            " · "
+            <a href=format!("/record-sets/{set_id}?view=compact") aria-current=here(compact)>"Compact"</a>
+        </nav>
+    }
+}
+
+/// The compact view, drawn once the page runs in the browser (it measures
+/// what is in view) and fetched as a chunk of its own.
+#[component]
+fn CompactBody(
+    asked: compact::Asked,
+    labels: Vec<String>,
+    board: Board,
+    bulk: RwSignal<Option<model::BulkSelection>>,
+) -> impl IntoView {
+    let mounted = RwSignal::new(false);
+    Effect::new(move |_| mounted.set(true));
+    let failed = RwSignal::new(false);
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || mounted.get().then(|| {
+                let labels = labels.clone();
+                Suspend::new(async move {
+                    compact::compact(asked, labels, board, bulk).await.unwrap_or_else(|_| {
+                        failed.set(true);
+                        ().into_any()
+                    })
+                })
+            })}
+        </Suspense>
+        {move || failed.get().then(|| view! { <p class="error" role="alert">{crate::chunk::NOT_LOADED}</p> })}
     }
 }
 
