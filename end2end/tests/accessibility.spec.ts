@@ -46,3 +46,14 @@ test("the triage view, its chips and its open menu have no serious accessibility
   await expect(page.getByRole("menu", { name: "Connectors" })).toBeVisible();
   expect(await violations(page)).toEqual([]);
 });
+
+test("the compact view, its facets and the bulk dialog have no serious accessibility violation", async ({ page }) => {
+  await openDemoSet(page);
+  await page.getByRole("link", { name: "Compact" }).click();
+  await expect(page.getByRole("region", { name: "Facets" })).toBeVisible();
+  await expect(page.locator(".compact .line").first()).toBeVisible();
+  expect(await violations(page)).toEqual([]);
+  await page.getByRole("button", { name: "Decide in bulk…" }).click();
+  await expect(page.getByRole("dialog", { name: "Decide in bulk" })).toBeVisible();
+  expect(await violations(page)).toEqual([]);
+});

@@ -25,13 +25,16 @@ const AROUND: i64 = 15;
 /// fan-out's hundreds of changes a second make one read).
 const SETTLE_MS: u64 = 700;
 
-/// What the compact view shows: the filter and search of the set's view.
+/// What the compact view shows (the filter and search of the set's view)
+/// and the facets last read, which outlive a change of filter so the
+/// counts stay in view while they are read again.
 #[derive(Clone, Copy)]
 pub struct Asked {
     pub set_id: i64,
     pub filter: RwSignal<RecordFilter>,
     pub search: RwSignal<String>,
     pub offset: RwSignal<i64>,
+    pub facets: RwSignal<Option<SetFacets>>,
 }
 
 crate::chunk::lazy_view! {
@@ -76,7 +79,7 @@ fn after_changes(board: Board, read: impl Fn() + Copy + 'static) {
 /// accept its single candidates in bulk), items triaged or not.
 #[component]
 fn Facets(asked: Asked, board: Board, bulk: RwSignal<Option<BulkSelection>>) -> impl IntoView {
-    let facets = RwSignal::new(None::<SetFacets>);
+    let facets = asked.facets;
     let read = move || {
         spawn_local(async move {
             if let Ok(f) = load_facets(asked.set_id).await {
@@ -119,13 +122,24 @@ fn Facets(asked: Asked, board: Board, bulk: RwSignal<Option<BulkSelection>>) -> 
             }).collect_view();
             view! {
                 <section class="facets" aria-label="Facets">
-                    <p>{format!("{} records · {} items to triage · {} triaged", f.records, f.items_untriaged, f.items_triaged)}</p>
+                    <p>{format!(
+                        "{} record{} · {} item{} to triage · {} triaged",
+                        f.records, plural(f.records), f.items_untriaged, plural(f.items_untriaged), f.items_triaged
+                    )}</p>
                     <div class="facet-filters">{filters}</div>
                     <ul class="facet-packs">{packs}</ul>
                     <ul class="facet-connectors">{connectors}</ul>
                 </section>
             }
         })
+    }
+}
+
+fn plural(n: i64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }
 
@@ -254,8 +268,8 @@ fn Lines(asked: Asked, labels: Vec<String>, board: Board) -> impl IntoView {
         })
     };
     view! {
-        <p class="muted compact-count">{move || read.total.get().map(|t| format!("{t} records"))}</p>
-        <div class="compact" node_ref=scroller on:scroll=move |_| measure() tabindex="0" aria-label="Records, one per line">
+        <p class="muted compact-count">{move || read.total.get().map(|t| format!("{t} record{}", plural(t)))}</p>
+        <div class="compact" node_ref=scroller on:scroll=move |_| measure() tabindex="0" role="region" aria-label="Records, one per line">
             <div class="compact-all" style=move || format!("height: {}px", read.total.get().unwrap_or(0) as f64 * LINE_PX)>
                 <For
                     each=drawn

@@ -54,6 +54,7 @@ fn SetView(set_id: i64) -> impl IntoView {
     let typed = RwSignal::new(String::new());
     let offset = RwSignal::new(0i64);
     let reload = RwSignal::new(0u32);
+    let facets = RwSignal::new(None::<model::SetFacets>);
     let board = Board::new(set_id);
     // `?view=compact`: one line per record instead of cards.
     let query = use_query_map();
@@ -83,6 +84,7 @@ fn SetView(set_id: i64) -> impl IntoView {
                 {move || Suspend::new(async move {
                     page.await.map(|data| {
                         let compact = compact.get_untracked();
+                        let compact = compact.then_some(facets);
                         view! { <Cards data board filter search typed offset compact/> }
                     })
                 })}
@@ -99,7 +101,8 @@ fn Cards(
     search: RwSignal<String>,
     typed: RwSignal<String>,
     offset: RwSignal<i64>,
-    compact: bool,
+    /// One line per record instead of cards, with the set's facets.
+    compact: Option<RwSignal<Option<model::SetFacets>>>,
 ) -> impl IntoView {
     let TriagePage {
         page,
@@ -132,12 +135,13 @@ fn Cards(
     let shown_to = page.offset + page.records.len() as i64;
     let packs = page.packs.clone();
     let bulk = RwSignal::new(None::<model::BulkSelection>);
-    let body = if compact {
+    let body = if let Some(facets) = compact {
         let asked = compact::Asked {
             set_id,
             filter,
             search,
             offset,
+            facets,
         };
         let labels = packs.iter().map(|p| p.short_label.clone()).collect();
         view! { <CompactBody asked labels board bulk/> }.into_any()
@@ -179,9 +183,9 @@ fn Cards(
             <div class="set-actions">
                 <FanoutBar set_id board/>
                 <BulkBar set_id board open=bulk/>
-                <ViewSwitch set_id compact/>
+                <ViewSwitch set_id compact=compact.is_some()/>
             </div>
-            <Toolbar filter search typed offset shown_from shown_to total paged=!compact/>
+            <Toolbar filter search typed offset shown_from shown_to total paged=compact.is_none()/>
         </div>
         {body}
         <ConnectorMenuView board/>

@@ -1,0 +1,53 @@
+import { request as playwrightRequest } from "@playwright/test";
+import { test, expect, authFile } from "./fixtures";
+
+// Big sets at a glance: a 10,000-record set in the compact view, one line
+// per record drawn only where the person looks, scrolled to its end; the
+// facets count what is left and follow a fire live. On a set of its own.
+test("the compact view of a 10,000-record set scrolls to the end and its facets follow a fire", async ({ baseURL, signedIn }) => {
+  const api = await playwrightRequest.newContext({ baseURL, storageState: authFile("ada"), extraHTTPHeaders: { origin: baseURL! } });
+  const rows = Array.from({ length: 10_000 }, (_, i) => `Glance ${String(i + 1).padStart(5, "0")},https://g${i + 1}.example`);
+  const imported = await api.post("/api/record-sets?name=Ten%20thousand&bundle=social-profiles", {
+    headers: { "content-type": "text/csv" },
+    data: `name,website\n${rows.join("\n")}\n`,
+  });
+  expect(imported.ok(), await imported.text()).toBeTruthy();
+  const setId = ((await imported.json()) as { id: number }).id;
+
+  const page = await signedIn("ada");
+  await page.goto(`/record-sets/${setId}?view=compact`);
+  await expect(page.locator("body")).toHaveAttribute("data-live", "true");
+  const list = page.getByLabel("Records, one per line");
+  await expect(list.locator(".line[data-at='0']")).toContainText("Glance 00001");
+  // Only what is in view is drawn.
+  const drawn = await list.locator(".line").count();
+  expect(drawn).toBeLessThan(200);
+  const facets = page.getByRole("region", { name: "Facets" });
+  await expect(facets).toContainText("10000 records · 0 items to triage · 0 triaged");
+
+  // To the end, as a person dragging the scroll bar.
+  await list.evaluate((el) => el.scrollTo(0, el.scrollHeight));
+  await expect(list.locator(".line[data-at='9999']")).toContainText("Glance 10000");
+  expect(await list.locator(".line").count()).toBeLessThan(200);
+
+  // A fire on the last record reaches its line and the facets live.
+  const last = (await (await api.get(`/api/record-sets/${setId}/records?offset=9999&limit=1`)).json()) as {
+    records: { id: number }[];
+  };
+  const fired = await api.post(`/api/records/${last.records[0].id}/fire`, { data: { pack: "news" } });
+  expect(fired.ok(), await fired.text()).toBeTruthy();
+  await api.dispose();
+  const chip = list.locator(".line[data-at='9999'] .mini-chip").nth(2);
+  await expect(chip).toHaveAttribute("data-state", /^(found|not_found|error)$/, { timeout: 5_000 });
+  await expect(facets.locator("li[data-pack='news']")).not.toContainText("idle 10000");
+
+  // The facet of what the fire left shows that one line.
+  const state = await chip.getAttribute("data-state");
+  const filter = { found: "unreviewed", not_found: "nothing_found", error: "errors" }[state!];
+  expect(filter, `a fire ends found, not found or failed, not ${state}`).toBeDefined();
+  await expect(facets.locator(`button[data-filter='${filter}']`)).toHaveText(/ 1$/);
+  await facets.locator(`button[data-filter='${filter}']`).click();
+  await expect(page.locator(".compact-count")).toHaveText("1 record");
+  await expect(list.locator(".line[data-at='0']")).toContainText("Glance 10000");
+  await expect(list.locator(".line")).toHaveCount(1);
+});
