@@ -40,7 +40,7 @@ e2e: test-tools site server
 	@echo "==> Browser tests (Playwright driving /usr/bin/chromium)"
 	cd end2end && npx playwright test
 
-## bench: the benchmarks recorded in BENCHMARKS.md (engine fire path; fan-outs against a rate-limited provider; processes sharing PostgreSQL; drop folder; the 200-person load test; one workspace at full abuse beside another; page load on the release build).
+## bench: the benchmarks recorded in BENCHMARKS.md (engine fire path; fan-outs against a rate-limited provider; processes sharing PostgreSQL; drop folder; the 200-person load test; one workspace at full abuse beside another; page load and triage speed on the release build).
 bench: build test-tools
 	./scripts/with-postgres.sh cargo bench -p engine --features test-support --bench fire_path
 	./scripts/with-postgres.sh cargo bench -p engine --features test-support --bench processes
@@ -50,6 +50,7 @@ bench: build test-tools
 	cargo bench -p server --bench neighbours
 	./scripts/with-postgres.sh cargo bench -p server --bench operations
 	cd end2end && node bench/first-chip.mjs
+	cd end2end && node bench/triage-speed.mjs
 
 tools:
 	@./scripts/install-tools.sh

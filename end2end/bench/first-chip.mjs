@@ -9,46 +9,15 @@
 // each, the bytes that crossed the network before the chip was ready. And
 // for each page, the wasm a cold load of it fetches (the admin pages are
 // chunks of their own).
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
-import { chromium } from "playwright-core";
+import { root, startServer, importSet, launchChromium } from "./server.mjs";
 
-const root = path.resolve(import.meta.dirname, "../..");
-const bin = process.env.SWITCHYARD_BIN ?? path.join(root, "target/release/switchyard");
-const dir = mkdtempSync(path.join(tmpdir(), "switchyard-bench-"));
-const server = spawn(bin, ["serve", "--addr", "127.0.0.1:0", "--database-url", `sqlite://${dir}/bench.db`,
-  "--demo", "--packs", path.join(root, "end2end/fixtures/packs.toml")], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
-// A fresh database: the first run prints its admin's password once.
-const [url, password] = await new Promise((resolve, reject) => {
-  let out = "";
-  server.stdout.on("data", (c) => {
-    out += c;
-    const m = out.match(/serving on (http:\/\/[^\s/]+)\//);
-    const p = out.match(/keep it safe\):\n(\S+)\n/);
-    if (m && p) resolve([m[1], p[1]]);
-  });
-  server.on("exit", (code) => reject(new Error(`switchyard exited with ${code}`)));
-});
-const signIn = await fetch(`${url}/auth/sign-in`, {
-  method: "POST",
-  redirect: "manual",
-  // As the site's own sign-in page would: the CSRF check wants the origin.
-  headers: { origin: url },
-  body: new URLSearchParams({ email: "admin@switchyard.local", password, next: "/" }),
-});
-const session = signIn.headers.getSetCookie().find((c) => c.startsWith("switchyard.sid=")).split(";")[0];
-const [cookieName, cookieValue] = session.split("=");
-
-let csv = "name,city\n";
-for (let i = 0; i < 1000; i++) csv += `Company ${i},City ${i}\n`;
-const res = await fetch(`${url}/api/record-sets?name=Bench&bundle=social-profiles`, { method: "POST", body: csv, headers: { cookie: session, origin: url } });
-const { id } = await res.json();
-
-const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--headless",
-  "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
+const served = await startServer();
+const { url, cookieName, cookieValue } = served;
+const id = await importSet(served, "Bench", 1000);
+const browser = await launchChromium();
 const SLOW = { offline: false, latency: 150, downloadThroughput: 1.6e6 / 8, uploadThroughput: 750e3 / 8 };
 
 /** Loads the set's triage view in `page` until its first chip is clickable: ms since navigation, bytes received. */
@@ -119,8 +88,7 @@ const profiles = [
   ["1.6 Mbps, 150 ms RTT, warm cache", await profile(5, SLOW, true)],
 ];
 await browser.close();
-server.kill("SIGTERM");
-rmSync(dir, { recursive: true, force: true });
+served.stop();
 
 const name = readFileSync(path.join(root, "target/site/pkg/name.txt"), "utf8").trim();
 const wasm = readFileSync(path.join(root, `target/site/pkg/${name}/switchyard_bg.wasm`));

@@ -13,6 +13,8 @@ pub const MAX_LINES: i64 = 500;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Candidate {
     pub item_id: i64,
+    /// The version a decision on it expects.
+    pub version: i64,
     pub title: String,
     pub url: String,
     pub state: TriageState,
@@ -158,6 +160,7 @@ pub fn connectors_of(item: &Item) -> u32 {
 pub fn candidate(item: &Item) -> Candidate {
     Candidate {
         item_id: item.id,
+        version: item.version,
         title: item.title.clone(),
         url: item.url.clone(),
         state: item.state,

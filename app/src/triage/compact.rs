@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use model::{BulkSelection, CompactLine, RecordFilter, SetFacets};
 
-use super::api::{load_facets, load_lines};
+use super::api::{load_facets, load_lines, triage_item};
 use super::board::Board;
 
 /// A line's height in pixels (the stylesheet's `.line` says the same).
@@ -172,6 +172,25 @@ struct Read {
 }
 
 impl Read {
+    /// Shows a decision on line `at`'s best candidate at once (the stream's
+    /// re-read confirms it).
+    fn decided(self, at: i64, item: &model::Item) {
+        self.stretches.update(|s| {
+            let line = s
+                .get_mut(&(at / STRETCH))
+                .and_then(|l| l.get_mut(usize::try_from(at % STRETCH).unwrap_or(usize::MAX)));
+            if let Some(line) = line {
+                if let Some(best) = line.best.as_mut().filter(|b| b.item_id == item.id) {
+                    if best.state == model::TriageState::New && item.state != best.state {
+                        line.untriaged = line.untriaged.saturating_sub(1);
+                    }
+                    best.state = item.state;
+                    best.version = item.version;
+                }
+            }
+        });
+    }
+
     /// Reads stretch `n` unless it is being read.
     fn fetch(self, asked: Asked, n: i64) {
         let mut fresh = false;
@@ -274,16 +293,23 @@ fn Lines(asked: Asked, labels: Vec<String>, board: Board) -> impl IntoView {
                 <For
                     each=drawn
                     key=|(i, line)| (*i, line.as_ref().map(|l| (l.record_id, format!("{:?}{:?}{}", l.chips, l.best, l.untriaged))))
-                    children=move |(i, line)| view! { <LineView at=i line labels/> }
+                    children=move |(i, line)| view! { <LineView at=i line labels read board/> }
                 />
             </div>
         </div>
     }
 }
 
-/// One record's line at position `at` (not read yet: a placeholder).
+/// One record's line at position `at` (not read yet: a placeholder), with
+/// a one-click accept of its best candidate while nobody has decided on it.
 #[component]
-fn LineView(at: i64, line: Option<CompactLine>, labels: StoredValue<Vec<String>>) -> impl IntoView {
+fn LineView(
+    at: i64,
+    line: Option<CompactLine>,
+    labels: StoredValue<Vec<String>>,
+    read: Read,
+    board: Board,
+) -> impl IntoView {
     let style = format!("top: {}px", at as f64 * LINE_PX);
     let Some(line) = line else {
         return view! { <div class="line pending" style=style>"…"</div> }.into_any();
@@ -297,9 +323,26 @@ fn LineView(at: i64, line: Option<CompactLine>, labels: StoredValue<Vec<String>>
             })
             .collect_view()
     });
+    let name = line.name.clone();
     let best = line.best.map(|b| {
+        let (item_id, version) = (b.item_id, b.version);
+        let accept = move |_| {
+            spawn_local(async move {
+                match triage_item(item_id, model::TriageVerb::AcceptCanonical, version).await {
+                    Ok(done) => {
+                        board.said.set(done.conflict.unwrap_or_else(|| "Accepted.".to_owned()));
+                        read.decided(at, &done.item);
+                    }
+                    Err(e) => board.said.set(e.to_string()),
+                }
+            });
+        };
+        let open = b.state == model::TriageState::New;
         view! {
             <span class="best" data-triage=b.state.name()>
+                {open.then(|| view! {
+                    <button type="button" class="accept-best" on:click=accept aria-label=format!("Accept {} for {name}", b.title)>"✓"</button>
+                })}
                 <a href=b.url.clone() target="_blank" rel="noopener noreferrer">{b.title}</a>
                 <span class="muted">{format!(" · {} connector{}", b.connectors, if b.connectors == 1 { "" } else { "s" })}</span>
             </span>

@@ -12,7 +12,7 @@ use crate::Engine;
 use super::OpError;
 
 /// How many records' chips one step of the facets reads.
-const FACET_STEP: i64 = 500;
+const FACET_STEP: usize = 500;
 
 /// The filters a set's facets count.
 const FILTERS: [RecordFilter; 5] = [
@@ -112,32 +112,22 @@ impl Engine {
             .await?;
         let mut packs = scope.packs_of(&set.bundle_id);
         self.relabel(who, &mut packs).await?;
-        // Every record's chips, a step at a time, counted per pack.
-        let mut states: Vec<Vec<model::ChipState>> = vec![Vec::new(); packs.len()];
-        let mut offset = 0;
-        loop {
-            let step = self.store.records(set_id, offset, FACET_STEP).await?;
-            if step.is_empty() {
-                break;
-            }
-            offset += FACET_STEP;
-            let ids: Vec<i64> = step.iter().map(|r| r.id).collect();
-            let chips = self.dispatcher.chips(&scope, &ids, &set, &packs).await?;
-            for record_chips in chips.values() {
-                for (i, pack) in packs.iter().enumerate() {
-                    if let Some(chip) = record_chips.iter().find(|c| c.pack_id == pack.pack_id) {
-                        states[i].push(chip.state.clone());
-                    }
-                }
+        // Every record's chip states, a step at a time, counted per pack.
+        let mut counted: Vec<Vec<(String, i64)>> = vec![Vec::new(); packs.len()];
+        for ids in self.store.all_record_ids(set_id).await?.chunks(FACET_STEP) {
+            let states = self.dispatcher.chip_states(&scope, ids, &packs).await?;
+            for (i, sum) in counted.iter_mut().enumerate() {
+                let step = count_states(states.values().filter_map(|s| s.get(i)));
+                add_counts(sum, step);
             }
         }
         let packs = packs
             .iter()
-            .zip(&states)
+            .zip(counted)
             .map(|(pack, states)| PackFacet {
                 pack_id: pack.pack_id.clone(),
                 short_label: pack.short_label.clone(),
-                states: count_states(states),
+                states,
             })
             .collect();
         let (items_untriaged, items_triaged) = self.store.triage_counts(set_id).await?;
@@ -150,4 +140,16 @@ impl Engine {
             items_triaged,
         })
     }
+}
+
+/// Adds one step's counts to the sum, keeping [`model::glance::STATE_ORDER`].
+fn add_counts(sum: &mut Vec<(String, i64)>, step: Vec<(String, i64)>) {
+    for (state, n) in step {
+        match sum.iter_mut().find(|(s, _)| *s == state) {
+            Some((_, total)) => *total += n,
+            None => sum.push((state, n)),
+        }
+    }
+    let order = |s: &str| model::glance::STATE_ORDER.iter().position(|o| *o == s);
+    sum.sort_by_key(|(s, _)| order(s));
 }

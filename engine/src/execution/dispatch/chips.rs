@@ -147,6 +147,52 @@ impl Dispatcher {
         })
     }
 
+    /// Only the states of many records' chips for the given packs, in pack
+    /// order (what counting them needs: no chain is resolved).
+    pub async fn chip_states(
+        &self,
+        scope: &Scope,
+        record_ids: &[i64],
+        packs: &[PackConfig],
+    ) -> Result<HashMap<i64, Vec<ChipState>>, StoreError> {
+        let history = self.store.history_of(record_ids).await?;
+        let counts = self.store.item_counts(record_ids).await?;
+        let candidates = scope.candidates(&self.registry);
+        let needs_env: Vec<Option<Vec<String>>> = packs
+            .iter()
+            .map(|p| pack_needs_env(p, &candidates))
+            .collect();
+        let now = self.store.now_ms();
+        let empty: Vec<HistoryEntry> = Vec::new();
+        Ok(record_ids
+            .iter()
+            .map(|id| {
+                let attempts = history.get(id).unwrap_or(&empty);
+                let states = packs
+                    .iter()
+                    .zip(&needs_env)
+                    .map(|(pack, needs)| {
+                        let mine: Vec<HistoryEntry> = attempts
+                            .iter()
+                            .filter(|a| a.intent == pack.intent)
+                            .cloned()
+                            .collect();
+                        chip_state(ChipInputs {
+                            attempts: &mine,
+                            item_count: counts
+                                .get(&(*id, pack.intent.name().to_owned()))
+                                .copied()
+                                .unwrap_or(0),
+                            needs_env: needs.as_deref(),
+                            now,
+                        })
+                    })
+                    .collect();
+                (*id, states)
+            })
+            .collect())
+    }
+
     /// The chips of many records of `set` for the given packs, in pack order,
     /// each with the connector a plain click would fire first.
     pub async fn chips(
