@@ -14,8 +14,9 @@ use model::{BulkSelection, CompactLine, RecordFilter, SetFacets};
 use super::api::{load_facets, load_lines, triage_item};
 use super::board::Board;
 
-/// A line's height in pixels (the stylesheet's `.line` says the same).
-const LINE_PX: f64 = 34.0;
+/// A line's height in whole pixels (the stylesheet's `.line` says the
+/// same).
+const LINE_PX: i64 = 34;
 /// How many lines one read takes.
 const STRETCH: i64 = 100;
 /// Lines drawn above and below what is in view, so a quick scroll does not
@@ -225,15 +226,13 @@ fn Lines(asked: Asked, labels: Vec<String>, board: Board) -> impl IntoView {
         asking: StoredValue::new(HashSet::new()),
     };
     let scroller = NodeRef::<leptos::html::Div>::new();
-    let top = RwSignal::new(0.0_f64);
-    let height = RwSignal::new(600.0_f64);
+    let top = RwSignal::new(0_i64);
+    let height = RwSignal::new(600_i64);
     // Lines first..last are drawn.
     let span = Memo::new(move |_| {
         let total = read.total.get().unwrap_or(STRETCH);
-        #[allow(clippy::cast_possible_truncation)]
-        let first = ((top.get() / LINE_PX) as i64 - AROUND).max(0);
-        #[allow(clippy::cast_possible_truncation)]
-        let shown = (height.get() / LINE_PX).ceil() as i64;
+        let first = (top.get() / LINE_PX - AROUND).max(0);
+        let shown = (height.get() + LINE_PX - 1) / LINE_PX;
         (first.min(total), (first + shown + 2 * AROUND).min(total))
     });
     // The stretches the drawn lines are in are read when first needed.
@@ -262,8 +261,8 @@ fn Lines(asked: Asked, labels: Vec<String>, board: Board) -> impl IntoView {
     });
     let measure = move || {
         if let Some(div) = scroller.get_untracked() {
-            top.set(f64::from(div.scroll_top()));
-            height.set(f64::from(div.client_height()));
+            top.set(i64::from(div.scroll_top()));
+            height.set(i64::from(div.client_height()));
         }
     };
     Effect::new(move |_| {
@@ -289,7 +288,7 @@ fn Lines(asked: Asked, labels: Vec<String>, board: Board) -> impl IntoView {
     view! {
         <p class="muted compact-count">{move || read.total.get().map(|t| format!("{t} record{}", plural(t)))}</p>
         <div class="compact" node_ref=scroller on:scroll=move |_| measure() tabindex="0" role="region" aria-label="Records, one per line">
-            <div class="compact-all" style=move || format!("height: {}px", read.total.get().unwrap_or(0) as f64 * LINE_PX)>
+            <div class="compact-all" style=move || format!("height: {}px", read.total.get().unwrap_or(0) * LINE_PX)>
                 <For
                     each=drawn
                     key=|(i, line)| (*i, line.as_ref().map(|l| (l.record_id, format!("{:?}{:?}{}", l.chips, l.best, l.untriaged))))
@@ -310,7 +309,7 @@ fn LineView(
     read: Read,
     board: Board,
 ) -> impl IntoView {
-    let style = format!("top: {}px", at as f64 * LINE_PX);
+    let style = format!("top: {}px", at * LINE_PX);
     let Some(line) = line else {
         return view! { <div class="line pending" style=style>"…"</div> }.into_any();
     };

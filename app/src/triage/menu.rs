@@ -54,7 +54,8 @@ fn cost_icon(tier: model::CostTier) -> &'static str {
 #[component]
 pub fn ConnectorMenuView(board: Board) -> impl IntoView {
     // Anchored under its chip (page coordinates), kept inside the window.
-    let at = RwSignal::new(None::<(f64, f64)>);
+    // Whole pixels.
+    let at = RwSignal::new(None::<(i32, i32)>);
     Effect::new(move |_| at.set(board.menu.get().and_then(|(r, p)| chip_corner(r, &p))));
     let close = move || {
         // Focus goes back to the chip the menu belongs to.
@@ -267,7 +268,8 @@ fn chip_selector(record: i64, pack: &str) -> String {
 /// The bottom-left corner of a chip in page coordinates, moved left as far
 /// as needed for a menu of the usual width to fit the window.
 #[cfg(feature = "hydrate")]
-fn chip_corner(record: i64, pack: &str) -> Option<(f64, f64)> {
+#[allow(clippy::cast_possible_truncation)]
+fn chip_corner(record: i64, pack: &str) -> Option<(i32, i32)> {
     let chip = document()
         .query_selector(&chip_selector(record, pack))
         .ok()??;
@@ -277,11 +279,14 @@ fn chip_corner(record: i64, pack: &str) -> Option<(f64, f64)> {
     let (sx, sy) = (win.scroll_x().ok()?, win.scroll_y().ok()?);
     // The menu is at most 30rem (480 px) wide; keep 8 px from the edge.
     let left = rect.left().min(width - 488.0).max(8.0);
-    Some((left + sx, rect.bottom() + sy + 4.0))
+    Some((
+        (left + sx).round() as i32,
+        (rect.bottom() + sy + 4.0).round() as i32,
+    ))
 }
 
 #[cfg(not(feature = "hydrate"))]
-fn chip_corner(_record: i64, _pack: &str) -> Option<(f64, f64)> {
+fn chip_corner(_record: i64, _pack: &str) -> Option<(i32, i32)> {
     None
 }
 

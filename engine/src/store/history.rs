@@ -10,9 +10,22 @@ use super::batch::Batch;
 use super::{Backend, Store, StoreError};
 use crate::connectors::seam::ConnectorResult;
 
-const ENTRY: &str = "SELECT id, fire_id, record_id, pack_id, intent, connector_id, triggered_by, \
-     actor, fired_at, finished_at, outcome, result_count, error, retry_after, cost_micros, cost_unit, \
-     paid_by, receipt FROM connector_history";
+/// The columns of an attempt before its receipt.
+macro_rules! entry_columns {
+    () => {
+        "SELECT id, fire_id, record_id, pack_id, intent, connector_id, triggered_by, \
+         actor, fired_at, finished_at, outcome, result_count, error, retry_after, cost_micros, \
+         cost_unit, paid_by"
+    };
+}
+
+const ENTRY: &str = concat!(entry_columns!(), ", receipt FROM connector_history");
+
+/// [`ENTRY`] without the receipt (read as absent).
+const ENTRY_WITHOUT_RECEIPT: &str = concat!(
+    entry_columns!(),
+    ", CAST(NULL AS TEXT) AS receipt FROM connector_history"
+);
 
 /// A `connector_history` row as [`ENTRY`] reads it.
 #[derive(sqlx::FromRow)]
@@ -422,15 +435,20 @@ impl Store {
             .collect()
     }
 
-    /// The history of many records, grouped by record, oldest first.
-    pub async fn history_of(
+    /// The history of many records, grouped by record, oldest first,
+    /// without the attempts' receipts: what their chips are made of (a
+    /// receipt is read and parsed per attempt, and a fired set's chips
+    /// never show one; a record's whole history is [`Store::history`]).
+    pub async fn chip_history_of(
         &self,
         record_ids: &[i64],
     ) -> Result<HashMap<i64, Vec<HistoryEntry>>, StoreError> {
         let mut out: HashMap<i64, Vec<HistoryEntry>> = HashMap::new();
         for chunk in record_ids.chunks(500) {
             let placeholders = super::placeholders(chunk.len());
-            let sql = format!("{ENTRY} WHERE record_id IN ({placeholders}) ORDER BY fired_at, id");
+            let sql = format!(
+                "{ENTRY_WITHOUT_RECEIPT} WHERE record_id IN ({placeholders}) ORDER BY fired_at, id"
+            );
             let mut query = sqlx::query(&sql);
             for id in chunk {
                 query = query.bind(*id);

@@ -155,7 +155,7 @@ impl Dispatcher {
         record_ids: &[i64],
         packs: &[PackConfig],
     ) -> Result<HashMap<i64, Vec<ChipState>>, StoreError> {
-        let history = self.store.history_of(record_ids).await?;
+        let history = self.store.chip_history_of(record_ids).await?;
         let counts = self.store.item_counts(record_ids).await?;
         let candidates = scope.candidates(&self.registry);
         let needs_env: Vec<Option<Vec<String>>> = packs
@@ -204,7 +204,7 @@ impl Dispatcher {
     ) -> Result<HashMap<i64, Vec<Chip>>, DispatchError> {
         let bundle_id = set.bundle_id.as_str();
         let catalog = &scope.catalog;
-        let history = self.store.history_of(record_ids).await?;
+        let history = self.store.chip_history_of(record_ids).await?;
         let counts = self.store.item_counts(record_ids).await?;
         let overrides = self.store.record_overrides_of(record_ids).await?;
         // One registry snapshot for the chains and the names they show.
