@@ -47,6 +47,7 @@ pub use spend::{ChargeRow, Reservation, Taken, CALLS};
 pub use visits::VISIT_GAP;
 mod health;
 mod history;
+mod history_reads;
 mod items;
 mod jobs;
 mod leases;
