@@ -78,10 +78,13 @@ async function keyToPaint(n) {
 /** Navigation to the first line of the compact view, `runs` cold loads; and the scroll to the last line. */
 async function compactFirst(id, runs, last) {
   const loads = [];
+  const hydrated = [];
   const scrolls = [];
   for (let run = 0; run < runs; run++) {
     const [context, page] = await newPage();
     await page.goto(`${url}/record-sets/${id}?view=compact`);
+    await page.waitForSelector('body[data-hydrated="true"]');
+    hydrated.push(await page.evaluate(() => performance.now()));
     await page.waitForSelector(".compact .line[data-at='0']:not(.pending)");
     loads.push(await page.evaluate(() => performance.now()));
     scrolls.push(await page.evaluate(async (last) => {
@@ -95,7 +98,7 @@ async function compactFirst(id, runs, last) {
     }, last));
     await context.close();
   }
-  return [loads, scrolls];
+  return [loads, scrolls, hydrated];
 }
 
 /** Median ms of `runs` reads of a path. */
@@ -112,8 +115,8 @@ async function readTime(path, runs) {
 await keyToPaint(20); // warm-up: the chunks, the server's caches
 const keys = percentiles(await keyToPaint(200));
 await compactFirst(hundred, 1, 99); // warm-up
-const [small, smallScroll] = await compactFirst(hundred, 5, 99);
-const [big, bigScroll] = await compactFirst(tenThousand, 5, 9999);
+const [small, smallScroll, smallHydrated] = await compactFirst(hundred, 5, 99);
+const [big, bigScroll, bigHydrated] = await compactFirst(tenThousand, 5, 9999);
 const reads = [];
 for (const [label, id] of [["100", hundred], ["10,000", tenThousand]]) {
   reads.push([label, await readTime(`/api/record-sets/${id}/lines?limit=100`, 20),
@@ -128,6 +131,7 @@ console.log(`key to paint of a decision, 1,000-record set, 200 decisions: p50 ${
 const [s50] = percentiles(small);
 const [b50] = percentiles(big);
 console.log(`compact view, navigation to the first line (median of 5 cold loads): 100 records ${ms(s50)}, 10,000 records ${ms(b50)} (${(b50 / s50).toFixed(2)}x)`);
+console.log(`  of which until hydrated: 100 records ${ms(percentiles(smallHydrated)[0])}, 10,000 records ${ms(percentiles(bigHydrated)[0])}`);
 console.log(`compact view, scroll to the last line (median of 5): 100 records ${ms(percentiles(smallScroll)[0])}, 10,000 records ${ms(percentiles(bigScroll)[0])}`);
 for (const [label, firstLines, lastLines, facets] of reads) {
   console.log(`REST on ${label} records (median): first 100 lines ${ms(firstLines)}, last 100 lines ${ms(lastLines)}, facets ${ms(facets)}`);

@@ -93,6 +93,34 @@ impl EnvelopeStatus {
     }
 }
 
+/// The least id of a capability call. Calls and fan-outs share one
+/// namespace of job ids (`GET /api/jobs/{id}` reads either): calls are
+/// numbered from here and fan-outs below it. (Calls made before this
+/// partition keep their lower ids and are read at `/api/calls/{id}`.)
+pub const CALL_IDS_FROM: i64 = 1 << 40;
+
+/// What an envelope's `job_id` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum WorkKind {
+    /// A set's packs over every record.
+    Fanout,
+    /// A capability call.
+    Call,
+}
+
+impl WorkKind {
+    /// The kind of work a job id names.
+    pub const fn of_id(id: i64) -> Self {
+        if id >= CALL_IDS_FROM {
+            WorkKind::Call
+        } else {
+            WorkKind::Fanout
+        }
+    }
+}
+
 /// The one shape every fire and job answers with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -100,6 +128,9 @@ pub struct Envelope<T> {
     pub status: EnvelopeStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_id: Option<i64>,
+    /// What `job_id` names, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<WorkKind>,
     pub progress: Progress,
     pub results: Vec<T>,
     /// Why the work failed as a whole, with each connector's reason.
@@ -111,6 +142,21 @@ pub struct Envelope<T> {
 }
 
 impl Envelope<crate::FireReport> {
+    /// A fan-out's envelope. Its results stay empty: each fire's report is
+    /// on its record (history, items) and in the events; `job` has its
+    /// counts (found, nothing, errors).
+    pub fn of_job(job: Job) -> Self {
+        Envelope {
+            status: EnvelopeStatus::of_job(job.status),
+            job_id: Some(job.id),
+            kind: Some(WorkKind::Fanout),
+            progress: job.progress,
+            results: Vec::new(),
+            error: None,
+            job: Some(job),
+        }
+    }
+
     /// A fire that has ended: `cancelled` when a person cancelled it;
     /// `failed` when connectors were tried and none answered (each failed,
     /// was rate-limited or gave no answer), with each one's reason.
@@ -139,12 +185,23 @@ impl Envelope<crate::FireReport> {
         Envelope {
             status,
             job_id: None,
+            kind: None,
             progress: Progress { done: 1, total: 1 },
             results: vec![report],
             error,
             job: None,
         }
     }
+}
+
+/// The envelope of any job, a fan-out's or a call's, as `GET
+/// /api/jobs/{id}` answers it (`kind` says which).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum JobEnvelope {
+    Fanout(Envelope<crate::FireReport>),
+    Call(Envelope<crate::CallResult>),
 }
 
 /// What a fan-out of a set's bundle may fire and spend, asked before it

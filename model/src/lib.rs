@@ -42,8 +42,8 @@ pub use glance::{
 pub use health::Health;
 pub use item::{Evidence, Gone, Item, Revision, TriageState, TriageVerb};
 pub use job::{
-    Envelope, EnvelopeStatus, EstimateLine, EstimatedSpend, FanoutEstimate, Job, JobStatus,
-    Progress, RefreshPlan, RefreshSchedule,
+    Envelope, EnvelopeStatus, EstimateLine, EstimatedSpend, FanoutEstimate, Job, JobEnvelope,
+    JobStatus, Progress, RefreshPlan, RefreshSchedule, WorkKind, CALL_IDS_FROM,
 };
 pub use manifest::{
     check_secret_name, ManifestDraft, ManifestForm, ManifestFormat, ManifestTest, Problem,

@@ -90,6 +90,17 @@ fn record_filter_schema() -> Value {
     schema
 }
 
+/// A capability tool's input: the call request's schema, made from the
+/// type the tool parses, with the limit of results and the connectors
+/// that serve it here.
+fn call_schema(serving: &[String]) -> Value {
+    let mut input = type_schema::<CallRequest>();
+    input["properties"]["max_results"]["minimum"] = json!(1);
+    input["properties"]["max_results"]["maximum"] = json!(engine::ops::MAX_RESULTS);
+    input["properties"]["connector"]["enum"] = json!(serving);
+    input
+}
+
 fn id_schema(name: &str, what: &str) -> Value {
     json!({
         "type": "object",
@@ -179,7 +190,7 @@ fn record_set_tools() -> Vec<Tool> {
         ),
         Tool::new(
             "start_fanout",
-            "Starts a job firing the packs (the set's bundle when none are named) over every record of a set.",
+            "Starts a job firing the packs (the set's bundle when none are named) over every record of a set; answers the envelope, pending with its job_id (read it with read_job).",
             schema(json!({
                 "type": "object",
                 "properties": {
@@ -192,8 +203,8 @@ fn record_set_tools() -> Vec<Tool> {
         ),
         Tool::new(
             "read_job",
-            "A fan-out job as it stands: status and progress.",
-            schema(id_schema("job_id", "The job")),
+            "Any job as it stands, a fan-out's or a capability call's (an envelope's job_id; kind says which): the envelope with status and progress, and a call's results once it has ended.",
+            schema(id_schema("job_id", "An envelope's job_id")),
         ),
         Tool::new(
             "read_call",
@@ -239,15 +250,7 @@ impl Door {
                         c.label,
                         c.name
                     ),
-                    schema(json!({
-                        "type": "object",
-                        "properties": {
-                            "query": { "type": "string", "description": "What to look for" },
-                            "max_results": { "type": "integer", "minimum": 1, "maximum": engine::ops::MAX_RESULTS },
-                            "connector": { "type": "string", "enum": serving, "description": "Fire exactly this connector" },
-                        },
-                        "required": ["query"],
-                    })),
+                    schema(call_schema(&serving)),
                 )
             })
             .collect();
@@ -287,14 +290,15 @@ impl Door {
             }
             "start_fanout" => {
                 let a: StartFanoutArgs = arguments(args)?;
-                json!(e
-                    .start_fanout(who, a.set_id, a.packs, a.paid_per_record)
-                    .await
-                    .map_err(failed)?)
+                json!(model::Envelope::of_job(
+                    e.start_fanout(who, a.set_id, a.packs, a.paid_per_record)
+                        .await
+                        .map_err(failed)?
+                ))
             }
             "read_job" => {
                 let a: ReadJobArgs = arguments(args)?;
-                json!(e.job_of(who, a.job_id).await.map_err(failed)?)
+                json!(e.job_envelope(who, a.job_id).await.map_err(failed)?)
             }
             "read_call" => {
                 let a: ReadCallArgs = arguments(args)?;
@@ -331,11 +335,6 @@ impl Door {
             }
             capability => {
                 let request: CallRequest = arguments(args)?;
-                if request.run_async {
-                    return Err(
-                        "async: an agent's call waits; read a slow one with read_call".into(),
-                    );
-                }
                 json!(e
                     .call_capability(who, capability, request)
                     .await
@@ -399,7 +398,7 @@ struct StartFanoutArgs {
     paid_per_record: Option<u32>,
 }
 
-/// `read_job`: a fan-out job.
+/// `read_job`: any job, a fan-out or a call.
 #[derive(Deserialize)]
 struct ReadJobArgs {
     job_id: i64,

@@ -217,7 +217,7 @@ async fn call(args: CallArgs, out: &mut impl Write) -> Outcome {
     while envelope.status == EnvelopeStatus::Pending && !args.run_async {
         let Some(id) = envelope.job_id else { break };
         tokio::time::sleep(POLL).await;
-        answer = door.get(&format!("/api/calls/{id}"), &what).await?;
+        answer = door.get(&format!("/api/jobs/{id}"), &what).await?;
         envelope = parse(&answer, &what)?;
     }
     if door.json {
@@ -231,7 +231,7 @@ async fn call(args: CallArgs, out: &mut impl Write) -> Outcome {
             EnvelopeStatus::Pending => print(
                 out,
                 format!(
-                    "{} {:?}: still walking{id}; read it with GET /api/calls/{}",
+                    "{} {:?}: still walking{id}; read it with GET /api/jobs/{}",
                     args.capability,
                     args.query,
                     envelope.job_id.unwrap_or_default()

@@ -108,6 +108,25 @@ async fn lines_show_each_records_best_candidate_and_facets_count_what_is_left() 
         assert_eq!(unreviewed.records, 4);
         let web = before.packs.iter().find(|p| p.pack_id == "web").unwrap();
         assert_eq!(web.states, [("found".to_owned(), 4)]);
+        // Every pack's counts are those of the chips a page shows.
+        let (_, page) = server
+            .get_json(&format!("/api/record-sets/{set}/records?limit=100"))
+            .await;
+        let page: model::RecordsPage = serde_json::from_value(page).unwrap();
+        for facet in &before.packs {
+            let states: Vec<model::ChipState> = page
+                .records
+                .iter()
+                .flat_map(|r| r.chips.iter().filter(|c| c.pack_id == facet.pack_id))
+                .map(|c| c.state.clone())
+                .collect();
+            assert_eq!(
+                facet.states,
+                model::glance::count_states(&states),
+                "{}",
+                facet.pack_id
+            );
+        }
 
         // Accepting Acme's item: its line and the facets follow.
         let acme = me.items(ids[0]).await.remove(0);

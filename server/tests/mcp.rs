@@ -149,6 +149,37 @@ async fn an_agent_calls_a_capability_and_gets_the_rest_door_s_envelope() {
     let (_, attempts) = server.get_json(&format!("/api/calls/{id}/attempts")).await;
     assert_eq!(attempts[0]["actor"], TEST_EMAIL);
 
+    // Asked for async: pending at once, with the job id every door reads.
+    assert_eq!(
+        news.input_schema["properties"]["async"]["type"], "boolean",
+        "the schema is the call request's: {:?}",
+        news.input_schema
+    );
+    let pending = answer(
+        &call(
+            &agent,
+            "search.news",
+            json!({"query": "Grace", "async": true}),
+        )
+        .await,
+    );
+    assert_eq!(
+        (pending["status"].as_str(), pending["kind"].as_str()),
+        (Some("pending"), Some("call"))
+    );
+    let id = pending["job_id"].as_i64().unwrap();
+    let mut read = Value::Null;
+    for _ in 0..100 {
+        read = answer(&call(&agent, "read_job", json!({"job_id": id})).await);
+        if read["status"] != "pending" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(read["status"], "completed", "{read}");
+    let (code, rest) = server.get_json(&format!("/api/jobs/{id}")).await;
+    assert_eq!((code, &rest), (200, &read));
+
     // A failure the agent can read, not a protocol error.
     let result = call(&agent, "search.news", json!({"query": ""})).await;
     assert_eq!(result.is_error, Some(true));
@@ -195,7 +226,8 @@ async fn an_agent_works_a_record_set_through_its_tools() {
         .await,
     );
     assert_eq!(triaged["state"], "accepted-canonical", "{triaged}");
-    let job = answer(
+    // A fan-out answers the envelope, read again by its job id.
+    let started = answer(
         &call(
             &agent,
             "start_fanout",
@@ -203,8 +235,10 @@ async fn an_agent_works_a_record_set_through_its_tools() {
         )
         .await,
     );
-    let read = answer(&call(&agent, "read_job", json!({"job_id": job["id"]})).await);
-    assert_eq!(read["id"], job["id"]);
+    assert_eq!(started["kind"], "fanout", "{started}");
+    let read = answer(&call(&agent, "read_job", json!({"job_id": started["job_id"]})).await);
+    assert_eq!(read["job"]["id"], started["job_id"], "{read}");
+    assert_eq!(read["kind"], "fanout");
     agent.cancel().await.ok();
     server.stop().await;
 }

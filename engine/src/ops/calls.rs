@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use model::{
     CallAttempt, CallRequest, CallResult, Capability, Envelope, EnvelopeStatus, FireOutcome,
-    Progress, Skipped,
+    Progress, Skipped, WorkKind,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -164,6 +164,7 @@ impl Engine {
         let pending = Envelope {
             status: EnvelopeStatus::Pending,
             job_id: Some(id),
+            kind: Some(WorkKind::Call),
             progress: Progress { done: 0, total },
             results: Vec::new(),
             error: None,
@@ -305,6 +306,7 @@ impl Engine {
         Ok(Envelope {
             status: envelope_status(&status),
             job_id: Some(id),
+            kind: Some(WorkKind::Call),
             progress: Progress {
                 done: connectors_tried(ledger.attempts.iter().map(|(id, _)| id.as_str())),
                 total: chain.to_try.len() as u64,
@@ -443,6 +445,7 @@ fn stored_envelope(call: StoredCall, attempts: &[CallAttempt], now: i64) -> Enve
             envelope_status(&call.status)
         },
         job_id: Some(call.id),
+        kind: Some(WorkKind::Call),
         progress: Progress {
             done: connectors_tried(
                 attempts

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use model::{FanoutEstimate, Job};
+use model::{Envelope, FanoutEstimate, Job, JobEnvelope, WorkKind};
 
 use crate::store::{NewJob, Owned};
 use crate::tenancy::Principal;
@@ -112,5 +112,24 @@ impl Engine {
     pub async fn cancel_job(&self, who: &Principal, job_id: i64) -> Result<Job, OpError> {
         self.authorize(who, Owned::Job(job_id)).await?;
         Ok(self.jobs.cancel(job_id).await?)
+    }
+
+    /// Any job as it stands, a fan-out's or a call's: the id says which
+    /// (calls are numbered from [`model::CALL_IDS_FROM`]).
+    pub async fn job_envelope(&self, who: &Principal, id: i64) -> Result<JobEnvelope, OpError> {
+        Ok(match WorkKind::of_id(id) {
+            WorkKind::Call => JobEnvelope::Call(self.call_envelope(who, id).await?),
+            WorkKind::Fanout => JobEnvelope::Fanout(Envelope::of_job(self.job_of(who, id).await?)),
+        })
+    }
+
+    /// Cancels any job, a fan-out or a call, and answers it as it stands.
+    pub async fn cancel_any_job(&self, who: &Principal, id: i64) -> Result<JobEnvelope, OpError> {
+        Ok(match WorkKind::of_id(id) {
+            WorkKind::Call => JobEnvelope::Call(self.cancel_call(who, id).await?),
+            WorkKind::Fanout => {
+                JobEnvelope::Fanout(Envelope::of_job(self.cancel_job(who, id).await?))
+            }
+        })
     }
 }

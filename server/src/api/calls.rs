@@ -3,30 +3,22 @@
 //! its id.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::response::Response;
 use axum::Json;
-use model::{CallAttempt, CallRequest, CallResult, Envelope, EnvelopeStatus};
+use model::{CallAttempt, CallRequest, CallResult, Envelope};
 
 use super::error::ErrorBody;
 use super::extract::{ApiJson, Caller};
+use super::jobs::answered;
 use super::ApiError;
 use crate::router::AppState;
-
-fn answered(envelope: Envelope<CallResult>) -> (StatusCode, Json<Envelope<CallResult>>) {
-    let status = if envelope.status == EnvelopeStatus::Pending {
-        StatusCode::ACCEPTED
-    } else {
-        StatusCode::OK
-    };
-    (status, Json(envelope))
-}
 
 /// `POST /api/capabilities/{capability}/call` `{"query": "...", "max_results"?,
 /// "connector"?, "async"?}`: walks the capability's chain (cheapest first,
 /// or exactly `connector`) for the query. `completed` with the results when
 /// the walk ends within the inline wait; `pending` with the call's id
-/// (`job_id`) when asked for `async` or slower: read it at
-/// `GET /api/calls/{id}`. `failed` when nothing answered, `error` naming
+/// (`job_id`, and `Location`) when asked for `async` or slower: read it at
+/// `GET /api/jobs/{id}` (or `GET /api/calls/{id}`). `failed` when nothing answered, `error` naming
 /// each connector's reason.
 #[utoipa::path(
     post, path = "/api/capabilities/{capability}/call", tag = "calls",
@@ -45,7 +37,7 @@ pub async fn call(
     Path(capability): Path<String>,
     Caller(who): Caller,
     ApiJson(body): ApiJson<CallRequest>,
-) -> Result<(StatusCode, Json<Envelope<CallResult>>), ApiError> {
+) -> Result<Response, ApiError> {
     Ok(answered(
         state
             .engine
@@ -69,7 +61,7 @@ pub async fn get(
     State(state): State<AppState>,
     Path(id): Path<i64>,
     Caller(who): Caller,
-) -> Result<(StatusCode, Json<Envelope<CallResult>>), ApiError> {
+) -> Result<Response, ApiError> {
     Ok(answered(state.engine.call_envelope(&who, id).await?))
 }
 
@@ -107,6 +99,6 @@ pub async fn cancel(
     State(state): State<AppState>,
     Path(id): Path<i64>,
     Caller(who): Caller,
-) -> Result<(StatusCode, Json<Envelope<CallResult>>), ApiError> {
+) -> Result<Response, ApiError> {
     Ok(answered(state.engine.cancel_call(&who, id).await?))
 }

@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
-use model::{Envelope, EnvelopeStatus, FireReport, Job, JobStatus};
-use serde::Deserialize;
+use model::{Envelope, EnvelopeStatus, FireReport, JobEnvelope};
+use serde::{Deserialize, Serialize};
 
 use super::error::ErrorBody;
 use super::extract::{ApiBytes, Caller};
@@ -31,23 +32,25 @@ pub struct FanoutBody {
     pub paid_per_record: Option<u32>,
 }
 
-/// A job's envelope. Its results stay empty: each fire's report is on its
-/// record (history, items) and in the events.
-fn envelope(job: Job) -> Envelope<FireReport> {
-    Envelope {
-        status: EnvelopeStatus::of_job(job.status),
-        job_id: Some(job.id),
-        progress: job.progress,
-        results: Vec::new(),
-        error: None,
-        job: Some(job),
+/// An envelope as a response: 202 while the work carries on, with
+/// `Location` where to read it (`/api/jobs/{id}`), 200 once it ended.
+pub(super) fn answered<T: Serialize>(envelope: Envelope<T>) -> Response {
+    match (envelope.status, envelope.job_id) {
+        (EnvelopeStatus::Pending, Some(id)) => (
+            StatusCode::ACCEPTED,
+            [(header::LOCATION, format!("/api/jobs/{id}"))],
+            Json(envelope),
+        )
+            .into_response(),
+        (EnvelopeStatus::Pending, None) => (StatusCode::ACCEPTED, Json(envelope)).into_response(),
+        _ => Json(envelope).into_response(),
     }
 }
 
 /// `POST /api/record-sets/{id}/fanout` `{"packs": [...] optional}`: runs the
 /// packs over every record as a job. The envelope is `pending` with the job id
-/// (poll `GET /api/jobs/{id}` or watch the events), or `completed` when the
-/// work was small enough to finish in the request.
+/// and `Location` (poll `GET /api/jobs/{id}` or watch the events), or
+/// `completed` when the work was small enough to finish in the request.
 #[utoipa::path(
     post, path = "/api/record-sets/{id}/fanout", tag = "jobs",
     params(("id" = i64, Path, description = "The record set")),
@@ -59,48 +62,44 @@ pub async fn fanout(
     Path(set_id): Path<i64>,
     Caller(who): Caller,
     body: ApiBytes,
-) -> Result<(StatusCode, Json<Envelope<FireReport>>), ApiError> {
+) -> Result<Response, ApiError> {
     let body: FanoutBody = body.json_or_default()?;
-    let job = state
+    let mut job = state
         .engine
         .start_fanout(&who, set_id, body.packs, body.paid_per_record)
         .await?;
-    if job.progress.total > INLINE_TASKS {
-        return Ok((StatusCode::ACCEPTED, Json(envelope(job))));
+    if job.progress.total <= INLINE_TASKS {
+        job = state.engine.job_after(&who, job.id, INLINE_WAIT).await?;
     }
-    let job = state.engine.job_after(&who, job.id, INLINE_WAIT).await?;
-    let status = if job.status == JobStatus::Running {
-        StatusCode::ACCEPTED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(envelope(job))))
+    Ok(answered(Envelope::of_job(job)))
 }
 
-/// `GET /api/jobs/{id}`
+/// `GET /api/jobs/{id}`: any pending envelope's `job_id`, a fan-out's or
+/// a capability call's (`kind` says which).
 #[utoipa::path(
     get, path = "/api/jobs/{id}", tag = "jobs",
-    params(("id" = i64, Path, description = "The job")),
-    responses((status = 200, body = Envelope<FireReport>), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+    params(("id" = i64, Path, description = "The job: an envelope's job_id")),
+    responses((status = 200, body = JobEnvelope), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
 )]
 pub async fn get(
     State(state): State<AppState>,
     Path(id): Path<i64>,
     Caller(who): Caller,
-) -> Result<Json<Envelope<FireReport>>, ApiError> {
-    Ok(Json(envelope(state.engine.job_of(&who, id).await?)))
+) -> Result<Json<JobEnvelope>, ApiError> {
+    Ok(Json(state.engine.job_envelope(&who, id).await?))
 }
 
-/// `POST /api/jobs/{id}/cancel`
+/// `POST /api/jobs/{id}/cancel`: stops a fan-out or a call; what had
+/// finished stays.
 #[utoipa::path(
     post, path = "/api/jobs/{id}/cancel", tag = "jobs",
-    params(("id" = i64, Path, description = "The job")),
-    responses((status = 200, body = Envelope<FireReport>), (status = 404, description = "Not in the caller's workspace", body = ErrorBody))
+    params(("id" = i64, Path, description = "The job: an envelope's job_id")),
+    responses((status = 200, body = JobEnvelope), (status = 404, description = "Not in the caller's workspace", body = ErrorBody), (status = 409, description = "A call that has already ended", body = ErrorBody))
 )]
 pub async fn cancel(
     State(state): State<AppState>,
     Path(id): Path<i64>,
     Caller(who): Caller,
-) -> Result<Json<Envelope<FireReport>>, ApiError> {
-    Ok(Json(envelope(state.engine.cancel_job(&who, id).await?)))
+) -> Result<Json<JobEnvelope>, ApiError> {
+    Ok(Json(state.engine.cancel_any_job(&who, id).await?))
 }
