@@ -84,6 +84,8 @@ pub struct Engine {
     imports: ops::Slots,
     /// Fan-outs being started in this process, by workspace: one at a time.
     fanout_starts: ops::Turnstiles,
+    /// Sets' facets, read once for everyone asking at the same time.
+    facets: ops::Coalesced<i64, Arc<model::SetFacets>>,
     /// Stops the heartbeat (see [`Engine::recover`]).
     upkeep: tokio_util::sync::CancellationToken,
 }
@@ -139,6 +141,7 @@ impl Engine {
             leases: config.leases,
             calls: config.calls,
             calls_in_flight: ops::CallsInFlight::default(),
+            facets: ops::Coalesced::default(),
             sign_in_quota: config.sign_in,
             database: live::database::DatabaseWatch::default(),
             imports: ops::Slots::default(),

@@ -14,13 +14,13 @@ use super::OpError;
 /// How many records' chips one step of the facets reads.
 const FACET_STEP: usize = 500;
 
-/// The filters a set's facets count.
-const FILTERS: [RecordFilter; 5] = [
+/// The filters a set's facets count the same for everyone (each person's
+/// "new since my last visit" is counted for them).
+const FOR_ALL: [RecordFilter; 4] = [
     RecordFilter::All,
     RecordFilter::Unreviewed,
     RecordFilter::NothingFound,
     RecordFilter::Errors,
-    RecordFilter::Changed,
 ];
 
 impl Engine {
@@ -93,25 +93,50 @@ impl Engine {
 
     /// Set `set_id`'s facets as `who` sees them: how many records each
     /// filter shows, each pack's chips per state, what each connector
-    /// found, and how many items are triaged.
+    /// found, and how many items are triaged. What is the same for everyone
+    /// is read once for all who ask at the same time ([`super::Coalesced`]); the
+    /// person's own "new since my last visit" and labels are added.
     pub async fn set_facets(&self, who: &Principal, set_id: i64) -> Result<SetFacets, OpError> {
         self.authorize(who, Owned::RecordSet(set_id)).await?;
-        let set = self.store.record_set(set_id).await?;
+        let shared = self
+            .facets
+            .get(set_id, || async {
+                self.facets_for_all(set_id).await.map(std::sync::Arc::new)
+            })
+            .await?;
+        let mut facets = SetFacets::clone(&shared);
         let since = self.store.last_visit(who.user_id, set_id).await?;
-        let mut filters = Vec::with_capacity(FILTERS.len());
-        for filter in FILTERS {
+        let (_, changed) = self
+            .store
+            .records_matching(set_id, RecordFilter::Changed, since, "", 0, 1)
+            .await?;
+        facets.filters.push(FilterCount {
+            filter: RecordFilter::Changed,
+            records: changed,
+        });
+        let labels = self.store.pack_labels(who.user_id).await?;
+        for pack in &mut facets.packs {
+            if let Some(label) = labels.get(&pack.pack_id) {
+                pack.short_label.clone_from(label);
+            }
+        }
+        Ok(facets)
+    }
+
+    /// A set's facets as everyone in its workspace sees them (the
+    /// workspace's labels, no "new since my last visit").
+    async fn facets_for_all(&self, set_id: i64) -> Result<SetFacets, OpError> {
+        let set = self.store.record_set(set_id).await?;
+        let mut filters = Vec::with_capacity(FOR_ALL.len());
+        for filter in FOR_ALL {
             let (_, records) = self
                 .store
-                .records_matching(set_id, filter, since, "", 0, 1)
+                .records_matching(set_id, filter, None, "", 0, 1)
                 .await?;
             filters.push(FilterCount { filter, records });
         }
-        let scope = self
-            .dispatcher
-            .scope_for(set.workspace_id, Some(who.user_id))
-            .await?;
-        let mut packs = scope.packs_of(&set.bundle_id);
-        self.relabel(who, &mut packs).await?;
+        let scope = self.dispatcher.scope(set.workspace_id).await?;
+        let packs = scope.packs_of(&set.bundle_id);
         // Every record's chip states, a step at a time, counted per pack.
         let mut counted: Vec<Vec<(String, i64)>> = vec![Vec::new(); packs.len()];
         for ids in self.store.all_record_ids(set_id).await?.chunks(FACET_STEP) {

@@ -14,6 +14,7 @@ mod attention;
 mod bulk;
 mod calls;
 mod catalog;
+mod coalesce;
 mod connectors;
 mod credentials;
 mod glance;
@@ -33,6 +34,7 @@ pub use calls::{
     CallConfig, CallsInFlight, DEFAULT_MAX_RESULTS, MAX_CALLS_IN_FLIGHT,
     MAX_CALLS_IN_FLIGHT_PER_PERSON, MAX_QUERY_CHARS, MAX_RESULTS,
 };
+pub use coalesce::Coalesced;
 pub use jobs::MAX_FANOUTS_RUNNING;
 pub use personal_chains::MAX_PERSONAL_CHAIN;
 pub use records::FireChoice;

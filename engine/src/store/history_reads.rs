@@ -77,37 +77,6 @@ impl Store {
         Ok(out)
     }
 
-    /// Of many records' attempts, per record and intent, only those a
-    /// chip's state depends on: every attempt in flight and the latest one
-    /// not cancelled (without receipts). [`crate::packs::chip::chip_state`]
-    /// reads the same state from these as from the whole history, and a
-    /// fired set's facets read a row per chip instead of every attempt.
-    pub async fn chip_state_attempts_of(
-        &self,
-        record_ids: &[i64],
-    ) -> Result<HashMap<i64, Vec<HistoryEntry>>, StoreError> {
-        let mut out: HashMap<i64, Vec<HistoryEntry>> = HashMap::new();
-        for chunk in record_ids.chunks(500) {
-            let placeholders = super::placeholders(chunk.len());
-            let sql = format!(
-                "{ENTRY_WITHOUT_RECEIPT} WHERE id IN (SELECT id FROM (SELECT id, outcome, \
-                 ROW_NUMBER() OVER (PARTITION BY record_id, intent ORDER BY fired_at DESC, id DESC) AS latest \
-                 FROM connector_history WHERE record_id IN ({placeholders}) \
-                 AND (outcome IS NULL OR outcome <> 'cancelled')) ranked \
-                 WHERE latest = 1 OR outcome IS NULL) ORDER BY fired_at, id"
-            );
-            let mut query = sqlx::query(&sql);
-            for id in chunk {
-                query = query.bind(*id);
-            }
-            for row in query.fetch_all(self.pool()).await? {
-                let e = entry(&row)?;
-                out.entry(e.record_id).or_default().push(e);
-            }
-        }
-        Ok(out)
-    }
-
     /// Connectors that returned results for this record and intent.
     pub async fn connectors_that_found(
         &self,

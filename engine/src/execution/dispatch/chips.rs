@@ -148,15 +148,14 @@ impl Dispatcher {
     }
 
     /// Only the states of many records' chips for the given packs, in pack
-    /// order (what counting them needs: no chain is resolved, and only the
-    /// attempts a state depends on are read).
+    /// order (what counting them needs: no chain is resolved).
     pub async fn chip_states(
         &self,
         scope: &Scope,
         record_ids: &[i64],
         packs: &[PackConfig],
     ) -> Result<HashMap<i64, Vec<ChipState>>, StoreError> {
-        let history = self.store.chip_state_attempts_of(record_ids).await?;
+        let history = self.store.chip_history_of(record_ids).await?;
         let counts = self.store.item_counts(record_ids).await?;
         let candidates = scope.candidates(&self.registry);
         let needs_env: Vec<Option<Vec<String>>> = packs
