@@ -56,4 +56,18 @@ test("the compact view of a 10,000-record set scrolls to the end and its facets 
   await expect(line.locator(".best")).toHaveAttribute("data-triage", "accepted-canonical");
   await expect(unreviewed).toHaveText("has unreviewed 0");
   await expect(facets).toContainText("0 items to triage · 1 triaged");
+
+  // Decided, it has left this facet; searched for among all, its name
+  // opens its card.
+  await expect(page.locator(".compact-count")).toHaveText("0 records");
+  await facets.locator("button[data-filter='all']").click();
+  await page.getByLabel("Search by name").fill("Glance 10000");
+  await page.getByLabel("Search by name").press("Enter");
+  await expect(page.locator(".compact-count")).toHaveText("1 record");
+  await line.getByRole("link", { name: "Glance 10000", exact: true }).click();
+  await expect(page).toHaveURL(/\?q=Glance%2010000$/);
+  await expect(page.getByLabel("Search by name")).toHaveValue("Glance 10000");
+  const card = page.locator("article.card");
+  await expect(card).toHaveCount(1);
+  await expect(card.locator("li.item").first()).toHaveAttribute("data-triage", "accepted-canonical");
 });

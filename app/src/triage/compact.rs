@@ -299,6 +299,20 @@ fn Lines(asked: Asked, labels: Vec<String>, board: Board) -> impl IntoView {
     }
 }
 
+/// `text` as one query-string value (percent-encoded bytes but letters,
+/// digits and `-_.~`).
+fn query_value(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 /// One record's line at position `at` (not read yet: a placeholder), with
 /// a one-click accept of its best candidate while nobody has decided on it.
 #[component]
@@ -323,6 +337,7 @@ fn LineView(
             .collect_view()
     });
     let name = line.name.clone();
+    let link = format!("?q={}", query_value(&line.name));
     let best = line.best.map(|b| {
         let (item_id, version) = (b.item_id, b.version);
         let accept = move |_| {
@@ -349,11 +364,20 @@ fn LineView(
     });
     view! {
         <div class="line" style=style data-record=line.record_id data-at=at>
-            <span class="line-name">{line.name}</span>
+            <a class="line-name" href=link title="Open its card">{line.name}</a>
             <span class="line-chips">{chips}</span>
             {best}
             {(line.untriaged > 0).then(|| view! { <span class="badge">{format!("{} to triage", line.untriaged)}</span> })}
         </div>
     }
     .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_name_is_one_query_value() {
+        assert_eq!(super::query_value("Acme & Co."), "Acme%20%26%20Co.");
+        assert_eq!(super::query_value("Zoë?q=1#x"), "Zo%C3%AB%3Fq%3D1%23x");
+    }
 }

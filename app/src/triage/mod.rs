@@ -48,16 +48,18 @@ pub fn TriageView() -> impl IntoView {
 #[component]
 fn SetView(set_id: i64) -> impl IntoView {
     let filter = RwSignal::new(RecordFilter::All);
-    let search = RwSignal::new(String::new());
+    let query = use_query_map();
+    // `?q=name`: the set searched for a name (a compact line's link).
+    let asked_name = Memo::new(move |_| query.read().get("q").unwrap_or_default());
+    let search = RwSignal::new(asked_name.get_untracked());
     // What is in the search box, searched for or not: a page that arrives
     // while a person types renders the box again and must keep it.
-    let typed = RwSignal::new(String::new());
+    let typed = RwSignal::new(asked_name.get_untracked());
     let offset = RwSignal::new(0i64);
     let reload = RwSignal::new(0u32);
     let facets = RwSignal::new(None::<model::SetFacets>);
     let board = Board::new(set_id);
     // `?view=compact`: one line per record instead of cards.
-    let query = use_query_map();
     let compact = Memo::new(move |_| query.read().get("view").as_deref() == Some("compact"));
     let page = crate::wire::resource(
         move || {
@@ -71,6 +73,15 @@ fn SetView(set_id: i64) -> impl IntoView {
         },
         move |(filter, search, offset, _, _)| load_triage(set_id, filter, search, offset),
     );
+    // A link to another name searches for it.
+    Effect::new(move |first: Option<()>| {
+        let name = asked_name.get();
+        if first.is_some() {
+            offset.set(0);
+            typed.set(name.clone());
+            search.set(name);
+        }
+    });
     // A resync from the stream reads the page's data again.
     Effect::new(move |first: Option<()>| {
         let n = board.reload.get();
