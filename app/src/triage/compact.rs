@@ -218,6 +218,12 @@ impl Read {
     }
 }
 
+/// The stretches lines `first..last` are in (the first stretch when there
+/// are none, which says how many lines there are).
+fn stretches_of(first: i64, last: i64) -> std::ops::RangeInclusive<i64> {
+    first / STRETCH..=(last.max(1) - 1) / STRETCH
+}
+
 #[component]
 fn Lines(asked: Asked, labels: Vec<String>, board: Board) -> impl IntoView {
     let read = Read {
@@ -241,7 +247,7 @@ fn Lines(asked: Asked, labels: Vec<String>, board: Board) -> impl IntoView {
         let have = read
             .stretches
             .with(|s| s.keys().copied().collect::<HashSet<_>>());
-        for n in first / STRETCH..=(last.max(1) - 1) / STRETCH {
+        for n in stretches_of(first, last) {
             if !have.contains(&n) {
                 read.fetch(asked, n);
             }
@@ -250,7 +256,7 @@ fn Lines(asked: Asked, labels: Vec<String>, board: Board) -> impl IntoView {
     // After changes, the stretches in view are read again; others go.
     after_changes(board, move || {
         let (first, last) = span.get_untracked();
-        let keep: HashSet<i64> = (first / STRETCH..=(last.max(1) - 1) / STRETCH).collect();
+        let keep: HashSet<i64> = stretches_of(first, last).collect();
         read.stretches.update(|s| s.retain(|n, _| keep.contains(n)));
         for n in keep {
             read.asking.update_value(|a| {
