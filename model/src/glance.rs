@@ -5,9 +5,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::{ChipState, Item, RecordFilter, TriageState};
 
-/// The most lines one read of the compact view takes.
-pub const MAX_LINES: i64 = 500;
-
 /// A found item as the compact view shows it: the record's best candidate.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

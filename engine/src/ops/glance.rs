@@ -1,7 +1,7 @@
 //! Operations for big sets at a glance: the compact view's lines (one per
 //! record: its chips and its best candidate) and the set's facets.
 
-use model::glance::{best_candidate, candidate, count_states, MAX_LINES};
+use model::glance::{best_candidate, candidate, count_states};
 use model::{CompactLine, CompactPage, FilterCount, PackFacet, RecordFilter, SetFacets};
 
 use crate::read_models::PageAsked;
@@ -35,13 +35,6 @@ impl Engine {
         offset: i64,
         limit: i64,
     ) -> Result<CompactPage, OpError> {
-        self.authorize(who, Owned::RecordSet(set_id)).await?;
-        if offset < 0 || !(1..=MAX_LINES).contains(&limit) {
-            return Err(OpError::Invalid(format!(
-                "offset must be 0 or more and limit 1 to {MAX_LINES}"
-            )));
-        }
-        let since = self.store.last_visit(who.user_id, set_id).await?;
         let asked = PageAsked {
             set_id,
             filter,
@@ -49,6 +42,9 @@ impl Engine {
             offset,
             limit,
         };
+        // The same checks as the cards' pages.
+        self.check_page(who, &asked).await?;
+        let since = self.store.last_visit(who.user_id, set_id).await?;
         let page = self.records_page(who.user_id, &asked, since).await?;
         let ids: Vec<i64> = page.records.iter().map(|r| r.id).collect();
         let items = self.store.items_of(&ids).await?;

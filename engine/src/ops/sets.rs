@@ -98,7 +98,11 @@ impl Engine {
     }
 
     /// The caller may read the set, and the page is one that can be asked.
-    async fn check_page(&self, who: &Principal, page: &PageAsked<'_>) -> Result<(), OpError> {
+    pub(super) async fn check_page(
+        &self,
+        who: &Principal,
+        page: &PageAsked<'_>,
+    ) -> Result<(), OpError> {
         self.authorize(who, Owned::RecordSet(page.set_id)).await?;
         if page.offset < 0 || !(1..=MAX_PAGE).contains(&page.limit) {
             return Err(OpError::Invalid(format!(
