@@ -7,6 +7,7 @@
 pub mod brave;
 pub mod demo;
 pub mod google;
+pub mod page;
 pub mod searxng;
 pub mod serpapi;
 pub mod site;

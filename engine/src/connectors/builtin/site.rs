@@ -10,9 +10,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use model::{BuiltinCapability as B, Capability, ConnectorProfile, CostTier, RateHints};
 use reqwest::header::{CONTENT_TYPE, LOCATION};
-use scraper::{Html, Selector};
 use url::Url;
 
+use super::page::{self, PageText};
 use super::social;
 use crate::connectors::http::redact;
 use crate::connectors::receipts::Sending;
@@ -60,9 +60,8 @@ pub struct SiteCrawler {
 }
 
 impl SiteCrawler {
-    /// Fetches a page, following and re-checking redirects; returns the final
-    /// URL and the HTML.
-    async fn fetch(&self, start: Url) -> Result<(Url, String), FireError> {
+    /// Fetches a page, following and re-checking redirects.
+    async fn fetch(&self, start: Url) -> Result<Fetched, FireError> {
         let mut url = start;
         for _ in 0..=MAX_REDIRECTS {
             let host = url.host_str().unwrap_or_default().to_owned();
@@ -105,14 +104,12 @@ impl SiteCrawler {
                 url = next;
                 continue;
             }
-            if let Some(e) = crate::connectors::http::classify_status(
-                "site crawler",
-                status,
-                response.headers(),
-                &[],
-                &[],
-            ) {
-                return Err(e);
+            if !status.is_success() {
+                // The site's own answer: the request's trouble, said plainly
+                // (a site's error page is not worth quoting).
+                return Err(FireError::Request {
+                    reason: format!("site crawler: {host} answered HTTP {}", status.as_u16()),
+                });
             }
             let is_html = response
                 .headers()
@@ -125,6 +122,7 @@ impl SiteCrawler {
                 });
             }
             let mut body = Vec::new();
+            let mut truncated = false;
             let read = loop {
                 match response.chunk().await {
                     Ok(Some(chunk)) => {
@@ -132,6 +130,7 @@ impl SiteCrawler {
                         if body.len() > MAX_BYTES {
                             // A page this long still has its head and links in the first bytes.
                             body.truncate(MAX_BYTES);
+                            truncated = true;
                             break Ok(());
                         }
                     }
@@ -152,7 +151,11 @@ impl SiteCrawler {
             }
             sending.finish(body.len());
             read?;
-            return Ok((url, String::from_utf8_lossy(&body).into_owned()));
+            return Ok(Fetched {
+                url,
+                html: String::from_utf8_lossy(&body).into_owned(),
+                truncated,
+            });
         }
         Err(FireError::Malformed {
             reason: format!("site crawler: more than {MAX_REDIRECTS} redirects"),
@@ -160,69 +163,12 @@ impl SiteCrawler {
     }
 }
 
-/// What a page says about itself.
-#[derive(Debug, Default, PartialEq)]
-pub struct PageFacts {
-    pub title: String,
-    pub description: String,
-    /// Absolute http(s) links, in page order, without duplicates.
-    pub links: Vec<String>,
-}
-
-fn selector(css: &str) -> Option<Selector> {
-    Selector::parse(css).ok()
-}
-
-/// Reads the title, description and links of an HTML page.
-pub fn page_facts(base: &Url, html: &str) -> PageFacts {
-    let doc = Html::parse_document(html);
-    let text_of = |css: &str| -> Option<String> {
-        let sel = selector(css)?;
-        doc.select(&sel).next().map(|e| {
-            e.text()
-                .collect::<String>()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-    };
-    let meta = |css: &str| -> Option<String> {
-        let sel = selector(css)?;
-        doc.select(&sel)
-            .find_map(|e| e.value().attr("content"))
-            .map(|c| c.trim().to_owned())
-            .filter(|c| !c.is_empty())
-    };
-    let title = meta(r#"meta[property="og:title"]"#)
-        .or_else(|| text_of("title"))
-        .unwrap_or_default();
-    let description = meta(r#"meta[name="description"]"#)
-        .or_else(|| meta(r#"meta[property="og:description"]"#))
-        .unwrap_or_default();
-    let mut links: Vec<String> = Vec::new();
-    if let Some(sel) = selector("a[href]") {
-        for a in doc.select(&sel) {
-            let Some(href) = a.value().attr("href") else {
-                continue;
-            };
-            let Some(abs) = base
-                .join(href.trim())
-                .ok()
-                .and_then(|u| parse_web_url(u.as_str()))
-            else {
-                continue;
-            };
-            let s = abs.to_string();
-            if !links.contains(&s) {
-                links.push(s);
-            }
-        }
-    }
-    PageFacts {
-        title,
-        description,
-        links,
-    }
+/// A page as fetched: where the redirects ended, its HTML, and whether it
+/// was longer than the crawler reads.
+struct Fetched {
+    url: Url,
+    html: String,
+    truncated: bool,
 }
 
 /// The website a fire is about: the query when it is an address, else the
@@ -268,13 +214,27 @@ impl Connector for SiteCrawler {
         // Whatever the record's site answers (a 429 asking for years, a
         // refusal, a timeout) is about that site, never the crawler's: the
         // crawler's status is everyone's, and a site is whoever runs it.
-        let (url, html) = self
+        let fetched = self
             .fetch(start)
             .await
             .map_err(FireError::into_the_requests_own)?;
-        let facts = page_facts(&url, &html);
-        match social::platform(intent) {
-            Some(platform) => Ok(facts
+        let extract = intent.name() == B::CrawlExtract.name();
+        let base = fetched.url.clone();
+        // Parsing up to 2 MiB of HTML is CPU work: off the async threads.
+        let (facts, text) = tokio::task::spawn_blocking(move || {
+            if extract {
+                page::read_page(&base, &fetched.html)
+            } else {
+                (page::page_facts(&base, &fetched.html), String::new())
+            }
+        })
+        .await
+        .map_err(|e| FireError::Malformed {
+            reason: format!("site crawler: the page could not be read ({e})"),
+        })?;
+        let url = fetched.url;
+        if let Some(platform) = social::platform(intent) {
+            return Ok(facts
                 .links
                 .iter()
                 .filter(|l| platform.owns(l))
@@ -289,29 +249,39 @@ impl Connector for SiteCrawler {
                     snippet: redact(&facts.title, &[]),
                     raw: serde_json::json!({ "found_on": url.as_str() }),
                 })
-                .collect()),
-            None => {
-                let socials: Vec<&String> = facts
-                    .links
-                    .iter()
-                    .filter(|l| {
-                        social::social_capabilities()
-                            .iter()
-                            .any(|c| social::platform(c).is_some_and(|p| p.owns(l)))
-                    })
-                    .collect();
-                Ok(Found::from(vec![ConnectorResult {
-                    title: if facts.title.is_empty() {
-                        url.host_str().unwrap_or_default().to_owned()
-                    } else {
-                        facts.title.clone()
-                    },
-                    snippet: facts.description.clone(),
-                    raw: serde_json::json!({ "social_links": socials }),
-                    url: url.to_string(),
-                }]))
-            }
+                .collect());
         }
+        let raw = if extract {
+            serde_json::to_value(PageText {
+                content: text,
+                description: Some(facts.description.clone()).filter(|d| !d.is_empty()),
+                language: facts.language.clone(),
+                canonical_url: facts.canonical_url.clone(),
+                truncated: fetched.truncated,
+            })
+            .unwrap_or_default()
+        } else {
+            let socials: Vec<&String> = facts
+                .links
+                .iter()
+                .filter(|l| {
+                    social::social_capabilities()
+                        .iter()
+                        .any(|c| social::platform(c).is_some_and(|p| p.owns(l)))
+                })
+                .collect();
+            serde_json::json!({ "social_links": socials })
+        };
+        Ok(Found::from(vec![ConnectorResult {
+            title: if facts.title.is_empty() {
+                url.host_str().unwrap_or_default().to_owned()
+            } else {
+                facts.title
+            },
+            snippet: facts.description,
+            raw,
+            url: url.to_string(),
+        }]))
     }
 }
 
@@ -373,25 +343,6 @@ mod tests {
                 "{target}: {err:?}"
             );
         }
-    }
-
-    #[test]
-    fn pages_give_title_description_and_absolute_links() {
-        let base = Url::parse("https://acme.example/about/").unwrap();
-        let html = r#"<html><head><title> Acme
-            Rockets </title><meta name="description" content="We build rockets."></head>
-            <body><a href="https://www.linkedin.com/company/acme">in</a><a href="/team">team</a>
-            <a href="javascript:alert(1)">x</a><a href="https://www.linkedin.com/company/acme">again</a></body></html>"#;
-        let facts = page_facts(&base, html);
-        assert_eq!(facts.title, "Acme Rockets");
-        assert_eq!(facts.description, "We build rockets.");
-        assert_eq!(
-            facts.links,
-            [
-                "https://www.linkedin.com/company/acme",
-                "https://acme.example/team"
-            ]
-        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use model::{
 use serde::Deserialize;
 use serde_json::json;
 
+use super::page::{at_most, PageText, MAX_TEXT_CHARS};
 use super::social;
 use super::Endpoint;
 use crate::connectors::registry::Registration;
@@ -131,14 +132,26 @@ impl Connector for Tavily {
                     )
                 };
                 let answer: PagesAnswer = self.0.http.json("Tavily", request, &secrets).await?;
+                let extract = intent.name() == "crawl.extract";
                 Ok(answer
                     .results
                     .into_iter()
-                    .map(|p| ConnectorResult {
-                        title: p.url.clone(),
-                        snippet: excerpt(p.raw_content.as_deref().unwrap_or_default()),
-                        url: p.url,
-                        raw: serde_json::Value::Null,
+                    .map(|p| {
+                        let text = p.raw_content.unwrap_or_default();
+                        ConnectorResult {
+                            title: p.url.clone(),
+                            snippet: excerpt(&text),
+                            url: p.url,
+                            raw: if extract {
+                                serde_json::to_value(PageText {
+                                    content: at_most(text, MAX_TEXT_CHARS),
+                                    ..PageText::default()
+                                })
+                                .unwrap_or_default()
+                            } else {
+                                serde_json::Value::Null
+                            },
+                        }
                     })
                     .collect())
             }
