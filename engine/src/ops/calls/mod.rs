@@ -11,23 +11,26 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use model::{
-    CallAttempt, CallRequest, CallResult, Capability, Envelope, EnvelopeStatus, FireOutcome,
-    Progress, Skipped, WorkKind,
+    CallAttempt, CallRequest, CallResult, Capability, Envelope, EnvelopeStatus, Progress, WorkKind,
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::connectors::seam::{ConnectorResult, FireOpts, Secrets};
-use crate::execution::dispatch::walk::{Ledger, Subject};
+use crate::connectors::seam::{FireOpts, Secrets};
+use crate::execution::dispatch::walk::Subject;
 use crate::execution::flow::Priority;
-use model::AttemptEnd;
 
 use crate::packs::chain::{self, ChainRequest};
-use crate::store::{CallStatus, NewCall, Owned, Store, StoreError, StoredCall};
+use crate::store::{CallStatus, NewCall, Owned, StoreError};
 use crate::tenancy::Principal;
-use crate::urlnorm::{parse_web_url, url_key};
 use crate::Engine;
 
 use super::OpError;
+
+mod envelope;
+mod ledger;
+
+use envelope::{connectors_tried, envelope_status, stored_envelope};
+use ledger::CallLedger;
 
 /// How long calls may take and how long their results are kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -403,211 +406,4 @@ struct CallPlan {
     query: String,
     max_results: u32,
     chain: chain::Chain,
-}
-
-fn envelope_status(status: &CallStatus) -> EnvelopeStatus {
-    match status {
-        CallStatus::Running => EnvelopeStatus::Pending,
-        CallStatus::Completed => EnvelopeStatus::Completed,
-        CallStatus::Cancelled => EnvelopeStatus::Cancelled,
-        CallStatus::Failed => EnvelopeStatus::Failed,
-    }
-}
-
-/// A call's progress: how many connectors of its chain it has tried (a
-/// retry of the same one counts once).
-fn connectors_tried<'a>(ids: impl Iterator<Item = &'a str>) -> u64 {
-    let mut ids: Vec<&str> = ids.collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids.len() as u64
-}
-
-/// A stored call's envelope at `now`.
-fn stored_envelope(call: StoredCall, attempts: &[CallAttempt], now: i64) -> Envelope<CallResult> {
-    let lost = call.status == CallStatus::Running && now > call.deadline;
-    let gone =
-        call.status != CallStatus::Running && call.finished_at.is_some() && call.results.is_none();
-    let error = if lost {
-        Some("lost: the process walking this call stopped before it ended".to_owned())
-    } else if gone {
-        Some(format!(
-            "the results were kept until {} (Unix ms) and are gone",
-            call.keep_until
-        ))
-    } else {
-        call.error
-    };
-    Envelope {
-        status: if lost {
-            EnvelopeStatus::Failed
-        } else {
-            envelope_status(&call.status)
-        },
-        job_id: Some(call.id),
-        kind: Some(WorkKind::Call),
-        progress: Progress {
-            done: connectors_tried(
-                attempts
-                    .iter()
-                    .filter(|a| a.finished_at.is_some())
-                    .map(|a| a.connector_id.as_str()),
-            ),
-            total: call.chain_length,
-        },
-        results: call.results.unwrap_or_default(),
-        error,
-        job: None,
-    }
-}
-
-/// A call's attempts: its receipts, and the results it keeps.
-struct CallLedger<'a> {
-    store: &'a Store,
-    call_id: i64,
-    actor: &'a str,
-    max_results: usize,
-    /// The attempt written but not yet closed: its id and connector.
-    open: Option<(i64, String)>,
-    /// Every closed attempt: its connector and how it ended.
-    attempts: Vec<(String, AttemptEnd)>,
-    skipped: Vec<Skipped>,
-    results: Vec<CallResult>,
-    /// The web addresses of `results`, normalised.
-    seen: Vec<String>,
-}
-
-impl CallLedger<'_> {
-    /// How the walk ended: completed when something answered (found or
-    /// not), cancelled, or failed with each connector's reason.
-    fn verdict(&self, cancelled: bool, intent: &Capability) -> (CallStatus, Option<String>) {
-        if cancelled {
-            return (CallStatus::Cancelled, None);
-        }
-        let answered = self.attempts.iter().any(|(_, end)| {
-            matches!(
-                end.outcome,
-                Some(FireOutcome::Found | FireOutcome::NotFound)
-            )
-        });
-        if answered {
-            return (CallStatus::Completed, None);
-        }
-        let reasons: Vec<String> = self
-            .attempts
-            .iter()
-            .map(|(id, end)| format!("{id}: {}", end.error.as_deref().unwrap_or("no answer")))
-            .chain(
-                self.skipped
-                    .iter()
-                    .map(|s| format!("{} (not tried): {}", s.connector_id, s.reason)),
-            )
-            .collect();
-        let error = if reasons.is_empty() {
-            format!("no connector can answer {intent} now")
-        } else {
-            format!("nothing answered: {}", reasons.join("; "))
-        };
-        (CallStatus::Failed, Some(error))
-    }
-}
-
-#[async_trait::async_trait]
-impl Ledger for CallLedger<'_> {
-    fn skipped(&mut self, skipped: Skipped) {
-        self.skipped.push(skipped);
-    }
-
-    async fn open(&mut self, connector_id: &str) -> Result<(), StoreError> {
-        let id = crate::store::retrying(|| {
-            self.store
-                .open_call_attempt(self.call_id, connector_id, self.actor)
-        })
-        .await?;
-        self.open = Some((id, connector_id.to_owned()));
-        Ok(())
-    }
-
-    async fn close(
-        &mut self,
-        end: &AttemptEnd,
-        results: Vec<ConnectorResult>,
-        _last: bool,
-    ) -> Result<(), StoreError> {
-        let Some((id, connector_id)) = self.open.take() else {
-            return Ok(());
-        };
-        crate::store::retrying(|| self.store.close_call_attempt(id, end)).await?;
-        for r in results {
-            if self.results.len() >= self.max_results {
-                break;
-            }
-            let Some(url) = parse_web_url(&r.url) else {
-                continue;
-            };
-            let key = url_key(&url);
-            if self.seen.contains(&key) {
-                continue;
-            }
-            self.seen.push(key);
-            self.results.push(CallResult {
-                url: r.url,
-                title: r.title,
-                snippet: r.snippet,
-                connector_id: connector_id.clone(),
-            });
-        }
-        self.attempts.push((connector_id, end.clone()));
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn stored(status: CallStatus, results: Option<Vec<CallResult>>) -> StoredCall {
-        StoredCall {
-            id: 7,
-            workspace_id: 1,
-            capability: "search.news".into(),
-            query: "Ada Lovelace".into(),
-            status: status.clone(),
-            chain_length: 2,
-            created_by: "a@example.org".into(),
-            created_at: 1_000,
-            finished_at: (status != CallStatus::Running).then_some(2_000),
-            deadline: 5_000,
-            keep_until: 9_000,
-            results,
-            error: None,
-        }
-    }
-
-    #[test]
-    fn a_call_running_past_its_deadline_was_lost() {
-        let running = stored_envelope(stored(CallStatus::Running, None), &[], 4_000);
-        assert_eq!(running.status, EnvelopeStatus::Pending);
-        assert_eq!(running.error, None);
-        let lost = stored_envelope(stored(CallStatus::Running, None), &[], 6_000);
-        assert_eq!(lost.status, EnvelopeStatus::Failed);
-        assert!(lost.error.unwrap().starts_with("lost"));
-    }
-
-    #[test]
-    fn an_ended_call_without_results_says_they_are_gone() {
-        let kept = stored_envelope(stored(CallStatus::Completed, Some(Vec::new())), &[], 6_000);
-        assert_eq!(kept.status, EnvelopeStatus::Completed);
-        assert_eq!(kept.error, None);
-        let gone = stored_envelope(stored(CallStatus::Completed, None), &[], 10_000);
-        assert_eq!(gone.status, EnvelopeStatus::Completed);
-        assert!(gone.error.unwrap().contains("are gone"));
-        // Cancelled through another process whose walk never wrote its end
-        // (it died): cancelled, nothing said to be gone.
-        let mut cancelled = stored(CallStatus::Cancelled, None);
-        cancelled.finished_at = None;
-        let cancelled = stored_envelope(cancelled, &[], 10_000);
-        assert_eq!(cancelled.status, EnvelopeStatus::Cancelled);
-        assert_eq!(cancelled.error, None);
-    }
 }

@@ -1,0 +1,114 @@
+//! What a search call's walk writes: each attempt's receipt, and the
+//! results it keeps (each address once, up to the limit asked).
+
+use model::{AttemptEnd, CallResult, Capability, FireOutcome, Skipped};
+
+use crate::connectors::seam::ConnectorResult;
+use crate::execution::dispatch::walk::Ledger;
+use crate::store::{CallStatus, Store, StoreError};
+use crate::urlnorm::{parse_web_url, url_key};
+
+/// A call's attempts: its receipts, and the results it keeps.
+pub(super) struct CallLedger<'a> {
+    pub(super) store: &'a Store,
+    pub(super) call_id: i64,
+    pub(super) actor: &'a str,
+    pub(super) max_results: usize,
+    /// The attempt written but not yet closed: its id and connector.
+    pub(super) open: Option<(i64, String)>,
+    /// Every closed attempt: its connector and how it ended.
+    pub(super) attempts: Vec<(String, AttemptEnd)>,
+    pub(super) skipped: Vec<Skipped>,
+    pub(super) results: Vec<CallResult>,
+    /// The web addresses of `results`, normalised.
+    pub(super) seen: Vec<String>,
+}
+
+impl CallLedger<'_> {
+    /// How the walk ended: completed when something answered (found or
+    /// not), cancelled, or failed with each connector's reason.
+    pub(super) fn verdict(
+        &self,
+        cancelled: bool,
+        intent: &Capability,
+    ) -> (CallStatus, Option<String>) {
+        if cancelled {
+            return (CallStatus::Cancelled, None);
+        }
+        let answered = self.attempts.iter().any(|(_, end)| {
+            matches!(
+                end.outcome,
+                Some(FireOutcome::Found | FireOutcome::NotFound)
+            )
+        });
+        if answered {
+            return (CallStatus::Completed, None);
+        }
+        let reasons: Vec<String> = self
+            .attempts
+            .iter()
+            .map(|(id, end)| format!("{id}: {}", end.error.as_deref().unwrap_or("no answer")))
+            .chain(
+                self.skipped
+                    .iter()
+                    .map(|s| format!("{} (not tried): {}", s.connector_id, s.reason)),
+            )
+            .collect();
+        let error = if reasons.is_empty() {
+            format!("no connector can answer {intent} now")
+        } else {
+            format!("nothing answered: {}", reasons.join("; "))
+        };
+        (CallStatus::Failed, Some(error))
+    }
+}
+
+#[async_trait::async_trait]
+impl Ledger for CallLedger<'_> {
+    fn skipped(&mut self, skipped: Skipped) {
+        self.skipped.push(skipped);
+    }
+
+    async fn open(&mut self, connector_id: &str) -> Result<(), StoreError> {
+        let id = crate::store::retrying(|| {
+            self.store
+                .open_call_attempt(self.call_id, connector_id, self.actor)
+        })
+        .await?;
+        self.open = Some((id, connector_id.to_owned()));
+        Ok(())
+    }
+
+    async fn close(
+        &mut self,
+        end: &AttemptEnd,
+        results: Vec<ConnectorResult>,
+        _last: bool,
+    ) -> Result<(), StoreError> {
+        let Some((id, connector_id)) = self.open.take() else {
+            return Ok(());
+        };
+        crate::store::retrying(|| self.store.close_call_attempt(id, end)).await?;
+        for r in results {
+            if self.results.len() >= self.max_results {
+                break;
+            }
+            let Some(url) = parse_web_url(&r.url) else {
+                continue;
+            };
+            let key = url_key(&url);
+            if self.seen.contains(&key) {
+                continue;
+            }
+            self.seen.push(key);
+            self.results.push(CallResult {
+                url: r.url,
+                title: r.title,
+                snippet: r.snippet,
+                connector_id: connector_id.clone(),
+            });
+        }
+        self.attempts.push((connector_id, end.clone()));
+        Ok(())
+    }
+}
