@@ -16,8 +16,13 @@ pub async fn call_capability(
     request: CallRequest,
 ) -> Result<Envelope<CallResult>, ServerFnError> {
     let (engine, who) = ssr::door()?;
-    engine
+    let envelope = engine
         .call_capability(&who, &capability, request)
         .await
-        .map_err(ssr::fail)
+        .map_err(ssr::fail)?;
+    // A search's results are all search results.
+    Ok(envelope.filter_map(|r| match r {
+        model::CallOutput::Found(found) => Some(found),
+        model::CallOutput::Page(_) => None,
+    }))
 }

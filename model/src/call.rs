@@ -32,6 +32,15 @@ pub struct CallResult {
     pub connector_id: String,
 }
 
+/// One result of a call: a search's result, or a page `web.scrape` read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum CallOutput {
+    Found(CallResult),
+    Page(crate::ScrapedPage),
+}
+
 /// One attempt of a call, as its receipt keeps it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

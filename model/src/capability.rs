@@ -138,6 +138,11 @@ impl FromStr for Capability {
         if name.len() > 100 {
             return Err(invalid("longer than 100 bytes"));
         }
+        if crate::verbs::Verb::named(name).is_some() {
+            return Err(invalid(
+                "it is a typed verb's name; a connector serves a verb through the capability the verb runs through",
+            ));
+        }
         let parts: Vec<&str> = name.split('.').collect();
         if parts.len() < 2 {
             return Err(invalid("it needs at least two dot-separated words"));
@@ -239,11 +244,30 @@ mod tests {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CapabilityView {
-    pub name: Capability,
+    /// The verb's dotted name (a capability's, or a typed verb's such as
+    /// `web.scrape`).
+    pub name: String,
     pub label: String,
     pub builtin: bool,
     /// Connectors serving it (any status).
     pub connectors: usize,
+    /// Its input and output types.
+    pub kind: crate::VerbKind,
+    /// The capability whose connectors it walks (itself for a search).
+    pub runs_through: Capability,
+    pub mode: crate::VerbMode,
+    pub billing_unit: String,
+    /// Some connector can answer it now.
+    pub available: bool,
+    /// Why none can, when none can (each connector's reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    /// The JSON Schema of what its call takes, made from its input type.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub input_schema: serde_json::Value,
+    /// The JSON Schema of one of its results, made from its output type.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub output_schema: serde_json::Value,
 }
 
 /// On the wire a capability is its dotted name.

@@ -141,6 +141,22 @@ pub struct Envelope<T> {
     pub job: Option<Job>,
 }
 
+impl<T> Envelope<T> {
+    /// The same envelope with each result turned into another, or left
+    /// out.
+    pub fn filter_map<U>(self, f: impl FnMut(T) -> Option<U>) -> Envelope<U> {
+        Envelope {
+            status: self.status,
+            job_id: self.job_id,
+            kind: self.kind,
+            progress: self.progress,
+            results: self.results.into_iter().filter_map(f).collect(),
+            error: self.error,
+            job: self.job,
+        }
+    }
+}
+
 impl Envelope<crate::FireReport> {
     /// A fan-out's envelope. Its results stay empty: each fire's report is
     /// on its record (history, items) and in the events; `job` has its
@@ -201,7 +217,7 @@ impl Envelope<crate::FireReport> {
 #[serde(untagged)]
 pub enum JobEnvelope {
     Fanout(Envelope<crate::FireReport>),
-    Call(Envelope<crate::CallResult>),
+    Call(Envelope<crate::CallOutput>),
 }
 
 /// What a fan-out of a set's bundle may fire and spend, asked before it

@@ -21,11 +21,12 @@ pub mod record_cap;
 pub mod record_set;
 pub mod spend;
 pub mod template;
+pub mod verbs;
 
 pub use account::{Member, Role, Viewer, WorkspaceRef};
 pub use attention::{Attention, AttentionKind};
 pub use bulk::{BulkExpect, BulkLine, BulkOutcome, BulkPreview, BulkSelection, BulkSkip, MAX_BULK};
-pub use call::{CallAttempt, CallRequest, CallResult};
+pub use call::{CallAttempt, CallOutput, CallRequest, CallResult};
 pub use capability::{BuiltinCapability, Capability, CapabilityView, InvalidCapability};
 pub use connector::{
     ConnectorInfo, ConnectorMenu, ConnectorProfile, ConnectorSource, ConnectorStats,
@@ -64,3 +65,7 @@ pub use spend::{
     SpendBucket, SpendReport, SpentToday, UnitSpend,
 };
 pub use template::secret_names;
+pub use verbs::{
+    DiscoverRequest, PageMetadata, PageStatus, ScrapeRequest, ScrapedPage, Verb, VerbKind,
+    VerbMode, MAX_SCRAPE_URLS, MAX_URL_BYTES, VERBS,
+};

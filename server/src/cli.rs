@@ -53,9 +53,10 @@ pub struct BackupArgs {
 /// Commands that talk to a running server with an API token.
 #[derive(Debug, Subcommand)]
 pub enum RemoteCommand {
-    /// Walk a capability's chain for a query, e.g.
-    /// `switchyard call search.news "Ada Lovelace"`; waits for a slow call
-    /// unless `--async`.
+    /// Call a verb, e.g. `switchyard call search.news "Ada Lovelace"`,
+    /// `switchyard call web.discover "Ada Lovelace" --max-results 5` or
+    /// `switchyard call web.scrape https://a.example/ https://b.example/`;
+    /// waits for a slow call unless `--async`.
     Call(CallArgs),
     /// Fire a pack for one record, as a click on its chip does.
     Fire(FireArgs),
@@ -72,7 +73,8 @@ pub enum RemoteCommand {
 #[command(after_help = "Exit codes: 0 done; 1 the work failed; 2 bad input; \
 3 no or refused token, or not allowed; 4 not found; 5 conflict; 6 a cap or \
 rate limit; 7 the server failed or cannot be reached; 8 a record's daily cap \
-asks before spending more (run again with --spend-more).")]
+asks before spending more (run again with --spend-more); 9 some pages of a \
+web.scrape could not be read (the others were).")]
 pub struct RemoteArgs {
     /// The server's address.
     #[arg(long, env = "SWITCHYARD_URL", default_value = "http://127.0.0.1:3000")]
@@ -87,11 +89,14 @@ pub struct RemoteArgs {
 
 #[derive(Clone, Debug, Args)]
 pub struct CallArgs {
-    /// The capability, e.g. search.news.
+    /// The verb: a capability such as search.news, or web.discover or
+    /// web.scrape.
     pub capability: String,
-    /// What to look for.
-    pub query: String,
-    /// At most this many results (1 to 50).
+    /// What to look for (its words are joined); for web.scrape, the
+    /// addresses to read (1 to 20).
+    #[arg(required = true, num_args = 1..)]
+    pub query: Vec<String>,
+    /// At most this many results (1 to 50; web.discover's top_k).
     #[arg(long)]
     pub max_results: Option<u32>,
     /// Fire exactly this connector.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use engine::tenancy::Principal;
 use engine::Engine;
-use model::{CallRequest, EventKind, RecordFilter, TriageVerb};
+use model::{CallRequest, CapabilityView, EventKind, RecordFilter, TriageVerb, VerbKind};
 use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
@@ -90,15 +90,51 @@ fn record_filter_schema() -> Value {
     schema
 }
 
-/// A capability tool's input: the call request's schema, made from the
-/// type the tool parses, with the limit of results and the connectors
-/// that serve it here.
-fn call_schema(serving: &[String]) -> Value {
-    let mut input = type_schema::<CallRequest>();
-    input["properties"]["max_results"]["minimum"] = json!(1);
-    input["properties"]["max_results"]["maximum"] = json!(engine::ops::MAX_RESULTS);
+/// A verb tool's input: the schema the registry made from the type the
+/// tool parses, with its limits and the connectors that serve it here.
+fn verb_schema(verb: &CapabilityView, serving: &[String]) -> Value {
+    let mut input = verb.input_schema.clone();
+    let limit = match verb.kind {
+        VerbKind::Search => Some("max_results"),
+        VerbKind::Discover => Some("top_k"),
+        VerbKind::Scrape => None,
+    };
+    if let Some(limit) = limit {
+        input["properties"][limit]["minimum"] = json!(1);
+        input["properties"][limit]["maximum"] = json!(engine::ops::MAX_RESULTS);
+    }
+    if verb.kind == VerbKind::Scrape {
+        input["properties"]["urls"]["minItems"] = json!(1);
+        input["properties"]["urls"]["maxItems"] = json!(model::MAX_SCRAPE_URLS);
+    }
     input["properties"]["connector"]["enum"] = json!(serving);
     input
+}
+
+/// What a verb tool says it does.
+fn verb_description(verb: &CapabilityView) -> String {
+    let what = match verb.kind {
+        VerbKind::Search => format!(
+            "walks the chain of connectors serving {} (cheapest first) for a query",
+            verb.runs_through
+        ),
+        VerbKind::Discover => format!(
+            "finds pages about a query through the connectors serving {}, each result naming its connector",
+            verb.runs_through
+        ),
+        VerbKind::Scrape => format!(
+            "reads each address's page (main text and metadata) through the connectors serving {}; a page that cannot be read is a failed row, never a failed call",
+            verb.runs_through
+        ),
+    };
+    let mut description = format!(
+        "{}: {what}, and answers the envelope {{status, job_id, progress, results, error}}.",
+        verb.label
+    );
+    if let Some(why) = &verb.unavailable {
+        description = format!("Unavailable now: {why}. {description}");
+    }
+    description
 }
 
 fn id_schema(name: &str, what: &str) -> Value {
@@ -235,28 +271,27 @@ fn record_set_tools() -> Vec<Tool> {
 impl Door {
     /// What the caller's workspace may use: a tool per capability with a
     /// serving connector, then the record-set tools.
-    fn tools(&self, who: &Principal) -> Vec<Tool> {
-        let mut tools: Vec<Tool> = self
+    async fn tools(&self, who: &Principal) -> Result<Vec<Tool>, ErrorData> {
+        let verbs = self
             .engine
             .capabilities_of(who)
-            .into_iter()
-            .filter(|c| c.connectors > 0)
-            .map(|c| {
-                let serving = self.engine.connectors_serving(who, &c.name);
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let mut tools: Vec<Tool> = verbs
+            .iter()
+            .filter(|v| v.connectors > 0)
+            .map(|v| {
+                let serving = self.engine.connectors_serving(who, &v.runs_through);
                 Tool::new(
-                    c.name.name().to_owned(),
-                    format!(
-                        "{}: walks the chain of connectors serving {} (cheapest first) for a query and answers the envelope {{status, job_id, progress, results, error}}.",
-                        c.label,
-                        c.name
-                    ),
-                    schema(call_schema(&serving)),
+                    v.name.clone(),
+                    verb_description(v),
+                    schema(verb_schema(v, &serving)),
                 )
             })
             .collect();
         tools.extend(record_set_tools());
         tools.extend(bulk_tools());
-        tools
+        Ok(tools)
     }
 
     async fn run(&self, who: &Principal, name: &str, args: Value) -> Result<Value, String> {
@@ -332,6 +367,14 @@ impl Door {
             "undo_bulk_triage" => {
                 let a: ReadBatchArgs = arguments(args)?;
                 json!(e.undo_bulk(who, a.batch_id).await.map_err(failed)?)
+            }
+            "web.scrape" => {
+                let request: model::ScrapeRequest = arguments(args)?;
+                json!(e.scrape(who, request).await.map_err(failed)?)
+            }
+            "web.discover" => {
+                let request: model::DiscoverRequest = arguments(args)?;
+                json!(e.discover(who, request).await.map_err(failed)?)
             }
             capability => {
                 let request: CallRequest = arguments(args)?;
@@ -451,7 +494,7 @@ impl ServerHandler for Door {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let who = caller(&ctx)?;
-        let mut listed = ListToolsResult::with_all_items(self.tools(&who));
+        let mut listed = ListToolsResult::with_all_items(self.tools(&who).await?);
         // Connectors come and go while the server runs: list again soon.
         listed.ttl_ms = Some(1000);
         Ok(listed)
@@ -476,13 +519,12 @@ impl ServerHandler for Door {
         let mut access_check = tokio::time::interval(crate::api::STREAM_ACCESS_CHECK);
         access_check.tick().await;
         let mut events = self.engine.subscribe();
-        let names = |door: &Door| -> Vec<String> {
-            door.tools(&who)
-                .into_iter()
-                .map(|t| t.name.to_string())
-                .collect()
+        // A listing that fails (the database away) changes nothing told.
+        let names = async |door: &Door| -> Option<Vec<String>> {
+            let tools = door.tools(&who).await.ok()?;
+            Some(tools.into_iter().map(|t| t.name.to_string()).collect())
         };
-        let mut told = names(self);
+        let mut told = names(self).await.unwrap_or_default();
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
@@ -507,7 +549,9 @@ impl ServerHandler for Door {
                     Ok(_) | Err(RecvError::Lagged(_)) => {}
                 },
             }
-            let now = names(self);
+            let Some(now) = names(self).await else {
+                continue;
+            };
             if now != told {
                 told = now;
                 if context.sink().notify_tool_list_changed().await.is_err() {
@@ -524,7 +568,7 @@ impl ServerHandler for Door {
     ) -> Result<CallToolResponse, ErrorData> {
         let who = caller(&ctx)?;
         let name = request.name.to_string();
-        if !self.tools(&who).iter().any(|t| t.name == name) {
+        if !self.tools(&who).await?.iter().any(|t| t.name == name) {
             return Err(ErrorData::invalid_params(
                 format!("no tool {name:?} in workspace {:?}", who.workspace_name),
                 None,

@@ -7,7 +7,9 @@
 use std::io::Write;
 use std::time::Duration;
 
-use model::{CallResult, Envelope, EnvelopeStatus, FireReport, InventoryRow, Job, JobStatus};
+use model::{
+    CallOutput, Envelope, EnvelopeStatus, FireReport, InventoryRow, Job, JobStatus, PageStatus,
+};
 use serde::de::DeserializeOwned;
 
 use crate::cli::{CallArgs, ExportArgs, FanoutArgs, FireArgs, RemoteArgs, RemoteCommand};
@@ -33,6 +35,8 @@ pub enum Exit {
     /// A record's daily cap asks before spending more: run again with
     /// `--spend-more` to spend it.
     SpendMore = 8,
+    /// Some pages of a `web.scrape` could not be read; the others were.
+    SomePagesFailed = 9,
 }
 
 impl Exit {
@@ -200,19 +204,34 @@ fn one_line(text: &str, max: usize) -> String {
 /// How long to wait between two reads of running work.
 const POLL: Duration = Duration::from_millis(500);
 
-async fn call(args: CallArgs, out: &mut impl Write) -> Outcome {
-    let door = Door::new(&args.remote)?;
-    let what = format!("call {}", args.capability);
-    let path = format!("/api/capabilities/{}/call", urlencode(&args.capability));
-    let mut body = serde_json::json!({ "query": args.query, "async": args.run_async });
+/// A verb call's body, as its kind takes it.
+fn call_body(args: &CallArgs) -> serde_json::Value {
+    let mut body = match args.capability.as_str() {
+        "web.scrape" => serde_json::json!({ "urls": args.query }),
+        _ => serde_json::json!({ "query": args.query.join(" ") }),
+    };
+    body["async"] = args.run_async.into();
     if let Some(n) = args.max_results {
-        body["max_results"] = n.into();
+        let limit = if args.capability == "web.discover" {
+            "top_k"
+        } else {
+            "max_results"
+        };
+        body[limit] = n.into();
     }
     if let Some(c) = &args.connector {
         body["connector"] = c.as_str().into();
     }
-    let mut answer = door.post(&path, body, &what).await?;
-    let mut envelope: Envelope<CallResult> = parse(&answer, &what)?;
+    body
+}
+
+async fn call(args: CallArgs, out: &mut impl Write) -> Outcome {
+    let door = Door::new(&args.remote)?;
+    let what = format!("call {}", args.capability);
+    let path = format!("/api/capabilities/{}/call", urlencode(&args.capability));
+    let asked = args.query.join(" ");
+    let mut answer = door.post(&path, call_body(&args), &what).await?;
+    let mut envelope: Envelope<CallOutput> = parse(&answer, &what)?;
     // Wait for a slow call unless asked not to.
     while envelope.status == EnvelopeStatus::Pending && !args.run_async {
         let Some(id) = envelope.job_id else { break };
@@ -231,9 +250,8 @@ async fn call(args: CallArgs, out: &mut impl Write) -> Outcome {
             EnvelopeStatus::Pending => print(
                 out,
                 format!(
-                    "{} {:?}: still walking{id}; read it with GET /api/jobs/{}",
+                    "{} {asked:?}: still walking{id}; read it with GET /api/jobs/{}",
                     args.capability,
-                    args.query,
                     envelope.job_id.unwrap_or_default()
                 ),
             )?,
@@ -242,30 +260,68 @@ async fn call(args: CallArgs, out: &mut impl Write) -> Outcome {
                 print(
                     out,
                     format!(
-                        "{} {:?}: {n} result{}, {}{id}",
+                        "{} {asked:?}: {n} result{}, {}{id}",
                         args.capability,
-                        args.query,
                         if n == 1 { "" } else { "s" },
                         status_name(status)
                     ),
                 )?;
                 for (i, r) in envelope.results.iter().enumerate() {
-                    print(out, format!("{:>3}. {}", i + 1, one_line(&r.title, 100)))?;
-                    print(out, format!("     {}", r.url))?;
-                    if !r.snippet.trim().is_empty() {
-                        print(out, format!("     {}", one_line(&r.snippet, 160)))?;
-                    }
-                    print(out, format!("     via {}", r.connector_id))?;
+                    print_output(out, i + 1, r)?;
                 }
             }
         }
     }
+    let pages_failed = envelope
+        .results
+        .iter()
+        .any(|r| matches!(r, CallOutput::Page(p) if p.status == PageStatus::Failed));
     match (envelope.status, envelope.error) {
         (EnvelopeStatus::Failed, Some(error)) => {
             Err(Failure(Exit::Failed, format!("{what}: {error}")))
         }
         (EnvelopeStatus::Failed | EnvelopeStatus::Cancelled, None) => Ok(Exit::Failed),
+        _ if pages_failed => Ok(Exit::SomePagesFailed),
         _ => Ok(Exit::Ok),
+    }
+}
+
+/// One result of a call, for people.
+fn print_output(out: &mut impl Write, n: usize, output: &CallOutput) -> Result<(), Failure> {
+    match output {
+        CallOutput::Found(r) => {
+            print(out, format!("{n:>3}. {}", one_line(&r.title, 100)))?;
+            print(out, format!("     {}", r.url))?;
+            if !r.snippet.trim().is_empty() {
+                print(out, format!("     {}", one_line(&r.snippet, 160)))?;
+            }
+            print(out, format!("     via {}", r.connector_id))
+        }
+        CallOutput::Page(p) => {
+            print(out, format!("{n:>3}. {}", p.url))?;
+            match (&p.status, &p.error) {
+                (PageStatus::Failed, error) => print(
+                    out,
+                    format!(
+                        "     not read: {}",
+                        one_line(error.as_deref().unwrap_or(""), 300)
+                    ),
+                ),
+                (PageStatus::Ok, _) => {
+                    print(out, format!("     {}", one_line(&p.metadata.title, 100)))?;
+                    print(
+                        out,
+                        format!(
+                            "     {} characters of text{}, via {}",
+                            p.content.chars().count(),
+                            if p.truncated { " (page cut)" } else { "" },
+                            p.connector_id.as_deref().unwrap_or("?")
+                        ),
+                    )?;
+                    print(out, format!("     {}", one_line(&p.content, 160)))
+                }
+            }
+        }
     }
 }
 

@@ -888,7 +888,8 @@ async fn catalogue_routes_list_capabilities_packs_and_bundles() {
         .find(|c| c["name"] == "search.web")
         .unwrap();
     assert_eq!(web["connectors"], 1);
-    assert_eq!(caps.as_array().unwrap().len(), 15);
+    // The 15 built-in capabilities, then the verbs declared in code.
+    assert_eq!(caps.as_array().unwrap().len(), 15 + model::VERBS.len());
     let (_, packs) = server.get_json("/api/packs").await;
     assert_eq!(packs[0]["pack_id"], "web");
     let (_, bundles) = server.get_json("/api/bundles").await;

@@ -28,6 +28,7 @@ mod sets;
 mod sign_in_limits;
 mod slots;
 mod spend;
+mod verbs;
 mod workspace;
 
 pub use calls::{

@@ -1,7 +1,8 @@
 //! Operations on the caller's workspace as a whole: whether the server can
-//! serve, the capabilities it has, its members, whether secrets can be kept.
+//! serve, which connectors serve a capability, its members, whether
+//! secrets can be kept.
 
-use model::{Capability, CapabilityView, Member};
+use model::{Capability, Member};
 
 use crate::store::StoreError;
 use crate::tenancy::Principal;
@@ -27,22 +28,6 @@ impl Engine {
                 crate::store::ACQUIRE_AT_MOST
             ))),
         }
-    }
-
-    /// Every capability the caller's workspace has a connector for, or that
-    /// is built in, with how many connectors serve it.
-    pub fn capabilities_of(&self, who: &Principal) -> Vec<CapabilityView> {
-        let ws = Some(who.workspace_id);
-        self.registry
-            .capabilities(ws)
-            .into_iter()
-            .map(|cap| CapabilityView {
-                label: cap.label().to_owned(),
-                builtin: matches!(cap, Capability::Builtin(_)),
-                connectors: self.registry.serving(&cap, ws).len(),
-                name: cap,
-            })
-            .collect()
     }
 
     /// The ids of the connectors serving `capability` in the caller's

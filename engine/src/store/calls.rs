@@ -2,7 +2,7 @@
 //! query's walk through a chain with no record, its results kept for a
 //! while, its attempts kept as receipts.
 
-use model::{CallAttempt, CallResult, FireOutcome};
+use model::{CallAttempt, CallOutput, FireOutcome};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -72,8 +72,11 @@ pub struct StoredCall {
     pub finished_at: Option<i64>,
     pub deadline: i64,
     pub keep_until: i64,
+    /// How many of its subjects it has finished, for a call that counts
+    /// them (`web.scrape`'s addresses); `None` for a search.
+    pub done: Option<u64>,
     /// `None` while running, and once the keeping time is over.
-    pub results: Option<Vec<CallResult>>,
+    pub results: Option<Vec<CallOutput>>,
     pub error: Option<String>,
 }
 
@@ -95,6 +98,10 @@ fn call(row: &AnyRow) -> Result<StoredCall, StoreError> {
         finished_at: row.try_get("finished_at")?,
         deadline: row.try_get("deadline")?,
         keep_until: row.try_get("keep_until")?,
+        done: row
+            .try_get::<Option<i64>, _>("done")?
+            .map(|d| u64::try_from(d).map_err(|_| corrupt("done")))
+            .transpose()?,
         results: results
             .map(|r| serde_json::from_str(&r).map_err(|_| corrupt("results")))
             .transpose()?,
@@ -136,7 +143,7 @@ impl Store {
     pub async fn call(&self, id: i64) -> Result<StoredCall, StoreError> {
         let row = sqlx::query(
             "SELECT id, workspace_id, capability, query, status, chain_length, created_by, \
-             created_at, finished_at, deadline, keep_until, results, error FROM calls WHERE id = $1",
+             created_at, finished_at, deadline, keep_until, done, results, error FROM calls WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(self.pool())
@@ -205,7 +212,7 @@ impl Store {
         &self,
         id: i64,
         status: &CallStatus,
-        results: &[CallResult],
+        results: &[CallOutput],
         error: Option<&str>,
     ) -> Result<(), StoreError> {
         let results = serde_json::to_string(results)
@@ -221,6 +228,16 @@ impl Store {
         .bind(id)
         .execute(self.pool())
         .await?;
+        Ok(())
+    }
+
+    /// Counts a running call's finished subjects (see [`StoredCall::done`]).
+    pub async fn set_call_done(&self, id: i64, done: u64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE calls SET done = $1 WHERE id = $2")
+            .bind(i64::try_from(done).unwrap_or(i64::MAX))
+            .bind(id)
+            .execute(self.pool())
+            .await?;
         Ok(())
     }
 

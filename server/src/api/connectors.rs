@@ -13,7 +13,11 @@ use super::extract::{AdminCaller, ApiBytes, Caller};
 use super::ApiError;
 use crate::router::AppState;
 
-/// `GET /api/capabilities`
+/// `GET /api/capabilities`: every verb the caller's workspace can call
+/// (its search capabilities, then the typed verbs such as `web.scrape`),
+/// each with the JSON Schemas of its input and of one result (made from
+/// the types its doors parse), how it answers, what it bills and whether
+/// some connector can answer it now.
 #[utoipa::path(
     get, path = "/api/capabilities", tag = "catalog",
     responses((status = 200, body = Vec<CapabilityView>))
@@ -21,8 +25,8 @@ use crate::router::AppState;
 pub async fn capabilities(
     State(state): State<AppState>,
     Caller(who): Caller,
-) -> Json<Vec<CapabilityView>> {
-    Json(state.engine.capabilities_of(&who))
+) -> Result<Json<Vec<CapabilityView>>, ApiError> {
+    Ok(Json(state.engine.capabilities_of(&who).await?))
 }
 
 /// `GET /api/connectors`: every connector as the caller's workspace sees it,

@@ -46,6 +46,8 @@ fn door() -> OpenApiRouter<AppState> {
         .routes(routes!(openapi::openapi_json))
         .routes(routes!(connectors::capabilities))
         .routes(routes!(calls::call))
+        .routes(routes!(calls::scrape))
+        .routes(routes!(calls::discover))
         .routes(routes!(calls::get))
         .routes(routes!(calls::attempts))
         .routes(routes!(calls::cancel))

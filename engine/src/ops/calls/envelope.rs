@@ -1,7 +1,7 @@
 //! A stored call read as its envelope: where it stands, how far it has
 //! come, and its results while they are kept.
 
-use model::{CallAttempt, CallResult, Envelope, EnvelopeStatus, Progress, WorkKind};
+use model::{CallAttempt, CallOutput, Envelope, EnvelopeStatus, Progress, WorkKind};
 
 use crate::store::{CallStatus, StoredCall};
 
@@ -28,7 +28,7 @@ pub(super) fn stored_envelope(
     call: StoredCall,
     attempts: &[CallAttempt],
     now: i64,
-) -> Envelope<CallResult> {
+) -> Envelope<CallOutput> {
     let lost = call.status == CallStatus::Running && now > call.deadline;
     let gone =
         call.status != CallStatus::Running && call.finished_at.is_some() && call.results.is_none();
@@ -51,12 +51,16 @@ pub(super) fn stored_envelope(
         job_id: Some(call.id),
         kind: Some(WorkKind::Call),
         progress: Progress {
-            done: connectors_tried(
-                attempts
-                    .iter()
-                    .filter(|a| a.finished_at.is_some())
-                    .map(|a| a.connector_id.as_str()),
-            ),
+            // A call over many subjects counts them; a search counts the
+            // connectors it has tried.
+            done: call.done.unwrap_or_else(|| {
+                connectors_tried(
+                    attempts
+                        .iter()
+                        .filter(|a| a.finished_at.is_some())
+                        .map(|a| a.connector_id.as_str()),
+                )
+            }),
             total: call.chain_length,
         },
         results: call.results.unwrap_or_default(),
@@ -69,7 +73,7 @@ pub(super) fn stored_envelope(
 mod tests {
     use super::*;
 
-    fn stored(status: CallStatus, results: Option<Vec<CallResult>>) -> StoredCall {
+    fn stored(status: CallStatus, results: Option<Vec<CallOutput>>) -> StoredCall {
         StoredCall {
             id: 7,
             workspace_id: 1,
@@ -82,6 +86,7 @@ mod tests {
             finished_at: (status != CallStatus::Running).then_some(2_000),
             deadline: 5_000,
             keep_until: 9_000,
+            done: None,
             results,
             error: None,
         }

@@ -7,11 +7,13 @@
 //! [`Engine::call_envelope`].
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use model::{
-    CallAttempt, CallRequest, CallResult, Capability, Envelope, EnvelopeStatus, Progress, WorkKind,
+    CallAttempt, CallOutput, CallRequest, Capability, DiscoverRequest, Envelope, EnvelopeStatus,
+    Progress, WorkKind,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +30,7 @@ use super::OpError;
 
 mod envelope;
 mod ledger;
+mod scrape;
 
 use envelope::{connectors_tried, envelope_status, stored_envelope};
 use ledger::CallLedger;
@@ -42,6 +45,9 @@ pub struct CallConfig {
     /// The longest a call may walk (every connector's timeout and retry):
     /// its lease is renewed up to this long after it started, no longer.
     pub longest: Duration,
+    /// A `web.scrape` of more addresses than this answers `pending` at
+    /// once, as a job.
+    pub inline_urls: usize,
 }
 
 impl Default for CallConfig {
@@ -50,6 +56,7 @@ impl Default for CallConfig {
             inline_wait: Duration::from_secs(10),
             keep_results: Duration::from_secs(24 * 3600),
             longest: Duration::from_secs(15 * 60),
+            inline_urls: 5,
         }
     }
 }
@@ -87,6 +94,19 @@ struct Asked {
     explicit: Option<String>,
 }
 
+/// A call about to be stored and walked (see [`Engine::launch`]).
+struct Launch<'a> {
+    /// The verb's name, as stored and read back.
+    name: &'a str,
+    query: &'a str,
+    explicit: Option<&'a str>,
+    max_results: u32,
+    /// What its progress counts to.
+    total: u64,
+    /// Answer `pending` at once.
+    run_async: bool,
+}
+
 impl Engine {
     /// Walks `capability`'s chain for a query on behalf of the caller's
     /// workspace and answers the envelope (see the module's doc).
@@ -95,15 +115,105 @@ impl Engine {
         who: &Principal,
         capability: &str,
         req: CallRequest,
-    ) -> Result<Envelope<CallResult>, OpError> {
+    ) -> Result<Envelope<CallOutput>, OpError> {
+        let intent: Capability = capability
+            .parse()
+            .map_err(|e| OpError::NotFound(format!("capability: {e}")))?;
+        self.search(who, intent.name(), intent.clone(), req).await
+    }
+
+    /// `web.discover`: pages about a query from the web search connectors,
+    /// each result naming the connector (provider) that found it.
+    pub async fn discover(
+        &self,
+        who: &Principal,
+        req: DiscoverRequest,
+    ) -> Result<Envelope<CallOutput>, OpError> {
+        let verb = model::verbs::DISCOVER;
+        let request = CallRequest {
+            query: req.query,
+            max_results: req.top_k,
+            connector: req.connector,
+            run_async: req.run_async,
+        };
+        if request
+            .max_results
+            .is_some_and(|k| !(1..=MAX_RESULTS).contains(&k))
+        {
+            return Err(OpError::Invalid(format!(
+                "top_k: ask for 1 to {MAX_RESULTS} results"
+            )));
+        }
+        self.search(who, verb.name, verb.runs_through.into(), request)
+            .await
+    }
+
+    /// A search walked through `intent`'s chain, stored as `name`.
+    async fn search(
+        &self,
+        who: &Principal,
+        name: &str,
+        intent: Capability,
+        req: CallRequest,
+    ) -> Result<Envelope<CallOutput>, OpError> {
         let ws = who.workspace_id;
         let Asked {
             intent,
             query,
             max_results,
             explicit,
-        } = self.asked(ws, capability, &req)?;
-        let explicit = explicit.as_deref();
+        } = self.asked(ws, intent, &req)?;
+        let scope = self.dispatcher.scope(Some(ws)).await?;
+        // A call has no record and no pack: the chain is the capability's
+        // default one (cheapest first), or the one connector asked for.
+        let chain = chain::resolve(
+            &ChainRequest {
+                intent: Some(&intent),
+                explicit: explicit.as_deref(),
+                ..ChainRequest::default()
+            },
+            &scope.candidates(&self.registry),
+        );
+        let launch = Launch {
+            name,
+            query: &query,
+            explicit: explicit.as_deref(),
+            max_results,
+            total: chain.to_try.len() as u64,
+            run_async: req.run_async,
+        };
+        let actor = who.email.clone();
+        let asked_query = query.clone();
+        self.launch(who, launch, move |engine, id, cancel| async move {
+            let plan = CallPlan {
+                id,
+                workspace_id: ws,
+                actor,
+                intent,
+                query: asked_query,
+                max_results,
+                chain,
+            };
+            engine.walk_call(&plan, &scope.lens, &cancel).await
+        })
+        .await
+    }
+
+    /// Stores a call, walks it in a task of its own (holding the
+    /// workspace's and the person's places) and answers its envelope: at
+    /// its end when that comes within [`CallConfig::inline_wait`], else
+    /// (or when asked to answer at once) `pending` with its id.
+    async fn launch<W, F>(
+        &self,
+        who: &Principal,
+        launch: Launch<'_>,
+        walk: W,
+    ) -> Result<Envelope<CallOutput>, OpError>
+    where
+        W: FnOnce(Engine, i64, CancellationToken) -> F,
+        F: Future<Output = Result<Envelope<CallOutput>, StoreError>> + Send + 'static,
+    {
+        let ws = who.workspace_id;
         let slot = self.calls_by_workspace.take_or_refuse(
             ws,
             MAX_CALLS_IN_FLIGHT,
@@ -116,28 +226,17 @@ impl Engine {
             Duration::from_secs(10),
             || format!("calls: you have {MAX_CALLS_IN_FLIGHT_PER_PERSON} calls walking; wait for some to end"),
         )?;
-        let scope = self.dispatcher.scope(Some(ws)).await?;
-        // A call has no record and no pack: the chain is the capability's
-        // default one (cheapest first), or the one connector asked for.
-        let chain = chain::resolve(
-            &ChainRequest {
-                intent: Some(&intent),
-                explicit,
-                ..ChainRequest::default()
-            },
-            &scope.candidates(&self.registry),
-        );
         let now = self.store.now_ms();
         let config = self.calls;
         let id = self
             .store
             .create_call(&NewCall {
                 workspace_id: ws,
-                capability: intent.name(),
-                query: &query,
-                connector: explicit,
-                max_results,
-                chain_length: chain.to_try.len() as u64,
+                capability: launch.name,
+                query: launch.query,
+                connector: launch.explicit,
+                max_results: launch.max_results,
+                chain_length: launch.total,
                 created_by: &who.email,
                 // A lease like a fire's: renewed by this process's
                 // heartbeat; once it lapses, the call was lost with it.
@@ -147,33 +246,27 @@ impl Engine {
             .await?;
         let cancel = CancellationToken::new();
         lock(&self.calls_in_flight).insert(id, cancel.clone());
-        let total = chain.to_try.len() as u64;
+        let walking = walk(self.clone(), id, cancel);
         let engine = self.clone();
-        let plan = CallPlan {
-            id,
-            workspace_id: ws,
-            actor: who.email.clone(),
-            intent,
-            query,
-            max_results,
-            chain,
-        };
         let walk = tokio::spawn(async move {
             let _slots = (slot, person_slot);
-            let outcome = engine.walk_call(&plan, &scope.lens, &cancel).await;
-            lock(&engine.calls_in_flight).remove(&plan.id);
+            let outcome = walking.await;
+            lock(&engine.calls_in_flight).remove(&id);
             outcome
         });
         let pending = Envelope {
             status: EnvelopeStatus::Pending,
             job_id: Some(id),
             kind: Some(WorkKind::Call),
-            progress: Progress { done: 0, total },
+            progress: Progress {
+                done: 0,
+                total: launch.total,
+            },
             results: Vec::new(),
             error: None,
             job: None,
         };
-        if req.run_async {
+        if launch.run_async {
             return Ok(pending);
         }
         match tokio::time::timeout(config.inline_wait, walk).await {
@@ -193,10 +286,7 @@ impl Engine {
     /// number of results in bounds, and a connector (if one is named) that
     /// the workspace has and that serves the capability, or else some
     /// connector that does.
-    fn asked(&self, ws: i64, capability: &str, req: &CallRequest) -> Result<Asked, OpError> {
-        let intent: Capability = capability
-            .parse()
-            .map_err(|e| OpError::NotFound(format!("capability: {e}")))?;
+    fn asked(&self, ws: i64, intent: Capability, req: &CallRequest) -> Result<Asked, OpError> {
         let query = req.query.trim().to_owned();
         if query.is_empty() || query.chars().count() > MAX_QUERY_CHARS {
             return Err(OpError::Invalid(format!(
@@ -209,31 +299,39 @@ impl Engine {
                 "max_results: ask for 1 to {MAX_RESULTS} results"
             )));
         }
-        let explicit = req
-            .connector
-            .as_deref()
-            .map(str::trim)
-            .filter(|c| !c.is_empty());
-        if let Some(id) = explicit {
-            let handle = self.registry.by_id_in(id, Some(ws)).ok_or_else(|| {
-                OpError::Invalid(format!("connector: no connector {id:?} is registered"))
-            })?;
-            if !handle.registration.profile.capabilities.contains(&intent) {
-                return Err(OpError::Invalid(format!(
-                    "connector: {id:?} does not serve {intent}"
-                )));
-            }
-        } else if self.registry.serving(&intent, Some(ws)).is_empty() {
-            return Err(OpError::NotFound(format!(
-                "capability: no connector serves {intent} in this workspace"
-            )));
-        }
+        let explicit = self.check_connector(ws, &intent, req.connector.as_deref())?;
         Ok(Asked {
             intent,
             query,
             max_results,
-            explicit: explicit.map(str::to_owned),
+            explicit,
         })
+    }
+
+    /// The connector a call names, checked: the workspace has it and it
+    /// serves `intent`. With none named, some connector must serve it.
+    fn check_connector(
+        &self,
+        ws: i64,
+        intent: &Capability,
+        connector: Option<&str>,
+    ) -> Result<Option<String>, OpError> {
+        let explicit = connector.map(str::trim).filter(|c| !c.is_empty());
+        if let Some(id) = explicit {
+            let handle = self.registry.by_id_in(id, Some(ws)).ok_or_else(|| {
+                OpError::Invalid(format!("connector: no connector {id:?} is registered"))
+            })?;
+            if !handle.registration.profile.capabilities.contains(intent) {
+                return Err(OpError::Invalid(format!(
+                    "connector: {id:?} does not serve {intent}"
+                )));
+            }
+        } else if self.registry.serving(intent, Some(ws)).is_empty() {
+            return Err(OpError::NotFound(format!(
+                "capability: no connector serves {intent} in this workspace"
+            )));
+        }
+        Ok(explicit.map(str::to_owned))
     }
 
     /// Walks a stored call's chain and stores how it ended.
@@ -242,7 +340,7 @@ impl Engine {
         plan: &CallPlan,
         lens: &crate::connectors::lens::Lens,
         cancel: &CancellationToken,
-    ) -> Result<Envelope<CallResult>, StoreError> {
+    ) -> Result<Envelope<CallOutput>, StoreError> {
         let CallPlan {
             id,
             workspace_id,
@@ -282,6 +380,12 @@ impl Engine {
             .dispatcher
             .walk_chain(&mut ledger, &chain.to_try, subject, cancel, &mut None)
             .await;
+        let results: Vec<CallOutput> = ledger
+            .results
+            .iter()
+            .cloned()
+            .map(CallOutput::Found)
+            .collect();
         let cancelled = match walked {
             Ok(cancelled) => cancelled,
             Err(e) => {
@@ -289,20 +393,20 @@ impl Engine {
                 let reason = "stopped: the database failed while this call was being stored";
                 let _ = self
                     .store
-                    .finish_call(id, &CallStatus::Failed, &ledger.results, Some(reason))
+                    .finish_call(id, &CallStatus::Failed, &results, Some(reason))
                     .await;
                 return Err(e);
             }
         };
         let (status, error) = ledger.verdict(cancelled, intent);
         self.store
-            .finish_call(id, &status, &ledger.results, error.as_deref())
+            .finish_call(id, &status, &results, error.as_deref())
             .await?;
         tracing::info!(
             call = id,
             capability = %intent,
             attempts = ledger.attempts.len(),
-            results = ledger.results.len(),
+            results = results.len(),
             status = status.name(),
             "Call finished."
         );
@@ -314,7 +418,7 @@ impl Engine {
                 done: connectors_tried(ledger.attempts.iter().map(|(id, _)| id.as_str())),
                 total: chain.to_try.len() as u64,
             },
-            results: ledger.results,
+            results,
             error,
             job: None,
         })
@@ -326,7 +430,7 @@ impl Engine {
         &self,
         who: &Principal,
         id: i64,
-    ) -> Result<Envelope<CallResult>, OpError> {
+    ) -> Result<Envelope<CallOutput>, OpError> {
         self.authorize(who, Owned::Call(id)).await?;
         let call = self.store.call(id).await?;
         let attempts = self.store.call_attempts(id).await?;
@@ -364,7 +468,7 @@ impl Engine {
         &self,
         who: &Principal,
         id: i64,
-    ) -> Result<Envelope<CallResult>, OpError> {
+    ) -> Result<Envelope<CallOutput>, OpError> {
         self.authorize(who, Owned::Call(id)).await?;
         let token = lock(&self.calls_in_flight).get(&id).cloned();
         if let Some(token) = token {
