@@ -6,15 +6,16 @@
 
 mod common;
 
+use common::agent::{agent, answer, call, token, tool_names};
 use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_WORKSPACE};
 use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::packs::Catalog;
 use model::{BuiltinCapability as B, Capability, CostTier, Role};
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::RunningService;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::RoleClient;
 use serde_json::{json, Value};
 
 /// A manifest connector `id` serving one new capability (it is never
@@ -54,54 +55,6 @@ async fn server() -> TestServer {
             .unwrap();
     })
     .await
-}
-
-async fn agent(server: &TestServer, token: &str) -> RunningService<RoleClient, ()> {
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(server.at("/mcp")).auth_header(token);
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("the agent connects")
-}
-
-async fn token(server: &TestServer, email: &str, workspace: &str) -> String {
-    server
-        .state
-        .engine
-        .create_token(email, workspace)
-        .await
-        .unwrap()
-        .1
-}
-
-async fn tool_names(agent: &RunningService<RoleClient, ()>) -> Vec<String> {
-    agent
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect()
-}
-
-async fn call(agent: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {
-    let Value::Object(args) = args else {
-        panic!("arguments are an object")
-    };
-    agent
-        .call_tool(
-            CallToolRequestParams::new(name.to_owned()).with_arguments(JsonObject::from(args)),
-        )
-        .await
-        .expect("the tool answers")
-}
-
-fn answer(result: &CallToolResult) -> Value {
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    result
-        .structured_content
-        .clone()
-        .expect("a structured answer")
 }
 
 #[tokio::test]

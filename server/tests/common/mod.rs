@@ -2,6 +2,7 @@
 //! 127.0.0.1:0 with its own database and an injected shutdown.
 #![allow(dead_code)] // each test binary uses a different part of it
 
+pub mod agent;
 pub mod client;
 pub mod outage;
 pub mod real;
