@@ -372,3 +372,90 @@ async fn a_fire_past_a_records_daily_cap_exits_8_until_told_to_spend_more() {
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     server.stop().await;
 }
+
+/// `web.scrape` and `web.discover` from the command line: one line per
+/// address, a page that could not be read named with why and exit 9; the
+/// discovery's `--max-results` is its `top_k`.
+#[tokio::test]
+async fn the_web_verbs_run_from_the_command_line() {
+    let site = axum::Router::new().route(
+        "/",
+        axum::routing::get(|| async {
+            axum::response::Html(
+                "<html><head><title>Acme Rockets</title></head><body><p>We build rockets.</p></body></html>",
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let site_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, site).await });
+    let server = TestServer::start_configured(
+        engine::store::testing::sqlite(),
+        |config| {
+            config.fetch_allow = engine::connectors::guard::AllowList::parse("127.0.0.1");
+        },
+        |state| {
+            state.engine.register_builtin(None).unwrap();
+            let serves: Vec<Capability> = vec![B::SearchWeb.into()];
+            state
+                .engine
+                .registry()
+                .register(
+                    ScriptedConnector::registration("alpha", CostTier::Free, &serves),
+                    ScriptedConnector::new("alpha", [Step::Found(3)]),
+                )
+                .unwrap();
+        },
+    )
+    .await;
+    let token = server
+        .state
+        .engine
+        .create_token(TEST_EMAIL, TEST_WORKSPACE)
+        .await
+        .unwrap()
+        .1;
+    let missing = format!("{site_url}/missing");
+    let ran = switchyard(
+        &server,
+        Some(&token),
+        &["call", "web.scrape", &format!("{site_url}/"), &missing],
+    )
+    .await;
+    assert_eq!(ran.code, 9, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout.contains("2 results, completed"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("Acme Rockets"), "{}", ran.stdout);
+    assert!(ran.stdout.contains("We build rockets."), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("not read: site-crawler: site crawler:")
+            && ran.stdout.contains("HTTP 404"),
+        "{}",
+        ran.stdout
+    );
+
+    let ran = switchyard(
+        &server,
+        Some(&token),
+        &[
+            "call",
+            "web.discover",
+            "Ada",
+            "Lovelace",
+            "--connector",
+            "alpha",
+            "--max-results",
+            "2",
+            "--json",
+        ],
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let envelope: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(envelope["results"].as_array().unwrap().len(), 2);
+    assert_eq!(envelope["results"][0]["connector_id"], "alpha");
+    server.stop().await;
+}

@@ -175,3 +175,33 @@ fn collect_refs(value: &Value, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+/// Every verb declared in code has its route in the document, and the
+/// route's body is the schema the registry lists for it (one type makes
+/// both, so they cannot drift).
+#[tokio::test]
+async fn every_typed_verb_is_documented_with_the_registry_s_schema() {
+    let server = TestServer::start().await;
+    let (_, doc) = the_document(&server).await;
+    let (_, verbs) = server.get_json("/api/capabilities").await;
+    for verb in model::VERBS {
+        let path = format!("/api/capabilities/{}/call", verb.name);
+        let body = &doc["paths"][&path]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"]["$ref"];
+        let name = body
+            .as_str()
+            .unwrap_or_else(|| panic!("{path} is documented with a body: {body}"))
+            .trim_start_matches("#/components/schemas/");
+        let listed = verbs
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == verb.name)
+            .unwrap_or_else(|| panic!("{} listed", verb.name));
+        assert_eq!(
+            doc["components"]["schemas"][name], listed["input_schema"],
+            "{}: the document's {name} and the registry's input schema",
+            verb.name
+        );
+    }
+}
