@@ -23,6 +23,6 @@ pub async fn call_capability(
     // A search's results are all search results.
     Ok(envelope.filter_map(|r| match r {
         model::CallOutput::Found(found) => Some(found),
-        model::CallOutput::Page(_) => None,
+        _ => None,
     }))
 }

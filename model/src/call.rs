@@ -32,13 +32,16 @@ pub struct CallResult {
     pub connector_id: String,
 }
 
-/// One result of a call: a search's result, or a page `web.scrape` read.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One result of a call, of its verb's kind: a search's result, a page
+/// `web.scrape` read, a place, a review.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(untagged)]
 pub enum CallOutput {
     Found(CallResult),
     Page(crate::ScrapedPage),
+    Place(crate::Place),
+    Review(crate::Review),
 }
 
 /// One attempt of a call, as its receipt keeps it.

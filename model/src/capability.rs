@@ -57,6 +57,9 @@ builtin_capabilities! {
     CrawlExtract => "crawl.extract", "Page extract";
     FetchKnowledgeGraph => "fetch.knowledge_graph", "Knowledge graph";
     FetchWikipedia => "fetch.wikipedia", "Wikipedia";
+    MapsSearch => "maps.search", "Places";
+    MapsPlace => "maps.place", "Place details";
+    MapsReviews => "maps.reviews", "Place reviews";
 }
 
 /// An intent: a built-in one, or a dotted name a manifest introduced at run time.
@@ -190,7 +193,7 @@ mod tests {
 
     #[test]
     fn builtins_round_trip_through_their_names() {
-        assert_eq!(BuiltinCapability::ALL.len(), 15);
+        assert_eq!(BuiltinCapability::ALL.len(), 18);
         for cap in Capability::builtins() {
             let parsed: Capability = cap.name().parse().unwrap();
             assert_eq!(parsed, cap);

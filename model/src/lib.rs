@@ -14,6 +14,7 @@ pub mod health;
 pub mod item;
 pub mod job;
 pub mod manifest;
+pub mod maps;
 pub mod pack;
 pub mod receipt;
 pub mod record;
@@ -50,6 +51,7 @@ pub use manifest::{
     check_secret_name, ManifestDraft, ManifestForm, ManifestFormat, ManifestTest, Problem,
     SavedManifest, SecretInfo, SecretValue, TestReport, TestResult,
 };
+pub use maps::{MapsSearchRequest, Place, PlaceRequest, Review, ReviewsRequest};
 pub use pack::{
     BundleConfig, BundleMember, ChainRule, PackConfig, PersonalChain, WorkspaceCatalog,
 };

@@ -115,6 +115,24 @@ pub enum VerbKind {
     /// [`DiscoverRequest`] → [`crate::CallResult`]s, each naming the
     /// connector (provider) that found it.
     Discover,
+    /// [`crate::MapsSearchRequest`] → [`crate::Place`]s.
+    MapsSearch,
+    /// [`crate::PlaceRequest`] → one [`crate::Place`].
+    MapsPlace,
+    /// [`crate::ReviewsRequest`] → [`crate::Review`]s.
+    MapsReviews,
+}
+
+impl VerbKind {
+    /// Every kind.
+    pub const ALL: [VerbKind; 6] = [
+        VerbKind::Search,
+        VerbKind::Scrape,
+        VerbKind::Discover,
+        VerbKind::MapsSearch,
+        VerbKind::MapsPlace,
+        VerbKind::MapsReviews,
+    ];
 }
 
 /// A type's JSON Schema, inline (nothing refers to a document's
@@ -132,6 +150,9 @@ impl VerbKind {
             VerbKind::Search => schema_of::<crate::CallRequest>(),
             VerbKind::Scrape => schema_of::<ScrapeRequest>(),
             VerbKind::Discover => schema_of::<DiscoverRequest>(),
+            VerbKind::MapsSearch => schema_of::<crate::MapsSearchRequest>(),
+            VerbKind::MapsPlace => schema_of::<crate::PlaceRequest>(),
+            VerbKind::MapsReviews => schema_of::<crate::ReviewsRequest>(),
         }
     }
 
@@ -140,6 +161,8 @@ impl VerbKind {
         match self {
             VerbKind::Search | VerbKind::Discover => schema_of::<crate::CallResult>(),
             VerbKind::Scrape => schema_of::<ScrapedPage>(),
+            VerbKind::MapsSearch | VerbKind::MapsPlace => schema_of::<crate::Place>(),
+            VerbKind::MapsReviews => schema_of::<crate::Review>(),
         }
     }
 }
@@ -194,9 +217,40 @@ pub const DISCOVER: Verb = Verb {
     billing_unit: "search",
 };
 
+/// `maps.search`: places matching a query, near somewhere.
+pub const MAPS_SEARCH: Verb = Verb {
+    name: "maps.search",
+    label: "Find places",
+    kind: VerbKind::MapsSearch,
+    runs_through: BuiltinCapability::MapsSearch,
+    mode: VerbMode::InlineOrJob,
+    billing_unit: "search",
+};
+
+/// `maps.place`: one place read again by its id.
+pub const MAPS_PLACE: Verb = Verb {
+    name: "maps.place",
+    label: "Read a place",
+    kind: VerbKind::MapsPlace,
+    runs_through: BuiltinCapability::MapsPlace,
+    mode: VerbMode::InlineOrJob,
+    billing_unit: "place read",
+};
+
+/// `maps.reviews`: what people wrote about a place.
+pub const MAPS_REVIEWS: Verb = Verb {
+    name: "maps.reviews",
+    label: "Read reviews",
+    kind: VerbKind::MapsReviews,
+    runs_through: BuiltinCapability::MapsReviews,
+    mode: VerbMode::InlineOrJob,
+    billing_unit: "page of reviews",
+};
+
 /// The verbs declared in code. Adding one is a constant above, its types
-/// and its executor.
-pub const VERBS: &[Verb] = &[SCRAPE, DISCOVER];
+/// and its executor. A verb named like the capability it runs through
+/// (`maps.search`) is that capability's typed door.
+pub const VERBS: &[Verb] = &[SCRAPE, DISCOVER, MAPS_SEARCH, MAPS_PLACE, MAPS_REVIEWS];
 
 impl Verb {
     /// The verb declared in code with this name.
@@ -213,19 +267,26 @@ mod tests {
     fn verbs_are_found_by_name_and_are_not_capabilities_connectors_declare() {
         for verb in VERBS {
             assert_eq!(Verb::named(verb.name), Some(verb));
-            assert!(
-                verb.name.parse::<crate::Capability>().is_err(),
-                "{} must not parse as a capability a connector declares",
-                verb.name
-            );
+            // Either the typed door of the capability it runs through, or
+            // a name no connector may declare.
+            match verb.name.parse::<crate::Capability>() {
+                Ok(cap) => assert_eq!(cap, verb.runs_through.into(), "{}", verb.name),
+                Err(e) => assert!(e.reason.contains("typed verb"), "{}: {e}", verb.name),
+            }
         }
         assert_eq!(Verb::named("search.news"), None);
+        let kinds: Vec<VerbKind> = VERBS.iter().map(|v| v.kind).collect();
+        for kind in VerbKind::ALL {
+            let declared = kinds.iter().filter(|k| **k == kind).count();
+            let expected = usize::from(kind != VerbKind::Search);
+            assert_eq!(declared, expected, "{kind:?}: one verb per typed kind");
+        }
     }
 
     #[cfg(feature = "openapi")]
     #[test]
     fn schemas_are_whole_without_references() {
-        for kind in [VerbKind::Search, VerbKind::Scrape, VerbKind::Discover] {
+        for kind in VerbKind::ALL {
             for schema in [kind.input_schema(), kind.output_schema()] {
                 let text = schema.to_string();
                 assert!(schema["properties"].is_object(), "{kind:?}: {text}");
@@ -238,7 +299,7 @@ mod tests {
     }
 
     #[test]
-    fn a_scraped_page_reads_back_as_a_page_not_a_search_result() {
+    fn each_kind_of_result_reads_back_as_itself() {
         let page = ScrapedPage {
             url: "https://acme.example/".into(),
             status: PageStatus::Failed,
@@ -260,5 +321,26 @@ mod tests {
         let json = serde_json::to_string(&found).unwrap();
         let back: crate::CallOutput = serde_json::from_str(&json).unwrap();
         assert_eq!(back, crate::CallOutput::Found(found));
+        let place = crate::Place {
+            id: "osm:N1".into(),
+            name: "Café Einstein".into(),
+            lat: Some(52.5),
+            url: "https://www.openstreetmap.org/node/1".into(),
+            provider: "nominatim".into(),
+            ..crate::Place::default()
+        };
+        let json = serde_json::to_string(&place).unwrap();
+        let back: crate::CallOutput = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, crate::CallOutput::Place(place));
+        let review = crate::Review {
+            place_id: "google:ChIJ1".into(),
+            text: "Good coffee.".into(),
+            url: "https://maps.example/r/1".into(),
+            provider: "google-places".into(),
+            ..crate::Review::default()
+        };
+        let json = serde_json::to_string(&review).unwrap();
+        let back: crate::CallOutput = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, crate::CallOutput::Review(review));
     }
 }

@@ -54,8 +54,9 @@ pub struct BackupArgs {
 #[derive(Debug, Subcommand)]
 pub enum RemoteCommand {
     /// Call a verb, e.g. `switchyard call search.news "Ada Lovelace"`,
-    /// `switchyard call web.discover "Ada Lovelace" --max-results 5` or
-    /// `switchyard call web.scrape https://a.example/ https://b.example/`;
+    /// `switchyard call web.discover "Ada Lovelace" --max-results 5`,
+    /// `switchyard call web.scrape https://a.example/ https://b.example/` or
+    /// `switchyard call maps.search pizza --near Berlin`;
     /// waits for a slow call unless `--async`.
     Call(CallArgs),
     /// Fire a pack for one record, as a click on its chip does.
@@ -93,9 +94,13 @@ pub struct CallArgs {
     /// web.scrape.
     pub capability: String,
     /// What to look for (its words are joined); for web.scrape, the
-    /// addresses to read (1 to 20).
+    /// addresses to read (1 to 20); for maps.place and maps.reviews, a
+    /// place's id.
     #[arg(required = true, num_args = 1..)]
     pub query: Vec<String>,
+    /// For maps.search: where the places should be (a town, an address).
+    #[arg(long)]
+    pub near: Option<String>,
     /// At most this many results (1 to 50; web.discover's top_k).
     #[arg(long)]
     pub max_results: Option<u32>,

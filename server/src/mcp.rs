@@ -95,9 +95,9 @@ fn record_filter_schema() -> Value {
 fn verb_schema(verb: &CapabilityView, serving: &[String]) -> Value {
     let mut input = verb.input_schema.clone();
     let limit = match verb.kind {
-        VerbKind::Search => Some("max_results"),
+        VerbKind::Search | VerbKind::MapsSearch | VerbKind::MapsReviews => Some("max_results"),
         VerbKind::Discover => Some("top_k"),
-        VerbKind::Scrape => None,
+        VerbKind::Scrape | VerbKind::MapsPlace => None,
     };
     if let Some(limit) = limit {
         input["properties"][limit]["minimum"] = json!(1);
@@ -126,6 +126,9 @@ fn verb_description(verb: &CapabilityView) -> String {
             "reads each address's page (main text and metadata) through the connectors serving {}; a page that cannot be read is a failed row, never a failed call",
             verb.runs_through
         ),
+        VerbKind::MapsSearch => "finds places matching a query, near somewhere if given; each place's id is what maps.place and maps.reviews take".to_owned(),
+        VerbKind::MapsPlace => "reads one place again by its id (osm:... or google:...)".to_owned(),
+        VerbKind::MapsReviews => "reads what people wrote about a place, by its id (osm:... or google:...)".to_owned(),
     };
     let mut description = format!(
         "{}: {what}, and answers the envelope {{status, job_id, progress, results, error}}.",
@@ -375,6 +378,18 @@ impl Door {
             "web.discover" => {
                 let request: model::DiscoverRequest = arguments(args)?;
                 json!(e.discover(who, request).await.map_err(failed)?)
+            }
+            "maps.search" => {
+                let request: model::MapsSearchRequest = arguments(args)?;
+                json!(e.maps_search(who, request).await.map_err(failed)?)
+            }
+            "maps.place" => {
+                let request: model::PlaceRequest = arguments(args)?;
+                json!(e.maps_place(who, request).await.map_err(failed)?)
+            }
+            "maps.reviews" => {
+                let request: model::ReviewsRequest = arguments(args)?;
+                json!(e.maps_reviews(who, request).await.map_err(failed)?)
             }
             capability => {
                 let request: CallRequest = arguments(args)?;

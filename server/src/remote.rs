@@ -208,14 +208,17 @@ const POLL: Duration = Duration::from_millis(500);
 fn call_body(args: &CallArgs) -> serde_json::Value {
     let mut body = match args.capability.as_str() {
         "web.scrape" => serde_json::json!({ "urls": args.query }),
+        "maps.place" | "maps.reviews" => serde_json::json!({ "place_id": args.query.join(" ") }),
         _ => serde_json::json!({ "query": args.query.join(" ") }),
     };
+    if let Some(near) = &args.near {
+        body["near"] = near.as_str().into();
+    }
     body["async"] = args.run_async.into();
     if let Some(n) = args.max_results {
-        let limit = if args.capability == "web.discover" {
-            "top_k"
-        } else {
-            "max_results"
+        let limit = match args.capability.as_str() {
+            "web.discover" => "top_k",
+            _ => "max_results",
         };
         body[limit] = n.into();
     }
@@ -321,6 +324,31 @@ fn print_output(out: &mut impl Write, n: usize, output: &CallOutput) -> Result<(
                     print(out, format!("     {}", one_line(&p.content, 160)))
                 }
             }
+        }
+        CallOutput::Place(p) => {
+            print(out, format!("{n:>3}. {}", one_line(&p.name, 100)))?;
+            if !p.address.is_empty() {
+                print(out, format!("     {}", one_line(&p.address, 160)))?;
+            }
+            let mut facts: Vec<String> = Vec::new();
+            if let (Some(lat), Some(lon)) = (p.lat, p.lon) {
+                facts.push(format!("{lat:.5}, {lon:.5}"));
+            }
+            if let Some(rating) = p.rating {
+                facts.push(format!("rated {rating:.1}"));
+            }
+            facts.extend(p.phone.iter().map(|phone| one_line(phone, 40)));
+            facts.extend(p.website.iter().map(|site| one_line(site, 100)));
+            if !facts.is_empty() {
+                print(out, format!("     {}", facts.join(" · ")))?;
+            }
+            print(out, format!("     id {} via {}", p.id, p.provider))
+        }
+        CallOutput::Review(r) => {
+            let rating = r.rating.map(|x| format!("{x:.0}/5 ")).unwrap_or_default();
+            print(out, format!("{n:>3}. {rating}{}", one_line(&r.author, 60)))?;
+            print(out, format!("     {}", one_line(&r.text, 300)))?;
+            print(out, format!("     via {}", r.provider))
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The registry every door reads: each verb the caller's workspace can
-//! call (its search capabilities and the verbs declared in code), with
+//! call (its search capabilities and the verbs declared in code, which
+//! stand for the capabilities they are named after), with
 //! the schemas made from its types, how it answers, what it bills and
 //! whether some connector can answer it now.
 
@@ -21,17 +22,24 @@ impl Engine {
         let ws = Some(who.workspace_id);
         let scope = self.dispatcher.scope(ws).await?;
         let candidates = scope.candidates(&self.registry);
-        let searches = self.registry.capabilities(ws).into_iter().map(|cap| {
-            let entry = Entry {
-                name: cap.name().to_owned(),
-                label: cap.label().to_owned(),
-                builtin: matches!(cap, Capability::Builtin(_)),
-                kind: VerbKind::Search,
-                mode: VerbMode::InlineOrJob,
-                billing_unit: SEARCH_BILLING_UNIT,
-            };
-            (entry, cap)
-        });
+        // A capability a verb declared in code is the door of (maps.search)
+        // is listed once, as that verb.
+        let searches = self
+            .registry
+            .capabilities(ws)
+            .into_iter()
+            .filter(|cap| Verb::named(cap.name()).is_none())
+            .map(|cap| {
+                let entry = Entry {
+                    name: cap.name().to_owned(),
+                    label: cap.label().to_owned(),
+                    builtin: matches!(cap, Capability::Builtin(_)),
+                    kind: VerbKind::Search,
+                    mode: VerbMode::InlineOrJob,
+                    billing_unit: SEARCH_BILLING_UNIT,
+                };
+                (entry, cap)
+            });
         let declared = VERBS.iter().map(|verb: &Verb| {
             let entry = Entry {
                 name: verb.name.to_owned(),

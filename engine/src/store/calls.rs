@@ -59,7 +59,7 @@ impl CallStatus {
 }
 
 /// A stored call.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct StoredCall {
     pub id: i64,
     pub workspace_id: i64,

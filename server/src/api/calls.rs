@@ -5,9 +5,7 @@
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::Json;
-use model::{
-    CallAttempt, CallRequest, CallResult, DiscoverRequest, Envelope, ScrapeRequest, ScrapedPage,
-};
+use model::{CallAttempt, CallRequest, CallResult, Envelope};
 
 use super::error::ErrorBody;
 use super::extract::{ApiJson, Caller};
@@ -46,55 +44,6 @@ pub async fn call(
             .call_capability(&who, &capability, body)
             .await?,
     ))
-}
-
-/// `POST /api/capabilities/web.scrape/call` `{"urls": [...], "connector"?,
-/// "async"?}`: reads each address's page through the connectors serving
-/// `crawl.extract` (the site crawler through the outbound guard first).
-/// One result per address, in the order asked: `ok` with the page's main
-/// text and metadata, or `failed` with why; a failed page never fails the
-/// batch. More than five addresses (or `async`) answer `pending` at once;
-/// progress counts addresses.
-#[utoipa::path(
-    post, path = "/api/capabilities/web.scrape/call", tag = "calls",
-    request_body = ScrapeRequest,
-    responses(
-        (status = 200, description = "Every page read or failed (or the call cancelled)", body = Envelope<ScrapedPage>),
-        (status = 202, description = "Still reading: read it again by its job_id", body = Envelope<ScrapedPage>),
-        (status = 400, description = "Bad input; the detail names the field", body = ErrorBody),
-        (status = 404, description = "No connector serves crawl.extract here", body = ErrorBody),
-        (status = 429, description = "The workspace has too many calls walking; Retry-After says when to ask again", body = ErrorBody),
-    )
-)]
-pub async fn scrape(
-    State(state): State<AppState>,
-    Caller(who): Caller,
-    ApiJson(body): ApiJson<ScrapeRequest>,
-) -> Result<Response, ApiError> {
-    Ok(answered(state.engine.scrape(&who, body).await?))
-}
-
-/// `POST /api/capabilities/web.discover/call` `{"query": "...", "top_k"?,
-/// "connector"?, "async"?}`: pages about the query from the connectors
-/// serving `search.web` (cheapest first), each result naming its
-/// connector (`connector_id`, the provider). `failed` when none answered.
-#[utoipa::path(
-    post, path = "/api/capabilities/web.discover/call", tag = "calls",
-    request_body = DiscoverRequest,
-    responses(
-        (status = 200, description = "The search ended: completed, failed or cancelled", body = Envelope<CallResult>),
-        (status = 202, description = "Still searching: read it again by its job_id", body = Envelope<CallResult>),
-        (status = 400, description = "Bad input; the detail names the field", body = ErrorBody),
-        (status = 404, description = "No connector serves search.web here", body = ErrorBody),
-        (status = 429, description = "The workspace has too many calls walking; Retry-After says when to ask again", body = ErrorBody),
-    )
-)]
-pub async fn discover(
-    State(state): State<AppState>,
-    Caller(who): Caller,
-    ApiJson(body): ApiJson<DiscoverRequest>,
-) -> Result<Response, ApiError> {
-    Ok(answered(state.engine.discover(&who, body).await?))
 }
 
 /// `GET /api/calls/{id}`: a call as it stands, with its results once it

@@ -20,6 +20,7 @@ mod record_sets;
 mod refresh;
 mod secrets;
 mod spend;
+mod verbs;
 
 use axum::extract::State;
 use axum::http::Method;
@@ -46,8 +47,11 @@ fn door() -> OpenApiRouter<AppState> {
         .routes(routes!(openapi::openapi_json))
         .routes(routes!(connectors::capabilities))
         .routes(routes!(calls::call))
-        .routes(routes!(calls::scrape))
-        .routes(routes!(calls::discover))
+        .routes(routes!(verbs::scrape))
+        .routes(routes!(verbs::discover))
+        .routes(routes!(verbs::maps_search))
+        .routes(routes!(verbs::maps_place))
+        .routes(routes!(verbs::maps_reviews))
         .routes(routes!(calls::get))
         .routes(routes!(calls::attempts))
         .routes(routes!(calls::cancel))

@@ -1,12 +1,13 @@
-//! What a search call's walk writes: each attempt's receipt, and the
-//! results it keeps (each address once, up to the limit asked).
+//! What a call's walk through one chain writes: each attempt's receipt,
+//! and the results it keeps in its verb's shape (each once, up to the
+//! limit asked).
 
-use model::{AttemptEnd, CallResult, Capability, FireOutcome, Skipped};
+use model::{AttemptEnd, CallOutput, Capability, FireOutcome, Skipped};
 
+use super::shape::Shape;
 use crate::connectors::seam::ConnectorResult;
 use crate::execution::dispatch::walk::Ledger;
 use crate::store::{CallStatus, Store, StoreError};
-use crate::urlnorm::{parse_web_url, url_key};
 
 /// A call's attempts: its receipts, and the results it keeps.
 pub(super) struct CallLedger<'a> {
@@ -14,13 +15,17 @@ pub(super) struct CallLedger<'a> {
     pub(super) call_id: i64,
     pub(super) actor: &'a str,
     pub(super) max_results: usize,
+    /// What it keeps of a result.
+    pub(super) shape: Shape,
+    /// What it asked (a review keeps the place it is of).
+    pub(super) asked: &'a str,
     /// The attempt written but not yet closed: its id and connector.
     pub(super) open: Option<(i64, String)>,
     /// Every closed attempt: its connector and how it ended.
     pub(super) attempts: Vec<(String, AttemptEnd)>,
     pub(super) skipped: Vec<Skipped>,
-    pub(super) results: Vec<CallResult>,
-    /// The web addresses of `results`, normalised.
+    pub(super) results: Vec<CallOutput>,
+    /// The keys of `results` (see [`Shape::keep`]).
     pub(super) seen: Vec<String>,
 }
 
@@ -93,20 +98,14 @@ impl Ledger for CallLedger<'_> {
             if self.results.len() >= self.max_results {
                 break;
             }
-            let Some(url) = parse_web_url(&r.url) else {
+            let Some((key, kept)) = self.shape.keep(r, &connector_id, self.asked) else {
                 continue;
             };
-            let key = url_key(&url);
             if self.seen.contains(&key) {
                 continue;
             }
             self.seen.push(key);
-            self.results.push(CallResult {
-                url: r.url,
-                title: r.title,
-                snippet: r.snippet,
-                connector_id: connector_id.clone(),
-            });
+            self.results.push(kept);
         }
         self.attempts.push((connector_id, end.clone()));
         Ok(())

@@ -6,14 +6,13 @@
 //! call's id otherwise (or when asked for), read again with
 //! [`Engine::call_envelope`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use model::{
-    CallAttempt, CallOutput, CallRequest, Capability, DiscoverRequest, Envelope, EnvelopeStatus,
-    Progress, WorkKind,
+    CallAttempt, CallOutput, CallRequest, Capability, Envelope, EnvelopeStatus, Progress, WorkKind,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -31,9 +30,12 @@ use super::OpError;
 mod envelope;
 mod ledger;
 mod scrape;
+mod shape;
+mod verbs;
 
 use envelope::{connectors_tried, envelope_status, stored_envelope};
 use ledger::CallLedger;
+use shape::Shape;
 
 /// How long calls may take and how long their results are kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,44 +121,29 @@ impl Engine {
         let intent: Capability = capability
             .parse()
             .map_err(|e| OpError::NotFound(format!("capability: {e}")))?;
-        self.search(who, intent.name(), intent.clone(), req).await
-    }
-
-    /// `web.discover`: pages about a query from the web search connectors,
-    /// each result naming the connector (provider) that found it.
-    pub async fn discover(
-        &self,
-        who: &Principal,
-        req: DiscoverRequest,
-    ) -> Result<Envelope<CallOutput>, OpError> {
-        let verb = model::verbs::DISCOVER;
-        let request = CallRequest {
-            query: req.query,
-            max_results: req.top_k,
-            connector: req.connector,
-            run_async: req.run_async,
+        let walk = Walk {
+            name: intent.name().to_owned(),
+            intent,
+            shape: Shape::Search,
+            fields: BTreeMap::new(),
         };
-        if request
-            .max_results
-            .is_some_and(|k| !(1..=MAX_RESULTS).contains(&k))
-        {
-            return Err(OpError::Invalid(format!(
-                "top_k: ask for 1 to {MAX_RESULTS} results"
-            )));
-        }
-        self.search(who, verb.name, verb.runs_through.into(), request)
-            .await
+        self.search(who, walk, req).await
     }
 
-    /// A search walked through `intent`'s chain, stored as `name`.
+    /// A query walked through one chain (see [`Walk`]).
     async fn search(
         &self,
         who: &Principal,
-        name: &str,
-        intent: Capability,
+        walk: Walk,
         req: CallRequest,
     ) -> Result<Envelope<CallOutput>, OpError> {
         let ws = who.workspace_id;
+        let Walk {
+            name,
+            intent,
+            shape,
+            fields,
+        } = walk;
         let Asked {
             intent,
             query,
@@ -175,7 +162,7 @@ impl Engine {
             &scope.candidates(&self.registry),
         );
         let launch = Launch {
-            name,
+            name: &name,
             query: &query,
             explicit: explicit.as_deref(),
             max_results,
@@ -193,6 +180,8 @@ impl Engine {
                 query: asked_query,
                 max_results,
                 chain,
+                shape,
+                fields,
             };
             engine.walk_call(&plan, &scope.lens, &cancel).await
         })
@@ -349,12 +338,16 @@ impl Engine {
             ref query,
             max_results,
             ref chain,
+            shape,
+            ref fields,
         } = *plan;
         let mut ledger = CallLedger {
             store: &self.store,
             call_id: id,
             actor,
             max_results: max_results as usize,
+            shape,
+            asked: query,
             open: None,
             attempts: Vec::new(),
             skipped: chain.skipped.clone(),
@@ -368,7 +361,7 @@ impl Engine {
             query,
             opts: FireOpts {
                 record_name: query.to_owned(),
-                record_fields: Default::default(),
+                record_fields: fields.clone(),
                 max_results: max_results as usize,
                 secrets: Secrets::default(),
             },
@@ -380,12 +373,7 @@ impl Engine {
             .dispatcher
             .walk_chain(&mut ledger, &chain.to_try, subject, cancel, &mut None)
             .await;
-        let results: Vec<CallOutput> = ledger
-            .results
-            .iter()
-            .cloned()
-            .map(CallOutput::Found)
-            .collect();
+        let results = std::mem::take(&mut ledger.results);
         let cancelled = match walked {
             Ok(cancelled) => cancelled,
             Err(e) => {
@@ -510,4 +498,19 @@ struct CallPlan {
     query: String,
     max_results: u32,
     chain: chain::Chain,
+    shape: Shape,
+    fields: BTreeMap<String, String>,
+}
+
+/// What a walk through one chain is for.
+struct Walk {
+    /// The verb's name, as stored and read back.
+    name: String,
+    /// Whose chain it walks.
+    intent: Capability,
+    /// What it keeps of each result.
+    shape: Shape,
+    /// What its connectors read beside the query, as they read a
+    /// record's fields (`maps.search`'s `near`).
+    fields: BTreeMap<String, String>,
 }
