@@ -266,6 +266,7 @@ pub(crate) fn fixtures() -> HashMap<&'static str, Fixture> {
         retitle: ("\"display_name\":\"Acme\"", "\"display_name\":\"Acme Rockets\""),
     });
     f.insert("site-crawler", crate::site::fixture());
+    crate::maps::fixtures(&mut f);
     f
 }
 
@@ -278,5 +279,6 @@ pub(crate) fn all_fixtures() -> Vec<(&'static str, Fixture)> {
     all.sort_by_key(|(id, _)| *id);
     all.extend(crate::branches::branches(&|id: &str| first[id].clone()));
     all.extend(crate::site::branches());
+    all.extend(crate::maps::branches(&|id: &str| first[id].clone()));
     all
 }

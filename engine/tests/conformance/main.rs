@@ -24,6 +24,7 @@ mod branches;
 mod curated;
 mod fake;
 mod fixtures;
+mod maps;
 mod modes;
 mod site;
 mod subjects;

@@ -20,7 +20,10 @@ pub fn registration() -> Registration {
             id: ID.to_owned(),
             display_name: "Demo data (offline)".to_owned(),
             short_label: "Demo".to_owned(),
-            capabilities: Capability::builtins().collect(),
+            // Not the maps intents: a made-up place would pass for a real one.
+            capabilities: Capability::builtins()
+                .filter(|c| !c.name().starts_with("maps."))
+                .collect(),
             cost_tier: CostTier::Free,
             requires_env: Vec::new(),
             rate_hints: RateHints::default(),

@@ -28,7 +28,7 @@ pub const YOUTUBE_KEY_VAR: &str = "YOUTUBE_API_KEY";
 pub const YOUTUBE_BASE: &str = "https://www.googleapis.com";
 
 /// Google's error body: `{"error": {"code", "message", "status", "errors": [{"reason"}]}}`.
-fn google_error(
+pub(super) fn google_error(
     provider: &str,
     status: StatusCode,
     headers: &HeaderMap,

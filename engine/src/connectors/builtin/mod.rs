@@ -7,9 +7,13 @@
 pub mod brave;
 pub mod demo;
 pub mod google;
+pub mod google_places;
+pub mod nominatim;
 pub mod page;
+pub mod places;
 pub mod searxng;
 pub mod serpapi;
+pub mod serpapi_maps;
 pub mod site;
 pub mod social;
 pub mod tavily;
@@ -86,6 +90,8 @@ pub fn adapters() -> Vec<Adapter> {
         adapter!(wikidata::registration, wikidata::Wikidata),
         adapter!(google::kg_registration, google::KnowledgeGraph),
         adapter!(google::youtube_registration, google::YouTube),
+        adapter!(nominatim::registration, nominatim::Nominatim),
+        adapter!(google_places::registration, google_places::GooglePlaces),
     ]
 }
 

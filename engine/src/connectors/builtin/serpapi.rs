@@ -1,5 +1,6 @@
 //! SerpApi: `GET /search.json` with the engine chosen by intent, as the spec
-//! says (`google` for web and social intents, `google_news`, `google_scholar`),
+//! says (`google` for web and social intents, `google_news`, `google_scholar`,
+//! and the Google Maps engines for the maps intents, in `serpapi_maps`),
 //! the key in `api_key`. An answer of "no results" is not found, not an error.
 //! Code, not a manifest: the engine (and so the answer's shape) is chosen
 //! by intent.
@@ -25,6 +26,9 @@ pub fn registration() -> Registration {
         B::SearchWeb.into(),
         B::SearchNews.into(),
         B::SearchScholar.into(),
+        B::MapsSearch.into(),
+        B::MapsPlace.into(),
+        B::MapsReviews.into(),
     ];
     capabilities.extend(social::social_capabilities());
     Registration {
@@ -98,6 +102,9 @@ impl Connector for SerpApi {
         opts: &FireOpts,
     ) -> Result<Found, FireError> {
         let key = self.0.key(KEY_VAR, opts)?;
+        if let Some(maps) = super::places::MapsIntent::of(intent) {
+            return super::serpapi_maps::fire(&self.0, maps, query, opts, &key).await;
+        }
         let base = self.0.base_or(BASE);
         let (q, platform) = social::prepare(intent, query);
         let engine = engine_for(intent);
