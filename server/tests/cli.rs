@@ -4,42 +4,13 @@
 
 mod common;
 
-use std::time::Duration;
-
+use common::command::switchyard;
 use common::{TestServer, TEST_EMAIL, TEST_PACKS, TEST_WORKSPACE};
 use engine::connectors::scripted::{ScriptedConnector, Step};
 use engine::connectors::seam::FireError;
 use engine::packs::Catalog;
 use model::{BuiltinCapability as B, Capability, CostTier};
 use serde_json::Value;
-
-/// What a run of the binary left.
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-async fn switchyard(server: &TestServer, token: Option<&str>, args: &[&str]) -> Ran {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchyard"));
-    command
-        .args(args)
-        .env("SWITCHYARD_URL", &server.url)
-        .env_remove("SWITCHYARD_TOKEN")
-        .env("RUST_LOG", "off");
-    if let Some(token) = token {
-        command.env("SWITCHYARD_TOKEN", token);
-    }
-    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
-        .await
-        .expect("the command ends")
-        .expect("the binary runs");
-    Ran {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 /// A server with the test catalogue: `alpha` serves the web and the news
 /// and finds two results; `broken` serves the news and fails.

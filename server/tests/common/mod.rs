@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod client;
+pub mod command;
 pub mod outage;
 pub mod real;
 pub mod shared;
