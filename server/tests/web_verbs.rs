@@ -5,7 +5,8 @@
 //! keeps failures apart; `web.discover` returns at most `top_k` results
 //! naming their provider; the registry lists both with their schemas and
 //! whether they can answer; the MCP tools and the OpenAPI document follow
-//! the registry; another workspace reads none of it.
+//! the registry, and every connector a verb tool advertises is one its
+//! door takes; another workspace reads none of it.
 
 mod common;
 
@@ -383,6 +384,90 @@ async fn the_registry_lists_every_verb_with_its_schemas_and_whether_it_can_answe
     let read = answer(&call(&agent, "read_job", json!({ "job_id": id })).await);
     assert_eq!(read, done);
     assert_eq!(read["results"][0]["status"], "ok");
+    agent.cancel().await.ok();
+    server.stop().await;
+}
+
+/// A minimal input for a verb tool, made from its schema's required
+/// fields.
+fn minimal_input(schema: &Value) -> Value {
+    let mut input = json!({});
+    for field in schema["required"].as_array().into_iter().flatten() {
+        let field = field.as_str().unwrap();
+        input[field] = match field {
+            "urls" => json!(["https://acme.example/"]),
+            "place_id" => json!("osm:N1"),
+            _ => json!("Acme"),
+        };
+    }
+    input
+}
+
+#[tokio::test]
+async fn every_connector_a_verb_tool_advertises_is_one_its_door_takes() {
+    // Scripted connectors for every kind of verb, so every tool is listed.
+    let server = TestServer::start_with(engine::store::testing::sqlite(), |state| {
+        let registry = state.engine.registry();
+        for (id, caps) in [
+            ("web-a", vec![B::SearchWeb, B::SearchNews]),
+            ("web-b", vec![B::SearchWeb]),
+            ("pages", vec![B::CrawlExtract]),
+            ("maps", vec![B::MapsSearch, B::MapsPlace, B::MapsReviews]),
+        ] {
+            let caps: Vec<Capability> = caps.into_iter().map(Capability::from).collect();
+            registry
+                .register(
+                    ScriptedConnector::registration(id, CostTier::Free, &caps),
+                    ScriptedConnector::new(id, [Step::Found(1)]),
+                )
+                .unwrap();
+        }
+    })
+    .await;
+    let token = token(&server, TEST_EMAIL, TEST_WORKSPACE).await;
+    let agent = agent(&server, &token).await;
+    let tools = agent.list_all_tools().await.unwrap();
+    let mut checked = Vec::new();
+    for tool in tools.iter().filter(|t| t.name.contains('.')) {
+        let schema = Value::Object((*tool.input_schema).clone());
+        let connectors = schema["properties"]["connector"]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: its connectors are listed", tool.name))
+            .clone();
+        assert!(!connectors.is_empty(), "{}", tool.name);
+        for connector in connectors {
+            let mut input = minimal_input(&schema);
+            input["connector"] = connector.clone();
+            let result = call(&agent, &tool.name, input.clone()).await;
+            assert_ne!(
+                result.is_error,
+                Some(true),
+                "{} {input}: {result:?}",
+                tool.name
+            );
+            let envelope = answer(&result);
+            assert_eq!(
+                envelope["status"], "completed",
+                "{} {input}: {envelope}",
+                tool.name
+            );
+            checked.push(format!("{} via {connector}", tool.name));
+        }
+    }
+    for verb in [
+        "web.scrape",
+        "web.discover",
+        "maps.search",
+        "maps.place",
+        "maps.reviews",
+    ] {
+        assert!(
+            checked
+                .iter()
+                .any(|c| c.starts_with(&format!("{verb} via"))),
+            "{verb} in {checked:?}"
+        );
+    }
     agent.cancel().await.ok();
     server.stop().await;
 }
