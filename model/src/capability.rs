@@ -258,6 +258,9 @@ pub struct CapabilityView {
     pub kind: crate::VerbKind,
     /// The capability whose connectors it walks (itself for a search).
     pub runs_through: Capability,
+    /// The connectors a call would try now, in order (cheapest first,
+    /// those that cannot fire left out).
+    pub chain: Vec<String>,
     pub mode: crate::VerbMode,
     pub billing_unit: String,
     /// Some connector can answer it now.

@@ -59,6 +59,10 @@ pub enum RemoteCommand {
     /// `switchyard call maps.search pizza --near Berlin`;
     /// waits for a slow call unless `--async`.
     Call(CallArgs),
+    /// The verbs `call` takes in the token's workspace, or one verb's
+    /// input and output fields (read from the server's registry, whose
+    /// schemas are made from the types the server parses).
+    Verbs(VerbsArgs),
     /// Fire a pack for one record, as a click on its chip does.
     Fire(FireArgs),
     /// Fire packs over every record of a set, as a job.
@@ -110,6 +114,14 @@ pub struct CallArgs {
     /// Do not wait: print the call's id at once.
     #[arg(long = "async")]
     pub run_async: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct VerbsArgs {
+    /// One verb to describe, e.g. maps.search.
+    pub verb: Option<String>,
     #[command(flatten)]
     pub remote: RemoteArgs,
 }

@@ -386,6 +386,45 @@ async fn the_web_verbs_run_from_the_command_line() {
         .await
         .unwrap()
         .1;
+    // What each verb takes, from the server's registry.
+    let ran = switchyard(&server, Some(&token), &["verbs"]).await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let line = |name: &str| -> String {
+        let found = ran
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")));
+        found
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        line("web.scrape"),
+        "web.scrape Read pages: via site-crawler"
+    );
+    assert!(
+        line("maps.reviews").starts_with("maps.reviews Read reviews: unavailable:")
+            && line("maps.reviews").contains("google-places: needs GOOGLE_PLACES_API_KEY"),
+        "{}",
+        ran.stdout
+    );
+    let ran = switchyard(&server, Some(&token), &["verbs", "web.scrape"]).await;
+    assert!(
+        ran.stdout
+            .contains("  urls (array, required) The pages to read"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("  metadata (object, required)"),
+        "{}",
+        ran.stdout
+    );
+    let ran = switchyard(&server, Some(&token), &["verbs", "web.nope"]).await;
+    assert_eq!(ran.code, 4, "{}", ran.stderr);
+
     let missing = format!("{site_url}/missing");
     let ran = switchyard(
         &server,

@@ -332,6 +332,11 @@ async fn the_registry_lists_every_verb_with_its_schemas_and_whether_it_can_answe
         )
     );
     assert_eq!(scrape["input_schema"]["required"], json!(["urls"]));
+    assert_eq!(
+        scrape["chain"],
+        json!(["site-crawler"]),
+        "Tavily needs its key"
+    );
     for field in ["url", "status", "content", "metadata"] {
         assert!(
             scrape["output_schema"]["properties"][field].is_object(),

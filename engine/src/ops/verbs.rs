@@ -55,7 +55,7 @@ impl Engine {
             .chain(declared)
             .map(|(entry, runs_through)| {
                 let connectors = self.registry.serving(&runs_through, ws).len();
-                let unavailable = unavailable(&runs_through, &candidates);
+                let (chain, unavailable) = chain_now(&runs_through, &candidates);
                 CapabilityView {
                     name: entry.name,
                     label: entry.label,
@@ -69,6 +69,7 @@ impl Engine {
                     input_schema: entry.kind.input_schema(),
                     output_schema: entry.kind.output_schema(),
                     runs_through,
+                    chain,
                 }
             })
             .collect())
@@ -85,9 +86,9 @@ struct Entry {
     billing_unit: &'static str,
 }
 
-/// Why no connector can answer `intent` now, resolved as a call's chain
-/// is (statuses, keys, switches); `None` when one can.
-fn unavailable(intent: &Capability, candidates: &[Candidate]) -> Option<String> {
+/// The chain a call through `intent` would try now, resolved as a call's
+/// is (statuses, keys, switches), and why none can answer when none can.
+fn chain_now(intent: &Capability, candidates: &[Candidate]) -> (Vec<String>, Option<String>) {
     let chain = chain::resolve(
         &ChainRequest {
             intent: Some(intent),
@@ -96,18 +97,19 @@ fn unavailable(intent: &Capability, candidates: &[Candidate]) -> Option<String> 
         candidates,
     );
     if !chain.to_try.is_empty() {
-        return None;
+        return (chain.to_try, None);
     }
     if chain.skipped.is_empty() {
-        return Some(format!("no connector serves {intent} here"));
+        return (
+            Vec::new(),
+            Some(format!("no connector serves {intent} here")),
+        );
     }
     let reasons: Vec<String> = chain
         .skipped
         .iter()
         .map(|s| format!("{}: {}", s.connector_id, s.reason))
         .collect();
-    Some(format!(
-        "no connector can answer now ({})",
-        reasons.join("; ")
-    ))
+    let why = format!("no connector can answer now ({})", reasons.join("; "));
+    (Vec::new(), Some(why))
 }

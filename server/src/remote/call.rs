@@ -1,13 +1,15 @@
 //! `switchyard call VERB ...`: any verb of the registry, its body made as
 //! its kind takes it, waited for unless `--async`, each kind of result
-//! printed for people.
+//! printed for people; `switchyard verbs [VERB]`: what the registry says
+//! each verb takes and gives.
 
 use std::io::Write;
 
-use model::{CallOutput, Envelope, EnvelopeStatus, PageStatus};
+use model::{CallOutput, CapabilityView, Envelope, EnvelopeStatus, PageStatus};
+use serde_json::Value;
 
 use super::{one_line, parse, print, urlencode, Door, Exit, Failure, Outcome, POLL};
-use crate::cli::CallArgs;
+use crate::cli::{CallArgs, VerbsArgs};
 
 /// A verb call's body, as its kind takes it.
 fn call_body(args: &CallArgs) -> serde_json::Value {
@@ -165,4 +167,89 @@ pub(super) fn status_name(status: EnvelopeStatus) -> &'static str {
         EnvelopeStatus::Cancelled => "cancelled",
         EnvelopeStatus::Failed => "failed",
     }
+}
+
+/// `switchyard verbs [VERB]`.
+pub(super) async fn verbs(args: VerbsArgs, out: &mut impl Write) -> Outcome {
+    let door = Door::new(&args.remote)?;
+    let answer = door.get("/api/capabilities", "verbs").await?;
+    let verbs: Vec<CapabilityView> = parse(&answer, "verbs")?;
+    let Some(name) = &args.verb else {
+        if door.json {
+            print(out, answer.text.trim_end())?;
+            return Ok(Exit::Ok);
+        }
+        let width = verbs.iter().map(|v| v.name.len()).max().unwrap_or(4);
+        for v in &verbs {
+            let state = match &v.unavailable {
+                None => format!("via {}", v.chain.join(", ")),
+                Some(why) => format!("unavailable: {why}"),
+            };
+            print(out, format!("{:width$}  {}: {state}", v.name, v.label))?;
+        }
+        return Ok(Exit::Ok);
+    };
+    let Some(verb) = verbs.iter().find(|v| &v.name == name) else {
+        return Err(Failure(
+            Exit::NotFound,
+            format!("verbs: no verb {name:?} in this workspace (`switchyard verbs` lists them)"),
+        ));
+    };
+    if door.json {
+        let one = serde_json::to_string_pretty(verb).unwrap_or_default();
+        print(out, one)?;
+        return Ok(Exit::Ok);
+    }
+    print(out, format!("{} — {}", verb.name, verb.label))?;
+    print(
+        out,
+        format!(
+            "walks {} ({}); one use is a {}",
+            verb.runs_through,
+            match &verb.unavailable {
+                None => format!("now via {}", verb.chain.join(", ")),
+                Some(why) => format!("unavailable: {why}"),
+            },
+            verb.billing_unit
+        ),
+    )?;
+    print(out, "takes:")?;
+    print_fields(out, &verb.input_schema)?;
+    print(out, "gives, per result:")?;
+    print_fields(out, &verb.output_schema)?;
+    Ok(Exit::Ok)
+}
+
+/// A schema's fields, one a line: name, type, whether required, what it is.
+fn print_fields(out: &mut impl Write, schema: &Value) -> Result<(), Failure> {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema["properties"].as_object() else {
+        return Ok(());
+    };
+    for (field, spec) in properties {
+        let kind = match &spec["type"] {
+            Value::String(t) => t.clone(),
+            Value::Array(ts) => ts
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|t| *t != "null")
+                .collect::<Vec<_>>()
+                .join(" or "),
+            _ => "object".to_owned(),
+        };
+        let need = if required.contains(&field.as_str()) {
+            "required"
+        } else {
+            "optional"
+        };
+        let about = spec["description"]
+            .as_str()
+            .map(|d| one_line(d, 120))
+            .unwrap_or_default();
+        print(out, format!("  {field} ({kind}, {need}) {about}"))?;
+    }
+    Ok(())
 }

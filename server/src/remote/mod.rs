@@ -14,7 +14,7 @@ use crate::cli::{ExportArgs, FanoutArgs, FireArgs, RemoteArgs, RemoteCommand};
 
 mod call;
 
-use call::call;
+use call::{call, verbs};
 
 /// How a command ended, as its exit code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +66,7 @@ type Outcome = Result<Exit, Failure>;
 pub async fn run(command: RemoteCommand, out: &mut impl Write) -> Exit {
     let ended = match command {
         RemoteCommand::Call(args) => call(args, out).await,
+        RemoteCommand::Verbs(args) => verbs(args, out).await,
         RemoteCommand::Fire(args) => fire(args, out).await,
         RemoteCommand::Fanout(args) => fanout(args, out).await,
         RemoteCommand::Connectors(args) => connectors(args, out).await,

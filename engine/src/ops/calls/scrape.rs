@@ -92,6 +92,8 @@ impl Engine {
     ) -> Result<Envelope<CallOutput>, StoreError> {
         let total = urls.len() as u64;
         let mut done = 0u64;
+        // Progress counts addresses from the start, for any process reading it.
+        crate::store::retrying(|| self.store.set_call_done(batch.id, 0)).await?;
         let mut pages = Vec::with_capacity(urls.len());
         let mut reads = stream::iter(urls)
             .map(|url| self.read_one(batch, url))
