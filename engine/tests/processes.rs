@@ -126,11 +126,9 @@ async fn every_process_sees_every_viewer_and_a_dead_process_s_viewers_go() {
     // Bob's own arrival, as B published it, names Ada on A too.
     let heard = receive(&mut on_b, 3).await;
     assert!(
-        heard.iter().any(|e| e.record_set_id == Some(3)
-            && e.kind
-                == EventKind::Presence {
-                    viewers: both.clone()
-                }),
+        heard
+            .iter()
+            .any(|e| e.record_set_id == Some(3) && e.kind == EventKind::presence(both.clone())),
         "{heard:?}"
     );
 
@@ -150,8 +148,7 @@ async fn every_process_sees_every_viewer_and_a_dead_process_s_viewers_go() {
             .await
             .expect("a presence event within 5 s")
             .unwrap();
-        if event.record_set_id == Some(3) && event.kind == (EventKind::Presence { viewers: vec![] })
-        {
+        if event.record_set_id == Some(3) && event.kind == EventKind::presence(vec![]) {
             break;
         }
         gone.tick().await;

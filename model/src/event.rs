@@ -57,9 +57,13 @@ pub enum EventKind {
     JobChanged {
         job: Job,
     },
-    /// Who is viewing the record set now (after someone came or went).
+    /// Who is viewing the record set now (after someone came or went):
+    /// the first [`MAX_VIEWERS_NAMED`] by name, and how many in all, so
+    /// the news of a join stays small however many watch.
     Presence {
         viewers: Vec<String>,
+        #[serde(default)]
+        count: usize,
     },
     /// A budget of the workspace passed its warning line or was spent to
     /// the end, or an admin set, changed or removed it: budgets are read
@@ -79,4 +83,17 @@ pub enum EventKind {
     Database {
         answering: bool,
     },
+}
+
+/// The most viewers a presence event names; `count` says how many there are.
+pub const MAX_VIEWERS_NAMED: usize = 20;
+
+impl EventKind {
+    /// The presence news of a set's viewers: the first ones by name, and
+    /// how many in all.
+    pub fn presence(mut viewers: Vec<String>) -> Self {
+        let count = viewers.len();
+        viewers.truncate(MAX_VIEWERS_NAMED);
+        EventKind::Presence { viewers, count }
+    }
 }

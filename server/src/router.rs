@@ -31,6 +31,8 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// Open event streams, by person.
     pub streams: engine::ops::Slots,
+    /// Recent events' JSON, made once and shared by every stream.
+    pub event_json: crate::api::EventJson,
     /// Cancelled when the process starts stopping: open event streams end
     /// with a hint to reconnect (to another process).
     pub stopping: tokio_util::sync::CancellationToken,

@@ -59,6 +59,7 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
         token_rate: crate::auth::TokenRate::new(config.token_requests_per_second),
         secure_cookies: config.secure_cookies,
         streams: engine::ops::Slots::default(),
+        event_json: crate::api::EventJson::default(),
         stopping: tokio_util::sync::CancellationToken::new(),
     })
 }

@@ -55,6 +55,8 @@ pub struct Board {
     pub connectors: RwSignal<u32>,
     /// Who else has this record set open now.
     pub viewers: RwSignal<Vec<String>>,
+    /// How many are viewing (`viewers` names the first few).
+    pub viewers_count: RwSignal<usize>,
     /// What people did here lately, newest first: "who: what".
     pub activity: RwSignal<Vec<(String, String)>>,
     /// Connectors that came to need an admin while the view was open
@@ -109,6 +111,7 @@ impl Board {
             menu: RwSignal::new(None),
             connectors: RwSignal::new(0),
             viewers: RwSignal::new(Vec::new()),
+            viewers_count: RwSignal::new(0),
             activity: RwSignal::new(Vec::new()),
             attention: RwSignal::new(Vec::new()),
             database_away: RwSignal::new(false),
@@ -412,7 +415,10 @@ impl Board {
                 }
             }
             EventKind::ItemChanged { item, .. } => self.put_item(item),
-            EventKind::Presence { viewers } => self.viewers.set(viewers),
+            EventKind::Presence { viewers, count } => {
+                self.viewers_count.set(count.max(viewers.len()));
+                self.viewers.set(viewers);
+            }
             EventKind::JobChanged { job } => self.see_job(Some(job)),
             // Chips may have come, gone or changed: read the page again.
             EventKind::Resync | EventKind::CatalogChanged => self.reload.update(|n| *n += 1),

@@ -349,10 +349,13 @@ fn Together(board: Board) -> impl IntoView {
             <p class="viewers" data-viewers=move || board.viewers.get().join(" ")>
                 {move || {
                     let viewers = board.viewers.get();
+                    let others = board.viewers_count.get().saturating_sub(viewers.len());
                     if viewers.is_empty() {
                         String::new()
-                    } else {
+                    } else if others == 0 {
                         format!("Viewing now: {}", viewers.join(", "))
+                    } else {
+                        format!("Viewing now: {} and {others} more", viewers.join(", "))
                     }
                 }}
             </p>

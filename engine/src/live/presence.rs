@@ -141,8 +141,7 @@ impl Presence {
         let now = store.now_ms();
         for set in store.drop_viewers(now, owner.map(Owner::as_str)).await? {
             let viewers = store.viewers(set, now).await?;
-            self.events
-                .publish(Some(set), EventKind::Presence { viewers });
+            self.events.publish(Some(set), EventKind::presence(viewers));
         }
         Ok(())
     }
@@ -175,7 +174,7 @@ impl Presence {
                     viewers
                 };
                 self.events
-                    .publish(Some(record_set_id), EventKind::Presence { viewers });
+                    .publish(Some(record_set_id), EventKind::presence(viewers));
                 if let Some(published) = published {
                     let _ = published.send(());
                 }
@@ -222,7 +221,7 @@ impl Presence {
             .await;
             match written {
                 Ok(viewers) => {
-                    events.publish(Some(change.record_set_id), EventKind::Presence { viewers })
+                    events.publish(Some(change.record_set_id), EventKind::presence(viewers))
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, set = change.record_set_id, "Cannot record who views a record set.")
@@ -279,6 +278,6 @@ mod tests {
                 last_of_set_1 = Some(event.kind.clone());
             }
         }
-        assert_eq!(last_of_set_1, Some(EventKind::Presence { viewers: vec![] }));
+        assert_eq!(last_of_set_1, Some(EventKind::presence(vec![])));
     }
 }

@@ -5,7 +5,9 @@
 //! it: a revoked token or a removed member's stream ends. It also says when
 //! the database stops answering and when it answers again.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::State;
@@ -40,18 +42,52 @@ pub struct EventParams {
     pub after: Option<u64>,
 }
 
-fn sse(event: &Event) -> SseEvent {
-    let data = serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned());
-    SseEvent::default().id(event.id.to_string()).data(data)
+/// The JSON of the most recent events, each made once by the first stream
+/// sending it and shared by every other: a thousand viewers of one set
+/// cost one serialisation per event, not a thousand. Per process (an id
+/// names one event of one bus).
+#[derive(Clone, Debug, Default)]
+pub struct EventJson(Arc<Mutex<VecDeque<(u64, Arc<str>)>>>);
+
+/// Events whose JSON is kept: more than a burst of events any stream is
+/// still sending (a stream further behind makes its own).
+const EVENT_JSON_KEPT: usize = 256;
+
+impl EventJson {
+    fn of(&self, event: &Event) -> Arc<str> {
+        let make = || -> Arc<str> {
+            serde_json::to_string(event)
+                .unwrap_or_else(|_| "{}".to_owned())
+                .into()
+        };
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, json)) = kept.iter().rev().find(|(id, _)| *id == event.id) {
+            return json.clone();
+        }
+        let json = make();
+        kept.push_back((event.id, json.clone()));
+        if kept.len() > EVENT_JSON_KEPT {
+            kept.pop_front();
+        }
+        json
+    }
+}
+
+fn sse(json: &EventJson, event: &Event) -> SseEvent {
+    SseEvent::default()
+        .id(event.id.to_string())
+        .data(&*json.of(event))
 }
 
 fn resync(id: u64) -> SseEvent {
-    sse(&Event {
+    let data = serde_json::to_string(&Event {
         id,
         record_set_id: None,
         workspace_id: None,
         kind: EventKind::Resync,
     })
+    .unwrap_or_else(|_| "{}".to_owned());
+    SseEvent::default().id(id.to_string()).data(data)
 }
 
 /// Whether the database answers, as the process's probe found it: no id,
@@ -125,7 +161,7 @@ pub async fn stream(
                     missed
                         .iter()
                         .filter(|e| wanted(e))
-                        .map(|e| sse(e))
+                        .map(|e| sse(&state.event_json, e))
                         .collect(),
                     to,
                 )
@@ -143,12 +179,13 @@ pub async fn stream(
         None => None,
     };
     let lagging = engine.clone();
+    let json = state.event_json.clone();
     let live = BroadcastStream::new(live).filter_map(move |received| {
         // The stream holds the presence guard and its slot: closing it
         // leaves and gives the slot back.
         let _viewing = (&viewing, &slot);
         let out = match received {
-            Ok(event) if event.id > replayed_to && wanted(&event) => Some(sse(&event)),
+            Ok(event) if event.id > replayed_to && wanted(&event) => Some(sse(&json, &event)),
             Ok(_) => None,
             // This subscriber fell behind and events were dropped for it.
             Err(BroadcastStreamRecvError::Lagged(_)) => {

@@ -1,0 +1,294 @@
+//! Live updates at scale: many people keep one record set open (each their
+//! own event stream, signed in with their own API token) against one real
+//! `switchyard serve` (the release build), while fires change its chips.
+//! Reports how long the streams took to open (every join tells every
+//! viewer who is watching), then, for fires made one at a time, the delay
+//! from each fire's request to each stream's receiving its record's news,
+//! every event accounted for, and the server's resident memory per viewer.
+//!
+//! ```sh
+//! cargo bench -p server --bench viewers                       # 200 viewers, 30 fires, SQLite
+//! VIEWERS=1000 cargo bench -p server --bench viewers          # the issue's 1,000
+//! ```
+
+#[path = "common/measure.rs"]
+mod measure;
+#[path = "../../engine/tests/common/provider.rs"]
+mod provider;
+#[allow(dead_code)] // the tests' helpers; this uses a few
+#[path = "../tests/common/real.rs"]
+mod real;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use measure::{percentile, rss_kib, setting};
+use provider::{Behaviour, FakeProvider};
+use real::{write_deployment, Served};
+use serde_json::{json, Value};
+
+/// When each stream received each record's fire news, by fire.
+#[derive(Default)]
+struct Heard {
+    /// (record id, when) per stream, in arrival order.
+    fired: Vec<Vec<(i64, Instant)>>,
+    /// Events each stream received, of any kind.
+    events: Vec<u64>,
+    /// Streams that were told to resync (they fell behind).
+    resyncs: u64,
+}
+
+/// Raises this process's open-file limit (its children inherit it): a
+/// stream is a connection on each side.
+fn raise_open_files() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+/// Streams being opened at once: people arrive over a few seconds, not
+/// in one instant (a thousand at once wait on the database past its 3 s
+/// and are told 503, as a browser is, which retries).
+const OPENING_AT_ONCE: usize = 50;
+
+/// Opens viewer `n`'s stream and records what it hears.
+async fn watch(
+    n: usize,
+    (url, token, set): (String, String, i64),
+    opening: Arc<tokio::sync::Semaphore>,
+    heard: Arc<Mutex<Heard>>,
+) {
+    let http = reqwest::Client::new();
+    let permit = opening.acquire_owned().await.expect("the gate");
+    let Ok(res) = http
+        .get(format!("{url}/api/events?record_set={set}"))
+        .bearer_auth(&token)
+        .send()
+        .await
+    else {
+        return;
+    };
+    drop(permit);
+    let status = res.status();
+    if status != 200 {
+        let body = res.text().await.unwrap_or_default();
+        panic!("viewer {n}'s stream: {status} {body}");
+    }
+    let mut bytes = res.bytes_stream();
+    let mut buffer = String::new();
+    while let Some(Ok(chunk)) = bytes.next().await {
+        let now = Instant::now();
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        for (_, data) in real::sse_blocks(&mut buffer) {
+            let event: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+            let mut heard = heard.lock().unwrap();
+            heard.events[n] += 1;
+            match event["type"].as_str() {
+                Some("chip_changed") => {
+                    if let Some(record) = event["record_id"].as_i64() {
+                        heard.fired[n].push((record, now));
+                    }
+                }
+                Some("resync") => heard.resyncs += 1,
+                _ => {}
+            }
+        }
+    }
+}
+
+async fn add_viewers(database_url: &str, viewers: usize) -> Vec<String> {
+    let store = engine::store::Store::connect(database_url)
+        .await
+        .expect("the database");
+    let engine = engine::Engine::new(
+        store,
+        engine::packs::Catalog::builtin(),
+        None,
+        engine::EngineConfig::default(),
+    );
+    let mut tokens = Vec::with_capacity(viewers);
+    for n in 0..viewers {
+        let email = format!("viewer{n}@viewers.example");
+        engine
+            .add_user(&email, "viewers", model::Role::Member, None)
+            .await
+            .expect("a viewer");
+        tokens.push(
+            engine
+                .create_token(&email, "viewers")
+                .await
+                .expect("a token")
+                .1,
+        );
+    }
+    tokens
+}
+
+#[tokio::main]
+async fn main() {
+    raise_open_files();
+    let viewers = setting("VIEWERS", 200) as usize;
+    let fires = setting("FIRES", 30) as usize;
+    let db = engine::store::testing::sqlite();
+    let dir = std::env::temp_dir().join(format!("switchyard-viewers-{}", std::process::id()));
+    let provider = FakeProvider::start(Behaviour::unlimited(Duration::ZERO)).await;
+    write_deployment(&dir, &provider.manifest("fake", "/search", None));
+    let tokens = add_viewers(&db.url, viewers).await;
+
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    cmd.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .env("DATABASE_URL", &db.url)
+        .env("SWITCHYARD_FETCH_ALLOW", "127.0.0.1")
+        .env("RUST_LOG", "warn")
+        .env_remove("SWITCHYARD_PUBLIC_URL")
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .arg("--connectors")
+        .arg(dir.join("connectors"))
+        .arg("--packs")
+        .arg(dir.join("packs.toml"));
+    let served = Served::start(cmd, "viewers");
+    let pid = served.child.id();
+    let url = served.url.clone();
+    let http = reqwest::Client::new();
+    let first = &tokens[0];
+
+    let mut csv = String::from("name,city\n");
+    for i in 0..fires {
+        csv.push_str(&format!("Company {i},City {i}\n"));
+    }
+    let set: Value = http
+        .post(format!("{url}/api/record-sets"))
+        .query(&[("name", "Watched"), ("bundle", real::BUNDLE)])
+        .bearer_auth(first)
+        .header("content-type", "text/csv")
+        .body(csv)
+        .send()
+        .await
+        .expect("import")
+        .json()
+        .await
+        .expect("the set");
+    let set = set["id"].as_i64().expect("a set id");
+    let page: Value = http
+        .get(format!("{url}/api/record-sets/{set}/records?limit={fires}"))
+        .bearer_auth(first)
+        .send()
+        .await
+        .expect("records")
+        .json()
+        .await
+        .expect("a page");
+    let records: Vec<i64> = page["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter_map(|r| r["id"].as_i64())
+        .collect();
+
+    let rss_before = rss_kib(pid);
+    let heard = Arc::new(Mutex::new(Heard {
+        fired: vec![Vec::new(); viewers],
+        events: vec![0; viewers],
+        resyncs: 0,
+    }));
+    let opening = Instant::now();
+    let gate = Arc::new(tokio::sync::Semaphore::new(OPENING_AT_ONCE));
+    let streams: Vec<_> = tokens
+        .iter()
+        .enumerate()
+        .map(|(n, token)| {
+            let to = (url.clone(), token.clone(), set);
+            tokio::spawn(watch(n, to, gate.clone(), heard.clone()))
+        })
+        .collect();
+    // Open when every viewer has heard of itself joining: it has an event.
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let heard = heard.lock().unwrap();
+        if heard.events.iter().all(|e| *e > 0) {
+            break;
+        }
+        assert!(
+            opening.elapsed() < Duration::from_secs(600),
+            "streams did not open"
+        );
+    }
+    let opened = opening.elapsed();
+    // Let the joins' news settle before measuring fires.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss_open = rss_kib(pid);
+
+    let mut sent = Vec::with_capacity(fires);
+    for record in &records {
+        let at = Instant::now();
+        let res = http
+            .post(format!("{url}/api/records/{record}/fire"))
+            .bearer_auth(first)
+            .json(&json!({ "pack": "web" }))
+            .send()
+            .await
+            .expect("a fire");
+        assert_eq!(res.status(), 200, "a fire answers");
+        sent.push((*record, at));
+        // One at a time, as people click, not a flood.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rss_after = rss_kib(pid);
+    for stream in streams {
+        stream.abort();
+    }
+
+    let heard = heard.lock().unwrap();
+    let mut delays = Vec::new();
+    let mut missing = 0usize;
+    for stream in &heard.fired {
+        for (record, at) in &sent {
+            match stream.iter().find(|(r, _)| r == record) {
+                Some((_, when)) => delays.push(when.saturating_duration_since(*at)),
+                None => missing += 1,
+            }
+        }
+    }
+    delays.sort();
+    let events: u64 = heard.events.iter().sum();
+    println!(
+        "viewers: {viewers} viewers of one set, {fires} fires one at a time (SQLite, release build)"
+    );
+    println!(
+        "viewers: streams open in {:.1} s; {events} events received in all; {} resyncs",
+        opened.as_secs_f64(),
+        heard.resyncs
+    );
+    if delays.is_empty() {
+        println!("viewers: no fire news received");
+    } else {
+        println!(
+            "viewers: fire to news: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} deliveries; {missing} missing",
+            percentile(&delays, 0.5).as_secs_f64() * 1e3,
+            percentile(&delays, 0.99).as_secs_f64() * 1e3,
+            delays[delays.len() - 1].as_secs_f64() * 1e3,
+            delays.len()
+        );
+    }
+    println!(
+        "viewers: server RSS {} MiB before the streams, {} MiB open, {} MiB after the fires: {:.1} KiB per viewer",
+        rss_before / 1024,
+        rss_open / 1024,
+        rss_after / 1024,
+        rss_after.saturating_sub(rss_before) as f64 / viewers as f64
+    );
+    drop(served);
+    let _ = std::fs::remove_dir_all(&dir);
+}
