@@ -47,7 +47,10 @@ pub struct EventParams {
 /// cost one serialisation per event, not a thousand. Per process (an id
 /// names one event of one bus).
 #[derive(Clone, Debug, Default)]
-pub struct EventJson(Arc<Mutex<VecDeque<(u64, Arc<str>)>>>);
+pub struct EventJson(Arc<Mutex<VecDeque<Made>>>);
+
+/// An event's id and its JSON.
+type Made = (u64, Arc<str>);
 
 /// Events whose JSON is kept: more than a burst of events any stream is
 /// still sending (a stream further behind makes its own).
