@@ -31,7 +31,7 @@ mod envelope;
 mod ledger;
 mod scrape;
 mod shape;
-mod verbs;
+mod typed;
 
 use envelope::{connectors_tried, envelope_status, stored_envelope};
 use ledger::CallLedger;
