@@ -135,6 +135,99 @@ async fn add_viewers(database_url: &str, viewers: usize) -> Vec<String> {
     tokens
 }
 
+/// The set everyone watches, imported by the first viewer: its id and
+/// its records' ids.
+async fn watched_set(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    records: usize,
+) -> (i64, Vec<i64>) {
+    let mut csv = String::from("name,city\n");
+    for i in 0..records {
+        csv.push_str(&format!("Company {i},City {i}\n"));
+    }
+    let set: Value = http
+        .post(format!("{url}/api/record-sets"))
+        .query(&[("name", "Watched"), ("bundle", real::BUNDLE)])
+        .bearer_auth(token)
+        .header("content-type", "text/csv")
+        .body(csv)
+        .send()
+        .await
+        .expect("import")
+        .json()
+        .await
+        .expect("the set");
+    let set = set["id"].as_i64().expect("a set id");
+    let page: Value = http
+        .get(format!(
+            "{url}/api/record-sets/{set}/records?limit={records}"
+        ))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("records")
+        .json()
+        .await
+        .expect("a page");
+    let ids = page["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter_map(|r| r["id"].as_i64())
+        .collect();
+    (set, ids)
+}
+
+/// The fire-to-news figures.
+fn print_delays(delays: &[Duration], missing: usize) {
+    if delays.is_empty() {
+        println!("viewers: no fire news received");
+    } else {
+        println!(
+            "viewers: fire to news: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} deliveries; {missing} missing",
+            percentile(delays, 0.5).as_secs_f64() * 1e3,
+            percentile(delays, 0.99).as_secs_f64() * 1e3,
+            delays[delays.len() - 1].as_secs_f64() * 1e3,
+            delays.len()
+        );
+    }
+}
+
+/// The release server on `database_url`, with the deployment in `dir`.
+fn serve(database_url: &str, dir: &Path) -> Served {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    cmd.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .env("DATABASE_URL", database_url)
+        .env("SWITCHYARD_FETCH_ALLOW", "127.0.0.1")
+        .env("RUST_LOG", "warn")
+        .env_remove("SWITCHYARD_PUBLIC_URL")
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .arg("--connectors")
+        .arg(dir.join("connectors"))
+        .arg("--packs")
+        .arg(dir.join("packs.toml"));
+    Served::start(cmd, "viewers")
+}
+
+/// Each fire's news as every stream heard it: the delays, sorted, and
+/// how many deliveries never came.
+fn delays(heard: &Heard, sent: &[(i64, Instant)]) -> (Vec<Duration>, usize) {
+    let mut delays = Vec::new();
+    let mut missing = 0usize;
+    for stream in &heard.fired {
+        for (record, at) in sent {
+            match stream.iter().find(|(r, _)| r == record) {
+                Some((_, when)) => delays.push(when.saturating_duration_since(*at)),
+                None => missing += 1,
+            }
+        }
+    }
+    delays.sort();
+    (delays, missing)
+}
+
 #[tokio::main]
 async fn main() {
     raise_open_files();
@@ -146,55 +239,13 @@ async fn main() {
     write_deployment(&dir, &provider.manifest("fake", "/search", None));
     let tokens = add_viewers(&db.url, viewers).await;
 
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));
-    cmd.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .env("DATABASE_URL", &db.url)
-        .env("SWITCHYARD_FETCH_ALLOW", "127.0.0.1")
-        .env("RUST_LOG", "warn")
-        .env_remove("SWITCHYARD_PUBLIC_URL")
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .arg("--connectors")
-        .arg(dir.join("connectors"))
-        .arg("--packs")
-        .arg(dir.join("packs.toml"));
-    let served = Served::start(cmd, "viewers");
+    let served = serve(&db.url, &dir);
     let pid = served.child.id();
     let url = served.url.clone();
     let http = reqwest::Client::new();
     let first = &tokens[0];
 
-    let mut csv = String::from("name,city\n");
-    for i in 0..fires {
-        csv.push_str(&format!("Company {i},City {i}\n"));
-    }
-    let set: Value = http
-        .post(format!("{url}/api/record-sets"))
-        .query(&[("name", "Watched"), ("bundle", real::BUNDLE)])
-        .bearer_auth(first)
-        .header("content-type", "text/csv")
-        .body(csv)
-        .send()
-        .await
-        .expect("import")
-        .json()
-        .await
-        .expect("the set");
-    let set = set["id"].as_i64().expect("a set id");
-    let page: Value = http
-        .get(format!("{url}/api/record-sets/{set}/records?limit={fires}"))
-        .bearer_auth(first)
-        .send()
-        .await
-        .expect("records")
-        .json()
-        .await
-        .expect("a page");
-    let records: Vec<i64> = page["records"]
-        .as_array()
-        .expect("records")
-        .iter()
-        .filter_map(|r| r["id"].as_i64())
-        .collect();
+    let (set, records) = watched_set(&http, &url, first, fires).await;
 
     let rss_before = rss_kib(pid);
     let heard = Arc::new(Mutex::new(Heard {
@@ -251,17 +302,7 @@ async fn main() {
     }
 
     let heard = heard.lock().unwrap();
-    let mut delays = Vec::new();
-    let mut missing = 0usize;
-    for stream in &heard.fired {
-        for (record, at) in &sent {
-            match stream.iter().find(|(r, _)| r == record) {
-                Some((_, when)) => delays.push(when.saturating_duration_since(*at)),
-                None => missing += 1,
-            }
-        }
-    }
-    delays.sort();
+    let (delays, missing) = delays(&heard, &sent);
     let events: u64 = heard.events.iter().sum();
     println!(
         "viewers: {viewers} viewers of one set, {fires} fires one at a time (SQLite, release build)"
@@ -271,17 +312,7 @@ async fn main() {
         opened.as_secs_f64(),
         heard.resyncs
     );
-    if delays.is_empty() {
-        println!("viewers: no fire news received");
-    } else {
-        println!(
-            "viewers: fire to news: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} deliveries; {missing} missing",
-            percentile(&delays, 0.5).as_secs_f64() * 1e3,
-            percentile(&delays, 0.99).as_secs_f64() * 1e3,
-            delays[delays.len() - 1].as_secs_f64() * 1e3,
-            delays.len()
-        );
-    }
+    print_delays(&delays, missing);
     println!(
         "viewers: server RSS {} MiB before the streams, {} MiB open, {} MiB after the fires: {:.1} KiB per viewer",
         rss_before / 1024,

@@ -371,6 +371,17 @@ impl Door {
                 let a: ReadBatchArgs = arguments(args)?;
                 json!(e.undo_bulk(who, a.batch_id).await.map_err(failed)?)
             }
+            verb => self.call_verb(who, verb, args).await?,
+        };
+        Ok(answer)
+    }
+
+    /// A verb's tool: its arguments parsed as its type, its operation
+    /// called, its envelope answered.
+    async fn call_verb(&self, who: &Principal, name: &str, args: Value) -> Result<Value, String> {
+        let e = &self.engine;
+        let failed = |err: engine::ops::OpError| err.to_string();
+        Ok(match name {
             "web.scrape" => {
                 let request: model::ScrapeRequest = arguments(args)?;
                 json!(e.scrape(who, request).await.map_err(failed)?)
@@ -398,8 +409,7 @@ impl Door {
                     .await
                     .map_err(failed)?)
             }
-        };
-        Ok(answer)
+        })
     }
 }
 
