@@ -544,12 +544,11 @@ impl ServerHandler for Door {
         let mut access_check = tokio::time::interval(crate::api::STREAM_ACCESS_CHECK);
         access_check.tick().await;
         let mut events = self.engine.subscribe();
-        // A listing that fails (the database away) changes nothing told.
-        let names = async |door: &Door| -> Option<Vec<String>> {
-            let tools = door.tools(&who).await.ok()?;
-            Some(tools.into_iter().map(|t| t.name.to_string()).collect())
-        };
-        let mut told = names(self).await.unwrap_or_default();
+        // The verb tools' names, read from the registry at once (the other
+        // tools never change): a change made just after the subscription
+        // is one this listing has not absorbed yet.
+        let names = |door: &Door| door.engine.served_verb_names(&who);
+        let mut told = names(self);
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
@@ -574,9 +573,7 @@ impl ServerHandler for Door {
                     Ok(_) | Err(RecvError::Lagged(_)) => {}
                 },
             }
-            let Some(now) = names(self).await else {
-                continue;
-            };
+            let now = names(self);
             if now != told {
                 told = now;
                 if context.sink().notify_tool_list_changed().await.is_err() {

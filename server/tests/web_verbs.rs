@@ -432,6 +432,19 @@ async fn every_connector_a_verb_tool_advertises_is_one_its_door_takes() {
     let token = token(&server, TEST_EMAIL, TEST_WORKSPACE).await;
     let agent = agent(&server, &token).await;
     let tools = agent.list_all_tools().await.unwrap();
+    // What a listening agent's changes are compared with is the same list.
+    let mut listed: Vec<String> = tools
+        .iter()
+        .filter(|t| t.name.contains('.'))
+        .map(|t| t.name.to_string())
+        .collect();
+    let mut served = server
+        .state
+        .engine
+        .served_verb_names(&server.tester().await);
+    listed.sort();
+    served.sort();
+    assert_eq!(listed, served);
     let mut checked = Vec::new();
     for tool in tools.iter().filter(|t| t.name.contains('.')) {
         let schema = Value::Object((*tool.input_schema).clone());

@@ -22,8 +22,47 @@ impl Engine {
         let ws = Some(who.workspace_id);
         let scope = self.dispatcher.scope(ws).await?;
         let candidates = scope.candidates(&self.registry);
-        // A capability a verb declared in code is the door of (maps.search)
-        // is listed once, as that verb.
+        Ok(self
+            .entries(ws)
+            .into_iter()
+            .map(|(entry, runs_through)| {
+                let connectors = self.registry.serving(&runs_through, ws).len();
+                let (chain, unavailable) = chain_now(&runs_through, &candidates);
+                CapabilityView {
+                    name: entry.name,
+                    label: entry.label,
+                    builtin: entry.builtin,
+                    connectors,
+                    kind: entry.kind,
+                    mode: entry.mode,
+                    billing_unit: entry.billing_unit.to_owned(),
+                    available: unavailable.is_none(),
+                    unavailable,
+                    input_schema: entry.kind.input_schema(),
+                    output_schema: entry.kind.output_schema(),
+                    runs_through,
+                    chain,
+                }
+            })
+            .collect())
+    }
+
+    /// The names of the verbs some connector of the caller's workspace
+    /// serves (any status): what its agents' tool list holds, read from
+    /// the registry alone, at once.
+    pub fn served_verb_names(&self, who: &Principal) -> Vec<String> {
+        let ws = Some(who.workspace_id);
+        self.entries(ws)
+            .into_iter()
+            .filter(|(_, runs_through)| !self.registry.serving(runs_through, ws).is_empty())
+            .map(|(entry, _)| entry.name)
+            .collect()
+    }
+
+    /// Every verb's listing and the capability it runs through. A
+    /// capability a verb declared in code is the door of (maps.search) is
+    /// listed once, as that verb.
+    fn entries(&self, ws: Option<i64>) -> Vec<(Entry, Capability)> {
         let searches = self
             .registry
             .capabilities(ws)
@@ -51,28 +90,7 @@ impl Engine {
             };
             (entry, Capability::from(verb.runs_through))
         });
-        Ok(searches
-            .chain(declared)
-            .map(|(entry, runs_through)| {
-                let connectors = self.registry.serving(&runs_through, ws).len();
-                let (chain, unavailable) = chain_now(&runs_through, &candidates);
-                CapabilityView {
-                    name: entry.name,
-                    label: entry.label,
-                    builtin: entry.builtin,
-                    connectors,
-                    kind: entry.kind,
-                    mode: entry.mode,
-                    billing_unit: entry.billing_unit.to_owned(),
-                    available: unavailable.is_none(),
-                    unavailable,
-                    input_schema: entry.kind.input_schema(),
-                    output_schema: entry.kind.output_schema(),
-                    runs_through,
-                    chain,
-                }
-            })
-            .collect())
+        searches.chain(declared).collect()
     }
 }
 
