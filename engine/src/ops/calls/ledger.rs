@@ -9,18 +9,55 @@ use crate::connectors::seam::ConnectorResult;
 use crate::execution::dispatch::walk::Ledger;
 use crate::store::{CallStatus, Store, StoreError};
 
-/// A call's attempts: its receipts, and the results it keeps.
-pub(super) struct CallLedger<'a> {
+/// A call's attempts as its receipts: each written open before its
+/// connector is called, and closed with how it ended. Every ledger of a
+/// call writes them this one way.
+pub(super) struct Receipts<'a> {
     pub(super) store: &'a Store,
     pub(super) call_id: i64,
     pub(super) actor: &'a str,
+    /// The attempt written but not yet closed: its id and connector.
+    pub(super) open: Option<(i64, String)>,
+}
+
+impl<'a> Receipts<'a> {
+    pub(super) fn new(store: &'a Store, call_id: i64, actor: &'a str) -> Self {
+        Self {
+            store,
+            call_id,
+            actor,
+            open: None,
+        }
+    }
+
+    pub(super) async fn open(&mut self, connector_id: &str) -> Result<(), StoreError> {
+        let id = crate::store::retrying(|| {
+            self.store
+                .open_call_attempt(self.call_id, connector_id, self.actor)
+        })
+        .await?;
+        self.open = Some((id, connector_id.to_owned()));
+        Ok(())
+    }
+
+    /// Closes the open attempt; its connector, or `None` when none was open.
+    pub(super) async fn close(&mut self, end: &AttemptEnd) -> Result<Option<String>, StoreError> {
+        let Some((id, connector_id)) = self.open.take() else {
+            return Ok(None);
+        };
+        crate::store::retrying(|| self.store.close_call_attempt(id, end)).await?;
+        Ok(Some(connector_id))
+    }
+}
+
+/// A call's attempts: its receipts, and the results it keeps.
+pub(super) struct CallLedger<'a> {
+    pub(super) receipts: Receipts<'a>,
     pub(super) max_results: usize,
     /// What it keeps of a result.
     pub(super) shape: Shape,
     /// What it asked (a review keeps the place it is of).
     pub(super) asked: &'a str,
-    /// The attempt written but not yet closed: its id and connector.
-    pub(super) open: Option<(i64, String)>,
     /// Every closed attempt: its connector and how it ended.
     pub(super) attempts: Vec<(String, AttemptEnd)>,
     pub(super) skipped: Vec<Skipped>,
@@ -75,13 +112,7 @@ impl Ledger for CallLedger<'_> {
     }
 
     async fn open(&mut self, connector_id: &str) -> Result<(), StoreError> {
-        let id = crate::store::retrying(|| {
-            self.store
-                .open_call_attempt(self.call_id, connector_id, self.actor)
-        })
-        .await?;
-        self.open = Some((id, connector_id.to_owned()));
-        Ok(())
+        self.receipts.open(connector_id).await
     }
 
     async fn close(
@@ -90,10 +121,9 @@ impl Ledger for CallLedger<'_> {
         results: Vec<ConnectorResult>,
         _last: bool,
     ) -> Result<(), StoreError> {
-        let Some((id, connector_id)) = self.open.take() else {
+        let Some(connector_id) = self.receipts.close(end).await? else {
             return Ok(());
         };
-        crate::store::retrying(|| self.store.close_call_attempt(id, end)).await?;
         for r in results {
             if self.results.len() >= self.max_results {
                 break;

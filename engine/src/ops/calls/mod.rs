@@ -34,7 +34,7 @@ mod shape;
 mod typed;
 
 use envelope::{connectors_tried, envelope_status, stored_envelope};
-use ledger::CallLedger;
+use ledger::{CallLedger, Receipts};
 use shape::Shape;
 
 /// How long calls may take and how long their results are kept.
@@ -342,13 +342,10 @@ impl Engine {
             ref fields,
         } = *plan;
         let mut ledger = CallLedger {
-            store: &self.store,
-            call_id: id,
-            actor,
+            receipts: Receipts::new(&self.store, id, actor),
             max_results: max_results as usize,
             shape,
             asked: query,
-            open: None,
             attempts: Vec::new(),
             skipped: chain.skipped.clone(),
             results: Vec::new(),

@@ -18,11 +18,12 @@ use crate::connectors::seam::{ConnectorResult, FireOpts};
 use crate::execution::dispatch::walk::{Ledger, Subject};
 use crate::execution::flow::Priority;
 use crate::packs::chain::{self, ChainRequest};
-use crate::store::{CallStatus, Store, StoreError};
+use crate::store::{CallStatus, StoreError};
 use crate::tenancy::Principal;
 use crate::urlnorm::parse_web_url;
 use crate::Engine;
 
+use super::ledger::Receipts;
 use super::{Launch, OpError};
 
 /// Addresses of one call read at once (each connector's rate paces them
@@ -142,10 +143,7 @@ impl Engine {
             return Ok(failed(url, None, "cancelled before it was read".to_owned()));
         }
         let mut ledger = PageLedger {
-            store: &self.store,
-            call_id: batch.id,
-            actor: batch.actor,
-            open: None,
+            receipts: Receipts::new(&self.store, batch.id, batch.actor),
             tried: Vec::new(),
             skipped: batch.skipped.to_vec(),
             read: None,
@@ -199,11 +197,7 @@ fn failed(url: String, connector_id: Option<String>, error: String) -> ScrapedPa
 /// One address's walk: each attempt's receipt, and the page once a
 /// connector has read it.
 struct PageLedger<'a> {
-    store: &'a Store,
-    call_id: i64,
-    actor: &'a str,
-    /// The attempt written but not yet closed: its id and connector.
-    open: Option<(i64, String)>,
+    receipts: Receipts<'a>,
     /// Every closed attempt: its connector and how it ended.
     tried: Vec<(String, AttemptEnd)>,
     skipped: Vec<Skipped>,
@@ -282,13 +276,7 @@ impl Ledger for PageLedger<'_> {
     }
 
     async fn open(&mut self, connector_id: &str) -> Result<(), StoreError> {
-        let id = crate::store::retrying(|| {
-            self.store
-                .open_call_attempt(self.call_id, connector_id, self.actor)
-        })
-        .await?;
-        self.open = Some((id, connector_id.to_owned()));
-        Ok(())
+        self.receipts.open(connector_id).await
     }
 
     async fn close(
@@ -297,10 +285,9 @@ impl Ledger for PageLedger<'_> {
         results: Vec<ConnectorResult>,
         _last: bool,
     ) -> Result<(), StoreError> {
-        let Some((id, connector_id)) = self.open.take() else {
+        let Some(connector_id) = self.receipts.close(end).await? else {
             return Ok(());
         };
-        crate::store::retrying(|| self.store.close_call_attempt(id, end)).await?;
         if self.read.is_none() {
             if let Some(first) = results.into_iter().next() {
                 self.read = Some((connector_id.clone(), first));
