@@ -3,9 +3,13 @@
 //! to its subscribers. On SQLite the count lives in this process; on
 //! PostgreSQL every process writes its own streams to the database (renewed
 //! with its heartbeat), so the list names the viewers on every process.
+//! A set's news goes out at most once per [`PRESENCE_NEWS_EVERY`]: the
+//! first change at once, the ones that follow within it together at its
+//! end (a thousand people arriving is a few dozen events, not a thousand).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use model::EventKind;
 use tokio::sync::{mpsc, oneshot};
@@ -14,11 +18,62 @@ use crate::execution::lease::{LeaseConfig, Owner};
 use crate::live::events::EventBus;
 use crate::store::{Backend, Store, StoreError};
 
+/// How often at most a set's viewers are news.
+pub const PRESENCE_NEWS_EVERY: Duration = Duration::from_millis(250);
+
 /// Open streams per record set and viewer.
 #[derive(Clone, Debug)]
 pub struct Presence {
     counts: Counts,
+    news: News,
+}
+
+/// The presence news of each set told within the last
+/// [`PRESENCE_NEWS_EVERY`], with its viewers since if they changed: the
+/// news still to tell at the window's end.
+#[derive(Clone, Debug)]
+struct News {
     events: EventBus,
+    every: Duration,
+    recent: Arc<Mutex<HashMap<i64, Option<Vec<String>>>>>,
+}
+
+impl News {
+    fn new(events: EventBus) -> Self {
+        Self {
+            events,
+            every: PRESENCE_NEWS_EVERY,
+            recent: Arc::default(),
+        }
+    }
+
+    /// Tells a set's viewers now, or at the end of the window its last news
+    /// opened (the latest list then).
+    fn tell(&self, record_set_id: i64, viewers: Vec<String>) {
+        let mut recent = lock(&self.recent);
+        if let Some(waiting) = recent.get_mut(&record_set_id) {
+            *waiting = Some(viewers);
+            return;
+        }
+        // Published under the lock: news of one set keeps its order.
+        self.events
+            .publish(Some(record_set_id), EventKind::presence(viewers));
+        // Outside a runtime (a guard dropped as it ends) nothing waits.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            recent.insert(record_set_id, None);
+            runtime.spawn(self.clone().window(record_set_id));
+        }
+    }
+
+    /// Closes a set's window, telling what changed within it (and opening
+    /// the next window when it did).
+    async fn window(self, record_set_id: i64) {
+        tokio::time::sleep(self.every).await;
+        let waiting = lock(&self.recent).remove(&record_set_id).flatten();
+        if let Some(viewers) = waiting {
+            self.tell(record_set_id, viewers);
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -57,7 +112,7 @@ impl Presence {
     pub fn new(events: EventBus) -> Self {
         Self {
             counts: Counts::Local(Arc::default()),
-            events,
+            news: News::new(events),
         }
     }
 
@@ -75,15 +130,15 @@ impl Presence {
                 owner,
                 leases,
             },
-            events,
+            news: News::new(events),
         };
         tokio::spawn(presence.clone().write_changes(queue));
         presence
     }
 
     /// Marks `viewer` as looking at a record set until the guard drops, and
-    /// returns once the set's new viewers are published (so they come before
-    /// anything this viewer does next).
+    /// returns once the set's new viewers are told or waiting to be (news
+    /// told at once comes before anything this viewer does next).
     pub async fn join(&self, record_set_id: i64, viewer: &str) -> Viewing {
         let (published, done) = oneshot::channel();
         self.change(record_set_id, viewer, 1, Some(published));
@@ -141,7 +196,7 @@ impl Presence {
         let now = store.now_ms();
         for set in store.drop_viewers(now, owner.map(Owner::as_str)).await? {
             let viewers = store.viewers(set, now).await?;
-            self.events.publish(Some(set), EventKind::presence(viewers));
+            self.news.tell(set, viewers);
         }
         Ok(())
     }
@@ -173,8 +228,7 @@ impl Presence {
                     }
                     viewers
                 };
-                self.events
-                    .publish(Some(record_set_id), EventKind::presence(viewers));
+                self.news.tell(record_set_id, viewers);
                 if let Some(published) = published {
                     let _ = published.send(());
                 }
@@ -190,7 +244,7 @@ impl Presence {
         }
     }
 
-    /// Writes joins and leaves in the order they happened and publishes each
+    /// Writes joins and leaves in the order they happened and tells each
     /// set's viewers after its change.
     async fn write_changes(self, mut queue: mpsc::UnboundedReceiver<Change>) {
         let Counts::Shared {
@@ -205,7 +259,7 @@ impl Presence {
         let (store, owner, leases) = (store.clone(), owner.clone(), *leases);
         // The queue ends when the last handle (every `Presence`) is gone;
         // this task holds only what it needs to write.
-        let events = self.events.clone();
+        let news = self.news.clone();
         drop(self);
         while let Some(change) = queue.recv().await {
             let written = crate::store::retrying(|| {
@@ -220,9 +274,7 @@ impl Presence {
             })
             .await;
             match written {
-                Ok(viewers) => {
-                    events.publish(Some(change.record_set_id), EventKind::presence(viewers))
-                }
+                Ok(viewers) => news.tell(change.record_set_id, viewers),
                 Err(e) => {
                     tracing::warn!(error = %e, set = change.record_set_id, "Cannot record who views a record set.")
                 }
@@ -272,6 +324,8 @@ mod tests {
         drop(b);
         assert!(presence.viewers(1).await.unwrap().is_empty());
         assert_eq!(presence.viewers(2).await.unwrap(), ["carol@example.org"]);
+        // The leaves' news comes at the end of the window.
+        tokio::time::sleep(PRESENCE_NEWS_EVERY * 2).await;
         let mut last_of_set_1 = None;
         while let Ok(event) = rx.try_recv() {
             if event.record_set_id == Some(1) {
@@ -279,5 +333,55 @@ mod tests {
             }
         }
         assert_eq!(last_of_set_1, Some(EventKind::presence(vec![])));
+    }
+
+    /// Every event of set `set` received so far.
+    fn news_of(
+        rx: &mut tokio::sync::broadcast::Receiver<Arc<model::Event>>,
+        set: i64,
+    ) -> Vec<EventKind> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .filter(|e| e.record_set_id == Some(set))
+            .map(|e| e.kind.clone())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn arrivals_close_together_are_one_piece_of_news() {
+        let bus = EventBus::new();
+        let mut rx = bus.subscribe();
+        // A window longer than a hundred joins take on any machine.
+        let window = Duration::from_secs(2);
+        let mut presence = Presence::new(bus);
+        presence.news.every = window;
+        let first = presence.join(1, "viewer0@example.org").await;
+        // The first arrival is news at once.
+        assert_eq!(
+            news_of(&mut rx, 1),
+            [EventKind::presence(vec!["viewer0@example.org".to_owned()])]
+        );
+        let mut guards = vec![first];
+        for n in 1..100 {
+            guards.push(presence.join(1, &format!("viewer{n}@example.org")).await);
+        }
+        assert!(
+            news_of(&mut rx, 1).is_empty(),
+            "the others wait for the window"
+        );
+        tokio::time::sleep(window + Duration::from_millis(100)).await;
+        let told = news_of(&mut rx, 1);
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(
+            matches!(&told[0], EventKind::Presence { count: 100, .. }),
+            "{told:?}"
+        );
+        // A quiet window opens none after it: the next arrival is news at once.
+        tokio::time::sleep(window + Duration::from_millis(100)).await;
+        assert!(news_of(&mut rx, 1).is_empty());
+        let _late = presence.join(1, "late@example.org").await;
+        assert!(matches!(
+            news_of(&mut rx, 1).as_slice(),
+            [EventKind::Presence { count: 101, .. }]
+        ));
     }
 }
