@@ -31,6 +31,8 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// Open event streams, by person.
     pub streams: engine::ops::Slots,
+    /// Open streams' access, checked again for all of them at once.
+    pub access: crate::auth::AccessWatch,
     /// Recent events' JSON, made once and shared by every stream.
     pub event_json: crate::api::EventJson,
     /// Cancelled when the process starts stopping: open event streams end
@@ -72,7 +74,7 @@ pub fn app(state: AppState) -> Router {
         .merge(crate::api::router())
         .nest_service(
             crate::mcp::MCP_PATH,
-            crate::mcp::service(state.engine.clone()),
+            crate::mcp::service(state.engine.clone(), state.access.clone()),
         )
         .nest_service(crate::delivery::PKG_PATH, site_files)
         .route(AUTH_ROUTES[0].1, post(auth::sign_in))

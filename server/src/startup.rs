@@ -52,6 +52,7 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
             },
         },
     );
+    let access = crate::auth::AccessWatch::start(engine.clone());
     Ok(AppState {
         leptos_options: config.leptos_options(),
         engine,
@@ -59,6 +60,7 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AppState> {
         token_rate: crate::auth::TokenRate::new(config.token_requests_per_second),
         secure_cookies: config.secure_cookies,
         streams: engine::ops::Slots::default(),
+        access,
         event_json: crate::api::EventJson::default(),
         stopping: tokio_util::sync::CancellationToken::new(),
     })

@@ -724,36 +724,48 @@ async fn ends_within(res: reqwest::Response, limit: std::time::Duration) -> bool
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_stream_ends_when_its_token_is_revoked_or_its_member_removed() {
-    let server = server(testing::sqlite()).await;
+    streams_end_when_their_access_is_lost(testing::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_stream_ends_when_its_access_is_lost_on_postgres() {
+    if let Some(db) = testing::postgres().await {
+        streams_end_when_their_access_is_lost(db).await;
+    }
+}
+
+async fn streams_end_when_their_access_is_lost(db: TestDatabase) {
+    let server = server(db).await;
     let set = server
         .me()
         .import("Watched", "test", "name,city\nAcme,Lyon\n")
         .await
         .id;
     let path = format!("/api/events?record_set={set}");
-    let limit = server::api::STREAM_ACCESS_CHECK * 3;
+    let limit = server::auth::STREAM_ACCESS_CHECK * 3;
 
-    // A token revoked while its stream is open.
-    let (id, token) = server
+    // Four streams open at once, checked in one batch: a token revoked,
+    // a member taken out of the workspace, and a token and a session whose
+    // access holds.
+    let open = |client: &reqwest::Client, token: Option<&str>| {
+        let mut req = client.get(server.at(&path));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        req.send()
+    };
+    let (revoked_id, revoked) = server
         .state
         .engine
         .create_token(TEST_EMAIL, "test")
         .await
         .unwrap();
-    let stream = reqwest::Client::new()
-        .get(server.at(&path))
-        .bearer_auth(&token)
-        .send()
+    let (_, kept) = server
+        .state
+        .engine
+        .create_token(TEST_EMAIL, "test")
         .await
         .unwrap();
-    assert_eq!(stream.status(), 200);
-    assert!(server.state.engine.store().revoke_token(id).await.unwrap());
-    assert!(
-        ends_within(stream, limit).await,
-        "the revoked token's stream goes on"
-    );
-
-    // A member taken out of the workspace while their stream is open.
     server
         .state
         .engine
@@ -768,22 +780,38 @@ async fn an_open_stream_ends_when_its_token_is_revoked_or_its_member_removed() {
     let dora = server
         .browser("dora@example.org", "dora's long password")
         .await;
-    let stream = dora.get(server.at(&path)).send().await.unwrap();
-    assert_eq!(stream.status(), 200);
+    let anyone = reqwest::Client::new();
+    let streams = [
+        open(&anyone, Some(&revoked)).await.unwrap(),
+        open(&dora, None).await.unwrap(),
+        open(&anyone, Some(&kept)).await.unwrap(),
+        open(&server.client, None).await.unwrap(),
+    ];
+    assert!(streams.iter().all(|s| s.status() == 200));
+    assert!(server
+        .state
+        .engine
+        .store()
+        .revoke_token(revoked_id)
+        .await
+        .unwrap());
     server
         .state
         .engine
         .remove_user("dora@example.org", "test")
         .await
         .unwrap();
-    assert!(
-        ends_within(stream, limit).await,
-        "the removed member's stream goes on"
+    let [revoked, removed, kept, session] = streams;
+    let (revoked, removed, kept, session) = tokio::join!(
+        ends_within(revoked, limit),
+        ends_within(removed, limit),
+        ends_within(kept, limit),
+        ends_within(session, limit),
     );
-
-    // A stream whose access holds stays open.
-    let stream = server.client.get(server.at(&path)).send().await.unwrap();
-    assert!(!ends_within(stream, server::api::STREAM_ACCESS_CHECK * 2).await);
+    assert!(revoked, "the revoked token's stream goes on");
+    assert!(removed, "the removed member's stream goes on");
+    assert!(!kept, "a token that holds lost its stream");
+    assert!(!session, "a session that holds lost its stream");
     server.stop().await;
 }
 

@@ -3,6 +3,8 @@
 //! set-password links, known-browser marks, API tokens, sessions, and the
 //! operator's token commands.
 
+use std::collections::HashSet;
+
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use hmac::Mac;
@@ -12,8 +14,8 @@ use crate::store::{StoreError, TokenInfo};
 use crate::tenancy::accounts::{normalize_email, AccountError};
 use crate::tenancy::credentials::{
     browser_mac, check_new_password, generate_token, hash_password_blocking, hex, random_bytes,
-    secret_hash, unhex, verify_in_turn, Sessions, PASSWORD_LINK_DAYS, SET_PASSWORD_PATH,
-    TOKEN_PREFIX,
+    secret_hash, unhex, verify_in_turn, Held, Proof, Sessions, PASSWORD_LINK_DAYS,
+    SET_PASSWORD_PATH, TOKEN_PREFIX,
 };
 use crate::tenancy::Principal;
 use crate::Engine;
@@ -213,6 +215,74 @@ impl Engine {
     /// when it was live.
     pub async fn revoke_token_value(&self, token: &str) -> Result<Option<i64>, StoreError> {
         self.store.revoke_token_by_hash(&secret_hash(token)).await
+    }
+
+    /// Which of these still hold, in their order: each token neither
+    /// revoked nor its holder's membership removed, each session neither
+    /// signed out, ended by a new password nor expired, and its person
+    /// still a member of its workspace. Three queries, however many there
+    /// are (the periodic check of every open stream in a process).
+    pub async fn still_held(&self, held: &[Held]) -> Result<Vec<bool>, StoreError> {
+        let token_hash = |proof: &Proof| match proof {
+            Proof::Token(value) if value.starts_with(TOKEN_PREFIX) => Some(secret_hash(value)),
+            _ => None,
+        };
+        let hashes: Vec<Option<String>> = held.iter().map(|h| token_hash(&h.proof)).collect();
+        let asked: Vec<&str> = hashes.iter().flatten().map(String::as_str).collect();
+        let tokens: HashSet<(String, i64, i64)> = if asked.is_empty() {
+            HashSet::new()
+        } else {
+            self.store
+                .live_token_holders(&asked)
+                .await?
+                .into_iter()
+                .collect()
+        };
+        let sessions: Vec<&str> = held
+            .iter()
+            .filter_map(|h| match &h.proof {
+                Proof::Session(id_hash) => Some(id_hash.as_str()),
+                Proof::Token(_) => None,
+            })
+            .collect();
+        let (live_sessions, members): (HashSet<String>, HashSet<(i64, i64)>) =
+            if sessions.is_empty() {
+                Default::default()
+            } else {
+                let mut people: Vec<i64> = held
+                    .iter()
+                    .filter(|h| matches!(h.proof, Proof::Session(_)))
+                    .map(|h| h.user_id)
+                    .collect();
+                people.sort_unstable();
+                people.dedup();
+                (
+                    self.store
+                        .live_sessions(&sessions)
+                        .await?
+                        .into_iter()
+                        .collect(),
+                    self.store
+                        .memberships_of(&people)
+                        .await?
+                        .into_iter()
+                        .collect(),
+                )
+            };
+        Ok(held
+            .iter()
+            .zip(hashes)
+            .map(|(h, hash)| match (&h.proof, hash) {
+                (Proof::Token(_), Some(hash)) => {
+                    tokens.contains(&(hash, h.user_id, h.workspace_id))
+                }
+                (Proof::Token(_), None) => false,
+                (Proof::Session(id_hash), _) => {
+                    live_sessions.contains(id_hash)
+                        && members.contains(&(h.user_id, h.workspace_id))
+                }
+            })
+            .collect())
     }
 
     /// Who a person is in a workspace now: `None` once they are no longer

@@ -281,6 +281,23 @@ impl Store {
         .await?)
     }
 
+    /// The (user, workspace) memberships of these people.
+    pub async fn memberships_of(&self, user_ids: &[i64]) -> Result<Vec<(i64, i64)>, StoreError> {
+        let mut found = Vec::new();
+        for chunk in user_ids.chunks(500) {
+            let sql = format!(
+                "SELECT user_id, workspace_id FROM memberships WHERE user_id IN ({})",
+                super::placeholders(chunk.len())
+            );
+            let mut query = sqlx::query_as::<_, (i64, i64)>(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            found.extend(query.fetch_all(self.pool()).await?);
+        }
+        Ok(found)
+    }
+
     /// `user_id` acting in `workspace_id`, if they are (still) a member.
     pub async fn principal(
         &self,

@@ -82,6 +82,60 @@ impl Store {
         Ok(Some(principal))
     }
 
+    /// Of these token hashes, the live ones whose holder is still a member,
+    /// with who they act as; marks them used (at most once a minute each).
+    /// For the periodic check of every open stream at once.
+    pub async fn live_token_holders(
+        &self,
+        token_hashes: &[&str],
+    ) -> Result<Vec<(String, i64, i64)>, StoreError> {
+        let now = self.now_ms();
+        let mut live = Vec::new();
+        for chunk in token_hashes.chunks(500) {
+            let sql = format!(
+                "SELECT t.token_hash, t.user_id, t.workspace_id FROM api_tokens t \
+                 JOIN memberships m ON m.user_id = t.user_id AND m.workspace_id = t.workspace_id \
+                 WHERE t.revoked_at IS NULL AND t.token_hash IN ({})",
+                super::placeholders(chunk.len())
+            );
+            let mut holders = sqlx::query_as::<_, (String, i64, i64)>(&sql);
+            for hash in chunk {
+                holders = holders.bind(*hash);
+            }
+            live.extend(holders.fetch_all(self.pool()).await?);
+            let sql = format!(
+                "UPDATE api_tokens SET last_used_at = $1 WHERE revoked_at IS NULL \
+                 AND (last_used_at IS NULL OR last_used_at < $2) AND token_hash IN ({})",
+                super::placeholders_after(2, chunk.len())
+            );
+            let mut used = sqlx::query(&sql).bind(now).bind(now - 60_000);
+            for hash in chunk {
+                used = used.bind(*hash);
+            }
+            used.execute(self.pool()).await?;
+        }
+        Ok(live)
+    }
+
+    /// Of these sessions (by the hash of their id), the ones still stored
+    /// and not expired.
+    pub async fn live_sessions(&self, id_hashes: &[&str]) -> Result<Vec<String>, StoreError> {
+        let now = self.now_ms();
+        let mut live = Vec::new();
+        for chunk in id_hashes.chunks(500) {
+            let sql = format!(
+                "SELECT id_hash FROM sessions WHERE expires_at > $1 AND id_hash IN ({})",
+                super::placeholders_after(1, chunk.len())
+            );
+            let mut query = sqlx::query_scalar::<_, String>(&sql).bind(now);
+            for hash in chunk {
+                query = query.bind(*hash);
+            }
+            live.extend(query.fetch_all(self.pool()).await?);
+        }
+        Ok(live)
+    }
+
     /// Revokes a token by id; `false` when there is no such live token.
     pub async fn revoke_token(&self, id: i64) -> Result<bool, StoreError> {
         let done = sqlx::query(

@@ -147,6 +147,31 @@ fn decoy_hash() -> &'static str {
     DECOY.get_or_init(|| hash_password(&generate_password()).unwrap_or_default())
 }
 
+/// What a long-lived answer (an event stream, a listening agent) proved
+/// itself with, and as whom: checked again while it stays open.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Held {
+    pub proof: Proof,
+    pub user_id: i64,
+    pub workspace_id: i64,
+}
+
+/// A token (its value) or a browser session (the hash of its id).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum Proof {
+    Token(String),
+    Session(String),
+}
+
+impl std::fmt::Debug for Proof {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Proof::Token(_) => "Token(***)",
+            Proof::Session(_) => "Session(***)",
+        })
+    }
+}
+
 /// Browser sessions as the server's session layer keeps them: one row per
 /// session, by the hash of its id, with its data and expiry.
 #[derive(Clone, Debug)]

@@ -25,8 +25,9 @@ use engine::store::Owned;
 use super::error::ErrorBody;
 use super::extract::{ApiQuery, Caller};
 use super::ApiError;
-use crate::auth::Credential;
+use crate::auth::Watching;
 use crate::router::AppState;
+use engine::tenancy::credentials::Held;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -109,9 +110,6 @@ fn database(answering: bool) -> SseEvent {
 /// How soon a browser reconnects when the process it streamed from stops.
 pub const RECONNECT_AFTER_STOP: Duration = Duration::from_millis(500);
 
-/// How often an open stream checks its caller's access again.
-pub const STREAM_ACCESS_CHECK: Duration = Duration::from_secs(5);
-
 /// Event streams one person may hold open at once in a process (a tab
 /// each, and a few scripts): past it, 429. Each costs a subscription and
 /// a periodic access check.
@@ -125,7 +123,7 @@ pub const MAX_STREAMS_PER_PERSON: usize = 20;
 pub async fn stream(
     State(state): State<AppState>,
     Caller(who): Caller,
-    Extension(credential): Extension<Credential>,
+    Extension(held): Extension<Held>,
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<EventParams>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
@@ -201,7 +199,8 @@ pub async fn stream(
     // The database going away and coming back, told between events.
     let database = WatchStream::from_changes(engine.database_answers())
         .map(|answering| Ok(database(answering)));
-    let (ended, goodbye) = stream_end(state, credential, who);
+    let watching = state.access.watch(held);
+    let (ended, goodbye) = stream_end(&state, watching);
     Ok(Sse::new(
         stream::select(replay.chain(live), database)
             .take_until(ended)
@@ -211,38 +210,23 @@ pub async fn stream(
 }
 
 /// When an open stream ends, and its last words: it ends when its caller's
-/// access no longer holds (checked every [`STREAM_ACCESS_CHECK`]) or when
-/// the process starts stopping; then it says to reconnect soon, and the
-/// browser's next connection reaches a process that stays.
+/// access no longer holds (the process's [`crate::auth::AccessWatch`]
+/// checks every open stream every [`crate::auth::STREAM_ACCESS_CHECK`]) or
+/// when the process starts stopping; then it says to reconnect soon, and
+/// the browser's next connection reaches a process that stays.
 fn stream_end(
-    state: AppState,
-    credential: Credential,
-    who: engine::tenancy::Principal,
+    state: &AppState,
+    watching: Watching,
 ) -> (
     impl std::future::Future<Output = ()>,
     impl Stream<Item = Result<SseEvent, Infallible>>,
 ) {
     let stopping = state.stopping.clone();
-    let revoked = async move {
-        let mut every = tokio::time::interval(STREAM_ACCESS_CHECK);
-        every.tick().await;
-        loop {
-            every.tick().await;
-            if !credential.still_holds(&state.engine, &who).await {
-                tracing::info!(
-                    user = who.user_id,
-                    workspace = who.workspace_id,
-                    "An open event stream lost its access; ending it."
-                );
-                return;
-            }
-        }
-    };
     let ended = {
         let stopping = stopping.clone();
         async move {
             tokio::select! {
-                () = revoked => {}
+                () = watching.lost() => {}
                 () = stopping.cancelled() => {}
             }
         }

@@ -8,7 +8,7 @@ mod calls;
 mod connectors;
 mod error;
 mod events;
-pub use events::{EventJson, MAX_STREAMS_PER_PERSON, STREAM_ACCESS_CHECK};
+pub use events::{EventJson, MAX_STREAMS_PER_PERSON};
 mod extract;
 mod fires;
 mod glance;

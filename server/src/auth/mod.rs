@@ -4,6 +4,7 @@
 //! request outside [`is_public`] that carries neither. Sign-in, sign-out,
 //! the workspace switch and passwords are plain HTML form posts handled here.
 
+mod access_watch;
 mod password;
 mod proxies;
 mod session_store;
@@ -16,11 +17,13 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use engine::tenancy::credentials::{Held, Proof};
 use engine::tenancy::Principal;
 use serde::Deserialize;
 use tower_sessions::cookie::{Cookie, SameSite};
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 
+pub use access_watch::{AccessWatch, Watching, STREAM_ACCESS_CHECK};
 pub use password::{change_password, set_password, SET_PASSWORD_PAGE};
 pub use proxies::TrustedProxies;
 pub use session_store::DbSessionStore;
@@ -132,61 +135,6 @@ fn unauthorized() -> Response {
     response
 }
 
-/// How a request proved who it is, so a long-lived answer (an event
-/// stream) can check again later that it still does.
-#[derive(Clone)]
-pub enum Credential {
-    Token(String),
-    Session {
-        /// The hash of the session's id, as the store keys it.
-        id_hash: String,
-        user_id: i64,
-        workspace_id: i64,
-    },
-}
-
-impl std::fmt::Debug for Credential {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Credential::Token(_) => f.write_str("Token(***)"),
-            Credential::Session {
-                user_id,
-                workspace_id,
-                ..
-            } => write!(f, "Session(user {user_id}, workspace {workspace_id})"),
-        }
-    }
-}
-
-impl Credential {
-    /// Whether it still proves the same person in the same workspace: the
-    /// token is not revoked, the session not signed out, ended by a new
-    /// password or expired, the membership not removed. A database that
-    /// cannot answer now is not a refusal.
-    pub async fn still_holds(&self, engine: &engine::Engine, who: &Principal) -> bool {
-        let now = match self {
-            Credential::Token(token) => engine.principal_by_token(token).await,
-            Credential::Session {
-                id_hash,
-                user_id,
-                workspace_id,
-            } => match engine.sessions().load(id_hash).await {
-                Ok(Some(_)) => engine.principal(*user_id, *workspace_id).await,
-                Ok(None) => Ok(None),
-                Err(e) => Err(e),
-            },
-        };
-        match now {
-            Ok(Some(p)) => p.user_id == who.user_id && p.workspace_id == who.workspace_id,
-            Ok(None) => false,
-            Err(e) => {
-                tracing::warn!(error = %e, "Cannot check an open stream's access again; keeping it for now.");
-                true
-            }
-        }
-    }
-}
-
 /// The principal of a bearer token or of the session, with how it was
 /// proved. A bearer header that does not resolve is refused outright, never
 /// treated as anonymous.
@@ -194,7 +142,7 @@ async fn principal_of(
     state: &AppState,
     session: &Session,
     headers: &HeaderMap,
-) -> Result<Option<(Principal, Credential)>, Box<Response>> {
+) -> Result<Option<(Principal, Held)>, Box<Response>> {
     // The operations' one mapping: 503 while the database is away, else 500.
     let failed =
         |e: engine::store::StoreError| Box::new(ApiError::from(OpError::from(e)).into_response());
@@ -220,7 +168,14 @@ async fn principal_of(
                     return Err(Box::new(limited.into_response()));
                 }
                 match state.engine.principal_by_token(token).await {
-                    Ok(Some(p)) => Ok(Some((p, Credential::Token(token.to_owned())))),
+                    Ok(Some(p)) => {
+                        let held = Held {
+                            proof: Proof::Token(token.to_owned()),
+                            user_id: p.user_id,
+                            workspace_id: p.workspace_id,
+                        };
+                        Ok(Some((p, held)))
+                    }
                     Ok(None) => Err(Box::new(unauthorized())),
                     Err(e) => Err(failed(e)),
                 }
@@ -249,8 +204,8 @@ async fn principal_of(
     Ok(principal.map(|p| {
         (
             p,
-            Credential::Session {
-                id_hash: engine::tenancy::credentials::secret_hash(&id.to_string()),
+            Held {
+                proof: Proof::Session(engine::tenancy::credentials::secret_hash(&id.to_string())),
                 user_id,
                 workspace_id,
             },

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use engine::tenancy::credentials::Held;
 use engine::tenancy::Principal;
 use engine::Engine;
 use model::{CallRequest, EventKind, RecordFilter, TriageVerb};
@@ -37,7 +38,10 @@ pub const MCP_PATH: &str = "/mcp";
 /// The MCP service to nest at [`MCP_PATH`]. Stateless: any process of a
 /// deployment answers any request. Every `Host` is accepted: the gate in
 /// front already wants a token, which a rebinding page cannot have.
-pub fn service(engine: Engine) -> StreamableHttpService<Door, LocalSessionManager> {
+pub fn service(
+    engine: Engine,
+    access: crate::auth::AccessWatch,
+) -> StreamableHttpService<Door, LocalSessionManager> {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -46,6 +50,7 @@ pub fn service(engine: Engine) -> StreamableHttpService<Door, LocalSessionManage
         move || {
             Ok(Door {
                 engine: engine.clone(),
+                access: access.clone(),
             })
         },
         Arc::default(),
@@ -57,6 +62,8 @@ pub fn service(engine: Engine) -> StreamableHttpService<Door, LocalSessionManage
 #[derive(Clone)]
 pub struct Door {
     engine: Engine,
+    /// Ends a listening agent whose access no longer holds.
+    access: crate::auth::AccessWatch,
 }
 
 /// The caller the gate let in.
@@ -68,10 +75,10 @@ fn caller(ctx: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
 }
 
 /// How the caller proved who it is, for checking again later.
-fn credential(ctx: &RequestContext<RoleServer>) -> Option<crate::auth::Credential> {
+fn held(ctx: &RequestContext<RoleServer>) -> Option<Held> {
     ctx.extensions
         .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<crate::auth::Credential>().cloned())
+        .and_then(|parts| parts.extensions.get::<Held>().cloned())
 }
 
 impl Door {
@@ -339,13 +346,16 @@ impl ServerHandler for Door {
     /// Tells a listening agent when its workspace's tools change: on every
     /// connector registered, changed or removed (in any process: the event
     /// bus carries them), the names are compared with the last ones told.
-    /// Like an event stream, it checks every few seconds that its token
-    /// still holds, and ends when it does not.
+    /// Like an event stream, it is watched by the process's access check,
+    /// and ends when its token no longer holds.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let who = caller(context.request_context())?;
-        let credential = credential(context.request_context());
-        let mut access_check = tokio::time::interval(crate::api::STREAM_ACCESS_CHECK);
-        access_check.tick().await;
+        let Some(held) = held(context.request_context()) else {
+            return Ok(());
+        };
+        let watching = self.access.watch(held);
+        let access_lost = watching.lost();
+        tokio::pin!(access_lost);
         let mut events = self.engine.subscribe();
         // The verb tools' names, read from the registry at once (the other
         // tools never change): a change made just after the subscription
@@ -355,16 +365,9 @@ impl ServerHandler for Door {
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
-                _ = access_check.tick() => {
-                    let holds = match &credential {
-                        Some(c) => c.still_holds(&self.engine, &who).await,
-                        None => false,
-                    };
-                    if !holds {
-                        tracing::info!(user = who.user_id, workspace = who.workspace_id, "An agent's listening lost its access; ending it.");
-                        return Ok(());
-                    }
-                    continue;
+                () = &mut access_lost => {
+                    tracing::info!(user = who.user_id, workspace = who.workspace_id, "An agent's listening lost its access; ending it.");
+                    return Ok(());
                 }
                 event = events.recv() => match event {
                     Err(RecvError::Closed) => return Ok(()),
