@@ -86,6 +86,11 @@ impl Engine {
         self.events.next_id()
     }
 
+    /// What reads the next event id, for a stream to keep.
+    pub fn event_ids(&self) -> crate::live::events::EventIds {
+        crate::live::events::EventIds::new(&self.events)
+    }
+
     /// Marks the caller as viewing a record set until the guard drops.
     pub async fn join_viewers(&self, record_set_id: i64, who: &Principal) -> Viewing {
         self.presence.join(record_set_id, &who.email).await

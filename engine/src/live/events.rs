@@ -246,6 +246,22 @@ impl EventBus {
     }
 }
 
+/// Reads which id the bus gives next, and nothing else: what a door's
+/// stream keeps to name where a resync starts.
+#[derive(Clone, Debug)]
+pub struct EventIds(EventBus);
+
+impl EventIds {
+    pub fn new(bus: &EventBus) -> Self {
+        Self(bus.clone())
+    }
+
+    /// The id after the last event this process delivered.
+    pub fn next(&self) -> u64 {
+        self.0.next_id()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -147,9 +147,9 @@ pub async fn stream(
         .and_then(|v| v.trim().parse().ok())
         .or(params.after);
     let workspace = who.workspace_id;
-    let wanted = move |e: &Event| {
-        (e.record_set_id.is_none() || e.record_set_id == params.record_set)
-            && e.workspace_id.is_none_or(|ws| ws == workspace)
+    let wanted = Wanted {
+        record_set: params.record_set,
+        workspace,
     };
 
     let (replay, replayed_to): (Vec<SseEvent>, u64) = match last_id {
@@ -161,7 +161,7 @@ pub async fn stream(
                 (
                     missed
                         .iter()
-                        .filter(|e| wanted(e))
+                        .filter(|e| wanted.wants(e))
                         .map(|e| sse(&state.event_json, e))
                         .collect(),
                     to,
@@ -179,22 +179,17 @@ pub async fn stream(
         Some(id) => Some(engine.join_viewers(id, &who).await),
         None => None,
     };
-    let lagging = engine.clone();
-    let json = state.event_json.clone();
-    let live = BroadcastStream::new(live).filter_map(move |received| {
-        // The stream holds the presence guard and its slot: closing it
-        // leaves and gives the slot back.
-        let _viewing = (&viewing, &slot);
-        let out = match received {
-            Ok(event) if event.id > replayed_to && wanted(&event) => Some(sse(&json, &event)),
-            Ok(_) => None,
-            // This subscriber fell behind and events were dropped for it.
-            Err(BroadcastStreamRecvError::Lagged(_)) => {
-                Some(resync(lagging.next_event_id().saturating_sub(1)))
-            }
-        };
-        async move { out.map(Ok) }
-    });
+    let live = LiveEvents {
+        received: BroadcastStream::new(live),
+        wanted: Wanted {
+            record_set: params.record_set,
+            workspace,
+        },
+        replayed_to,
+        json: state.event_json.clone(),
+        ids: engine.event_ids(),
+        _held: (viewing, slot),
+    };
     let replay = stream::iter(replay.into_iter().map(Ok));
     // The database going away and coming back, told between events.
     let database = WatchStream::from_changes(engine.database_answers())
@@ -207,6 +202,65 @@ pub async fn stream(
             .chain(goodbye),
     )
     .keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// Which events a stream sends: its set's, and those of every set, of its
+/// caller's workspace or of every workspace.
+#[derive(Clone, Copy, Debug)]
+struct Wanted {
+    record_set: Option<i64>,
+    workspace: i64,
+}
+
+impl Wanted {
+    fn wants(self, e: &Event) -> bool {
+        (e.record_set_id.is_none() || e.record_set_id == self.record_set)
+            && e.workspace_id.is_none_or(|ws| ws == self.workspace)
+    }
+}
+
+/// A stream's live events, as it sends them: a few hundred bytes each (a
+/// thousand viewers of one set hold a thousand of these).
+struct LiveEvents {
+    received: BroadcastStream<Arc<Event>>,
+    wanted: Wanted,
+    /// The last event the replay sent.
+    replayed_to: u64,
+    json: EventJson,
+    /// For the id a resync names.
+    ids: engine::live::events::EventIds,
+    /// Held while the stream is open: closing it leaves the set's viewers
+    /// and gives the caller's stream slot back.
+    _held: (Option<engine::live::presence::Viewing>, engine::ops::Slot),
+}
+
+impl Stream for LiveEvents {
+    type Item = Result<SseEvent, Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        loop {
+            let received = match self.received.poll_next_unpin(cx) {
+                Poll::Ready(Some(received)) => received,
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            };
+            let out = match received {
+                Ok(event) if event.id > self.replayed_to && self.wanted.wants(&event) => {
+                    sse(&self.json, &event)
+                }
+                Ok(_) => continue,
+                // This subscriber fell behind and events were dropped for it.
+                Err(BroadcastStreamRecvError::Lagged(_)) => {
+                    resync(self.ids.next().saturating_sub(1))
+                }
+            };
+            return Poll::Ready(Some(Ok(out)));
+        }
+    }
 }
 
 /// When an open stream ends, and its last words: it ends when its caller's
