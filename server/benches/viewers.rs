@@ -197,7 +197,17 @@ fn print_delays(delays: &[Duration], missing: usize) {
 
 /// The release server on `database_url`, with the deployment in `dir`.
 fn serve(database_url: &str, dir: &Path) -> Served {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    // `SERVER_UNDER="heaptrack -o /tmp/viewers"` runs the server under a
+    // profiler (the memory figure is then the profiler's).
+    let mut cmd = match std::env::var("SERVER_UNDER") {
+        Ok(under) if !under.trim().is_empty() => {
+            let mut words = under.split_whitespace();
+            let mut cmd = Command::new(words.next().unwrap_or_default());
+            cmd.args(words).arg(env!("CARGO_BIN_EXE_switchyard"));
+            cmd
+        }
+        _ => Command::new(env!("CARGO_BIN_EXE_switchyard")),
+    };
     cmd.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
         .env("DATABASE_URL", database_url)
         .env("SWITCHYARD_FETCH_ALLOW", "127.0.0.1")

@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod operator;
 pub mod remote;
 pub mod router;
+pub mod serving;
 pub mod site;
 pub mod startup;
 
@@ -35,27 +36,22 @@ pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) {
     let stopping = state.stopping.clone();
     let started_stopping = stopping.clone();
-    // The peer address feeds the per-address sign-in limit.
-    let serving = axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    tokio::spawn(async move {
         shutdown.await;
         started_stopping.cancel();
     });
+    let serving = serving::serve_http1(listener, app(state), stopping.clone());
     let drained_or_not = async {
         stopping.cancelled().await;
         tokio::time::sleep(DRAIN_AT_MOST).await;
     };
     tokio::select! {
-        served = async move { serving.await } => served,
+        () = serving => {}
         () = drained_or_not => {
             tracing::warn!(after = ?DRAIN_AT_MOST, "Connections were still open; stopping anyway.");
-            Ok(())
         }
     }
 }

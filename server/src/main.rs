@@ -86,7 +86,7 @@ async fn run_serve(mut config: Config) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     tracing::info!(addr = %local, "Switchyard is serving.");
     println!("Switchyard is serving on http://{local}/");
-    serve(listener, state.clone(), shutdown_signal()).await?;
+    serve(listener, state.clone(), shutdown_signal()).await;
     // Fires in flight get a moment to end; what is left is handed over at
     // once instead of when its leases expire.
     tracing::info!("Stopping: letting fires in flight end, then handing the rest over.");

@@ -386,6 +386,27 @@ async fn a_listening_agent_is_told_when_its_tools_change() {
     server.stop().await;
 }
 
+#[tokio::test]
+async fn a_listening_agent_whose_token_is_revoked_is_heard_no_more() {
+    let server = server().await;
+    let token = token(&server, TEST_EMAIL, TEST_WORKSPACE).await;
+    let (agent, mut listening) = listening_agent(&server, token.clone()).await;
+    server
+        .state
+        .engine
+        .revoke_token_value(&token)
+        .await
+        .unwrap()
+        .expect("the token was live");
+    let limit = server::auth::STREAM_ACCESS_CHECK * 3;
+    let ended = tokio::time::timeout(limit, listening.next())
+        .await
+        .expect("the listening ends within three checks");
+    assert!(!matches!(ended, Ok(Some(_))), "{ended:?}");
+    agent.cancel().await.ok();
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_on_another_process_is_told_when_its_tools_change() {
     let Some(db) = engine::store::testing::postgres().await else {

@@ -48,7 +48,7 @@ pub struct TestServer {
     /// The id of [`TEST_WORKSPACE`].
     pub workspace_id: i64,
     shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<std::io::Result<()>>>,
+    task: Option<JoinHandle<()>>,
     _db: TestDatabase,
 }
 
@@ -327,7 +327,7 @@ impl TestServer {
             let _ = tx.send(());
         }
         if let Some(task) = self.task.take() {
-            task.await.unwrap().unwrap();
+            task.await.unwrap();
         }
         std::mem::replace(&mut self._db, engine::store::testing::sqlite())
     }
