@@ -1,8 +1,8 @@
 //! Live updates at scale: many people keep one record set open (each their
 //! own event stream, signed in with their own API token) against one real
 //! `switchyard serve` (the release build), while fires change its chips.
-//! Reports how long the streams took to open (every join tells every
-//! viewer who is watching), then, for fires made one at a time, the delay
+//! Reports how long the streams took to open (who is watching is news to
+//! every viewer, at most every 250 ms), then, for fires made one at a time, the delay
 //! from each fire's request to each stream's receiving its record's news,
 //! every event accounted for, and the server's resident memory per viewer.
 //!
@@ -18,16 +18,16 @@ mod provider;
 #[allow(dead_code)] // the tests' helpers; this uses a few
 #[path = "../tests/common/real.rs"]
 mod real;
+#[path = "common/release.rs"]
+mod release;
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use measure::{percentile, rss_kib, setting};
 use provider::{Behaviour, FakeProvider};
-use real::{write_deployment, Served};
+use real::write_deployment;
 use serde_json::{json, Value};
 
 /// When each stream received each record's fire news, by fire.
@@ -107,34 +107,6 @@ async fn watch(
     }
 }
 
-async fn add_viewers(database_url: &str, viewers: usize) -> Vec<String> {
-    let store = engine::store::Store::connect(database_url)
-        .await
-        .expect("the database");
-    let engine = engine::Engine::new(
-        store,
-        engine::packs::Catalog::builtin(),
-        None,
-        engine::EngineConfig::default(),
-    );
-    let mut tokens = Vec::with_capacity(viewers);
-    for n in 0..viewers {
-        let email = format!("viewer{n}@viewers.example");
-        engine
-            .add_user(&email, "viewers", model::Role::Member, None)
-            .await
-            .expect("a viewer");
-        tokens.push(
-            engine
-                .create_token(&email, "viewers")
-                .await
-                .expect("a token")
-                .1,
-        );
-    }
-    tokens
-}
-
 /// The set everyone watches, imported by the first viewer: its id and
 /// its records' ids.
 async fn watched_set(
@@ -195,32 +167,6 @@ fn print_delays(delays: &[Duration], missing: usize) {
     }
 }
 
-/// The release server on `database_url`, with the deployment in `dir`.
-fn serve(database_url: &str, dir: &Path) -> Served {
-    // `SERVER_UNDER="heaptrack -o /tmp/viewers"` runs the server under a
-    // profiler (the memory figure is then the profiler's).
-    let mut cmd = match std::env::var("SERVER_UNDER") {
-        Ok(under) if !under.trim().is_empty() => {
-            let mut words = under.split_whitespace();
-            let mut cmd = Command::new(words.next().unwrap_or_default());
-            cmd.args(words).arg(env!("CARGO_BIN_EXE_switchyard"));
-            cmd
-        }
-        _ => Command::new(env!("CARGO_BIN_EXE_switchyard")),
-    };
-    cmd.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .env("DATABASE_URL", database_url)
-        .env("SWITCHYARD_FETCH_ALLOW", "127.0.0.1")
-        .env("RUST_LOG", "warn")
-        .env_remove("SWITCHYARD_PUBLIC_URL")
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .arg("--connectors")
-        .arg(dir.join("connectors"))
-        .arg("--packs")
-        .arg(dir.join("packs.toml"));
-    Served::start(cmd, "viewers")
-}
-
 /// Each fire's news as every stream heard it: the delays, sorted, and
 /// how many deliveries never came.
 fn delays(heard: &Heard, sent: &[(i64, Instant)]) -> (Vec<Duration>, usize) {
@@ -247,9 +193,9 @@ async fn main() {
     let dir = std::env::temp_dir().join(format!("switchyard-viewers-{}", std::process::id()));
     let provider = FakeProvider::start(Behaviour::unlimited(Duration::ZERO)).await;
     write_deployment(&dir, &provider.manifest("fake", "/search", None));
-    let tokens = add_viewers(&db.url, viewers).await;
+    let tokens = release::tokens(&db.url, "viewers", viewers).await;
 
-    let served = serve(&db.url, &dir);
+    let served = release::serve(&db.url, &dir, "viewers");
     let pid = served.child.id();
     let url = served.url.clone();
     let http = reqwest::Client::new();

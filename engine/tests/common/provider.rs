@@ -1,8 +1,9 @@
 //! A local fake provider with real latency and a real rate limit, for
 //! tests and benchmarks: `/search?q=` answers one hit per query after a
 //! fixed latency, within a token bucket that answers 429 with `Retry-After`
-//! when a request finds it empty, and refuses a query starting with `bad`
-//! with 400 (the query's own fault, echoed as providers do); `/limited`
+//! when a request finds it empty, finds nothing for a query starting with
+//! `none`, and refuses a query starting with `bad` with 400 (the query's
+//! own fault, echoed as providers do); `/limited`
 //! always answers 429, `/broken` always 503, `/hang` never answers, `/heavy`
 //! answers after two seconds with the largest answer a manifest may read
 //! (about 190,000 JSON values). It counts what it served, what it refused
@@ -170,11 +171,15 @@ async fn search(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(query.clone());
+
     let now = c.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     c.most_in_flight.fetch_max(now, Ordering::SeqCst);
     tokio::time::sleep(c.behaviour.latency).await;
     c.in_flight.fetch_sub(1, Ordering::SeqCst);
     c.served.fetch_add(1, Ordering::SeqCst);
+    if query.starts_with("none") {
+        return Json(json!({ "hits": [] })).into_response();
+    }
     let slug: String = query
         .chars()
         .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '-' })

@@ -1,0 +1,65 @@
+//! The release `switchyard serve` as the live benchmarks run it: on a
+//! database they made, with a deployment's drop folder and packs, and
+//! people who each hold an API token.
+#![allow(dead_code)] // each benchmark uses a different part of it
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::real::Served;
+
+/// The release server on `database_url`, with the deployment in `dir`.
+/// `SERVER_UNDER="heaptrack -o /tmp/x"` runs it under a profiler (its
+/// memory figures are then the profiler's).
+pub fn serve(database_url: &str, dir: &Path, name: &str) -> Served {
+    let mut cmd = match std::env::var("SERVER_UNDER") {
+        Ok(under) if !under.trim().is_empty() => {
+            let mut words = under.split_whitespace();
+            let mut cmd = Command::new(words.next().unwrap_or_default());
+            cmd.args(words).arg(env!("CARGO_BIN_EXE_switchyard"));
+            cmd
+        }
+        _ => Command::new(env!("CARGO_BIN_EXE_switchyard")),
+    };
+    cmd.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .env("DATABASE_URL", database_url)
+        .env("SWITCHYARD_FETCH_ALLOW", "127.0.0.1")
+        .env("RUST_LOG", "warn")
+        .env_remove("SWITCHYARD_PUBLIC_URL")
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .arg("--connectors")
+        .arg(dir.join("connectors"))
+        .arg("--packs")
+        .arg(dir.join("packs.toml"));
+    Served::start(cmd, name)
+}
+
+/// `people` members of workspace `workspace`, each with an API token (the
+/// tokens, in order): `person{n}@{workspace}.example`.
+pub async fn tokens(database_url: &str, workspace: &str, people: usize) -> Vec<String> {
+    let store = engine::store::Store::connect(database_url)
+        .await
+        .expect("the database");
+    let engine = engine::Engine::new(
+        store,
+        engine::packs::Catalog::builtin(),
+        None,
+        engine::EngineConfig::default(),
+    );
+    let mut tokens = Vec::with_capacity(people);
+    for n in 0..people {
+        let email = format!("person{n}@{workspace}.example");
+        engine
+            .add_user(&email, workspace, model::Role::Member, None)
+            .await
+            .expect("a person");
+        tokens.push(
+            engine
+                .create_token(&email, workspace)
+                .await
+                .expect("a token")
+                .1,
+        );
+    }
+    tokens
+}
