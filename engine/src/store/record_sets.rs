@@ -33,7 +33,7 @@ impl NewRecordSet {
         // Many rows per statement: one round trip per chunk, not per record.
         const CHUNK: usize = 200;
         let mut tx = self.store.pool().begin().await?;
-        for chunk in records.chunks(CHUNK) {
+        for (c, chunk) in records.chunks(CHUNK).enumerate() {
             let mut sql =
                 String::from("INSERT INTO records (record_set_id, position, name, fields) VALUES ");
             for i in 0..chunk.len() {
@@ -50,7 +50,8 @@ impl NewRecordSet {
                     .iter()
                     .map(|f| (f.name.clone(), serde_json::Value::String(f.value.clone())))
                     .collect();
-                let position = i64::try_from(self.added + n).unwrap_or(i64::MAX);
+                // Dense from 0: a record's position is its place in the set.
+                let position = i64::try_from(self.added + c * CHUNK + n).unwrap_or(i64::MAX);
                 query = query
                     .bind(self.id)
                     .bind(position)
@@ -311,6 +312,9 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<StoredRecord>, i64), StoreError> {
+        if filter == RecordFilter::All && search.trim().is_empty() {
+            return self.records_in_order(record_set_id, offset, limit).await;
+        }
         let changed;
         let condition = match filter {
             RecordFilter::All => "",
@@ -323,20 +327,27 @@ impl Store {
                 );
                 changed.as_str()
             }
-            RecordFilter::Unreviewed => {
-                " AND EXISTS (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.state = 'new')"
-            }
-            RecordFilter::NothingFound => {
-                " AND NOT EXISTS (SELECT 1 FROM items i WHERE i.record_id = r.id) \
-                 AND EXISTS (SELECT 1 FROM connector_history h WHERE h.record_id = r.id AND h.outcome = 'not_found')"
-            }
+            // Kept on each record (migration 0028), read through an index
+            // of the records that match.
+            RecordFilter::Unreviewed => " AND r.new_items > 0",
+            RecordFilter::NothingFound => " AND r.items_count = 0 AND r.not_found_attempts > 0",
             RecordFilter::Errors => {
                 " AND EXISTS (SELECT 1 FROM connector_history h WHERE h.record_id = r.id \
                  AND h.outcome IN ('error', 'unknown', 'rate_limited') AND NOT EXISTS \
                  (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.intent = h.intent))"
             }
         };
-        // LIKE's wildcards in the search are matched literally.
+        // LIKE's wildcards in the search are matched literally; no search,
+        // no LIKE (it would read every name of the set).
+        let searching = !search.trim().is_empty();
+        let (searched, page) = if searching {
+            (
+                " AND LOWER(r.name) LIKE $2 ESCAPE '\\'",
+                "LIMIT $3 OFFSET $4",
+            )
+        } else {
+            ("", "LIMIT $2 OFFSET $3")
+        };
         let pattern = format!(
             "%{}%",
             search
@@ -346,21 +357,43 @@ impl Store {
                 .replace('%', "\\%")
                 .replace('_', "\\_")
         );
-        let from = format!(
-            "FROM records r WHERE r.record_set_id = $1 AND LOWER(r.name) LIKE $2 ESCAPE '\\'{condition}"
+        let from = format!("FROM records r WHERE r.record_set_id = $1{searched}{condition}");
+        let count_sql = format!("SELECT COUNT(*) {from}");
+        let mut count = sqlx::query_scalar(&count_sql).bind(record_set_id);
+        let page_sql = format!(
+            "SELECT r.id, r.record_set_id, r.name, r.fields {from} ORDER BY r.position, r.id {page}"
         );
-        let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) {from}"))
+        let mut rows = sqlx::query(&page_sql).bind(record_set_id);
+        if searching {
+            count = count.bind(pattern.as_str());
+            rows = rows.bind(pattern.as_str());
+        }
+        let total: i64 = count.fetch_one(self.pool()).await?;
+        let rows = rows.bind(limit).bind(offset).fetch_all(self.pool()).await?;
+        Ok((rows.iter().map(record).collect::<Result<_, _>>()?, total))
+    }
+
+    /// Every record of a set in order, a page of them and how many: read
+    /// by position (dense from 0, so the page starts where its offset says)
+    /// and the count kept on the set, in the same time for any set's size.
+    async fn records_in_order(
+        &self,
+        record_set_id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(Vec<StoredRecord>, i64), StoreError> {
+        let total: i64 = sqlx::query_scalar("SELECT record_count FROM record_sets WHERE id = $1")
             .bind(record_set_id)
-            .bind(pattern.as_str())
-            .fetch_one(self.pool())
-            .await?;
-        let rows = sqlx::query(&format!(
-            "SELECT r.id, r.record_set_id, r.name, r.fields {from} ORDER BY r.position, r.id LIMIT $3 OFFSET $4"
-        ))
+            .fetch_optional(self.pool())
+            .await?
+            .unwrap_or(0);
+        let rows = sqlx::query(
+            "SELECT id, record_set_id, name, fields FROM records \
+             WHERE record_set_id = $1 AND position >= $2 ORDER BY position, id LIMIT $3",
+        )
         .bind(record_set_id)
-        .bind(pattern.as_str())
-        .bind(limit)
         .bind(offset)
+        .bind(limit)
         .fetch_all(self.pool())
         .await?;
         Ok((rows.iter().map(record).collect::<Result<_, _>>()?, total))

@@ -1,0 +1,178 @@
+//! The records view's filters read what each record keeps (its items, its
+//! untriaged items, its attempts that found nothing), which the database
+//! keeps as items and attempts change: after fires, decisions, an undo, a
+//! second connector and a set's removal, on SQLite and PostgreSQL, the kept
+//! numbers equal what the items and attempts say, and the filters answer
+//! the records they name.
+
+mod common;
+
+use common::{on_every_backend, TestServer};
+use engine::connectors::scripted::{ScriptedConnector, Step};
+use engine::connectors::seam::FireError;
+use model::{BuiltinCapability as B, CostTier, RecordFilter, TriageVerb};
+use sqlx::Row;
+
+/// `alpha` finds two, nothing, one, nothing, fails, finds one; `beta`
+/// finds one.
+async fn server(db: engine::store::testing::TestDatabase) -> TestServer {
+    let web = [B::SearchWeb.into()];
+    let alpha = [
+        Step::Found(2),
+        Step::Empty,
+        Step::Found(1),
+        Step::Empty,
+        Step::Fail(FireError::Timeout {
+            after: std::time::Duration::from_secs(1),
+        }),
+        Step::Found(1),
+    ];
+    let free = |id| ScriptedConnector::registration(id, CostTier::Free, &web);
+    let connectors = vec![
+        (free("alpha"), ScriptedConnector::new("alpha", alpha)),
+        (
+            free("beta"),
+            ScriptedConnector::new("beta", [Step::Found(1)]),
+        ),
+    ];
+    TestServer::with_scripted(db, connectors).await
+}
+
+/// Each record's kept numbers beside the same numbers counted again.
+async fn kept_and_counted(server: &TestServer, set: i64) -> Vec<(i64, [i64; 3], [i64; 3])> {
+    let rows = sqlx::query(
+        "SELECT r.id, r.items_count, r.new_items, r.not_found_attempts, \
+         (SELECT COUNT(*) FROM items i WHERE i.record_id = r.id) AS items, \
+         (SELECT COUNT(*) FROM items i WHERE i.record_id = r.id AND i.state = 'new') AS new_items_now, \
+         (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = r.id \
+          AND h.outcome = 'not_found') AS not_found_now \
+         FROM records r WHERE r.record_set_id = $1 ORDER BY r.position",
+    )
+    .bind(set)
+    .fetch_all(server.state.engine.store().pool())
+    .await
+    .unwrap();
+    rows.iter()
+        .map(|r| {
+            let n = |c: &str| r.try_get::<i64, _>(c).unwrap();
+            (
+                n("id"),
+                [n("items_count"), n("new_items"), n("not_found_attempts")],
+                [n("items"), n("new_items_now"), n("not_found_now")],
+            )
+        })
+        .collect()
+}
+
+async fn filtered(server: &TestServer, set: i64, filter: RecordFilter) -> (Vec<i64>, i64) {
+    let filter = serde_json::to_value(filter).unwrap();
+    let (code, page) = server
+        .get_json(&format!(
+            "/api/record-sets/{set}/records?filter={}",
+            filter.as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(code, 200, "{page}");
+    (common::record_ids(&page), page["total"].as_i64().unwrap())
+}
+
+#[tokio::test]
+async fn filters_follow_fires_decisions_and_undo_through_what_each_record_keeps() {
+    on_every_backend(|db| async {
+        let server = server(db).await;
+        let me = server.me();
+        let csv = "name\nAcme\nBolt\nCore\nDune\nEcho\nFern\n";
+        let set = me.import("Companies", "test", csv).await.id;
+        let ids = me.record_ids(set).await;
+        for id in &ids {
+            me.fire(*id, "web", Some("alpha")).await;
+        }
+        // Acme: one of two accepted; Core: discarded, then undone.
+        let acme = me.items(ids[0]).await;
+        me.triage(acme[0].id, TriageVerb::AcceptCanonical, acme[0].version)
+            .await;
+        let core = me.items(ids[2]).await;
+        let discarded = me
+            .triage(core[0].id, TriageVerb::Discard, core[0].version)
+            .await;
+        me.triage(core[0].id, TriageVerb::Undo, discarded.version)
+            .await;
+        // Bolt found nothing through alpha, then something through beta.
+        me.fire(ids[1], "web", Some("beta")).await;
+
+        for (id, kept, counted) in kept_and_counted(&server, set).await {
+            assert_eq!(kept, counted, "record {id}: kept against counted");
+        }
+        let (unreviewed, total) = filtered(&server, set, RecordFilter::Unreviewed).await;
+        assert_eq!(unreviewed, [ids[0], ids[1], ids[2], ids[5]]);
+        assert_eq!(total, 4);
+        // Dune alone found nothing and nothing since; Echo failed.
+        assert_eq!(
+            filtered(&server, set, RecordFilter::NothingFound).await,
+            (vec![ids[3]], 1)
+        );
+        assert_eq!(
+            filtered(&server, set, RecordFilter::Errors).await,
+            (vec![ids[4]], 1)
+        );
+        let (all, total) = filtered(&server, set, RecordFilter::All).await;
+        assert_eq!((all, total), (ids.clone(), 6));
+
+        // Accepting every untriaged item empties the filter.
+        for id in [ids[0], ids[1], ids[2], ids[5]] {
+            for item in me.items(id).await {
+                if item.state == model::TriageState::New {
+                    me.triage(item.id, TriageVerb::AcceptCanonical, item.version)
+                        .await;
+                }
+            }
+        }
+        assert_eq!(
+            filtered(&server, set, RecordFilter::Unreviewed).await,
+            (vec![], 0)
+        );
+        for (id, kept, counted) in kept_and_counted(&server, set).await {
+            assert_eq!(kept, counted, "record {id}: kept against counted");
+        }
+
+        // Removing the set removes its records' items and attempts with it.
+        let (code, body) = server.delete(&format!("/api/record-sets/{set}")).await;
+        assert!(code == 200 || code == 204, "{code} {body}");
+        assert!(kept_and_counted(&server, set).await.is_empty());
+        server.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn pages_of_every_record_start_where_their_offset_says() {
+    on_every_backend(|db| async {
+        let server = server(db).await;
+        let me = server.me();
+        // More than one import batch (200), so positions run across batches.
+        let mut csv = String::from("name\n");
+        for i in 0..450 {
+            csv.push_str(&format!("Company {i:03}\n"));
+        }
+        let set = me.import("Many", "test", &csv).await.id;
+        for (offset, first) in [(0, 0), (199, 199), (200, 200), (420, 420)] {
+            let (code, page) = server
+                .get_json(&format!(
+                    "/api/record-sets/{set}/records?offset={offset}&limit=50"
+                ))
+                .await;
+            assert_eq!(code, 200, "{page}");
+            assert_eq!(page["total"], 450);
+            let names: Vec<&str> = page["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names[0], format!("Company {first:03}"), "offset {offset}");
+            assert_eq!(names.len(), 50.min(450 - offset));
+        }
+        server.stop().await;
+    })
+    .await;
+}
