@@ -1,5 +1,6 @@
 //! The records view's filters read what each record keeps (its items, its
-//! untriaged items, its attempts that found nothing), which the database
+//! untriaged items, its attempts that found nothing or failed, when its
+//! newest item was found), which the database
 //! keeps as items and attempts change: after fires, decisions, an undo, a
 //! second connector and a set's removal, on SQLite and PostgreSQL, the kept
 //! numbers equal what the items and attempts say, and the filters answer
@@ -39,13 +40,17 @@ async fn server(db: engine::store::testing::TestDatabase) -> TestServer {
 }
 
 /// Each record's kept numbers beside the same numbers counted again.
-async fn kept_and_counted(server: &TestServer, set: i64) -> Vec<(i64, [i64; 3], [i64; 3])> {
+async fn kept_and_counted(server: &TestServer, set: i64) -> Vec<(i64, [i64; 5], [i64; 5])> {
     let rows = sqlx::query(
-        "SELECT r.id, r.items_count, r.new_items, r.not_found_attempts, \
+        "SELECT r.id, r.items_count, r.new_items, r.not_found_attempts, r.failed_attempts, \
+         COALESCE(r.last_found_at, -1) AS last_found_at, \
          (SELECT COUNT(*) FROM items i WHERE i.record_id = r.id) AS items, \
          (SELECT COUNT(*) FROM items i WHERE i.record_id = r.id AND i.state = 'new') AS new_items_now, \
          (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = r.id \
-          AND h.outcome = 'not_found') AS not_found_now \
+          AND h.outcome = 'not_found') AS not_found_now, \
+         (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = r.id \
+          AND h.outcome IN ('error', 'unknown', 'rate_limited')) AS failed_now, \
+         COALESCE((SELECT MAX(i.first_seen_at) FROM items i WHERE i.record_id = r.id), -1) AS newest \
          FROM records r WHERE r.record_set_id = $1 ORDER BY r.position",
     )
     .bind(set)
@@ -57,8 +62,20 @@ async fn kept_and_counted(server: &TestServer, set: i64) -> Vec<(i64, [i64; 3], 
             let n = |c: &str| r.try_get::<i64, _>(c).unwrap();
             (
                 n("id"),
-                [n("items_count"), n("new_items"), n("not_found_attempts")],
-                [n("items"), n("new_items_now"), n("not_found_now")],
+                [
+                    n("items_count"),
+                    n("new_items"),
+                    n("not_found_attempts"),
+                    n("failed_attempts"),
+                    n("last_found_at"),
+                ],
+                [
+                    n("items"),
+                    n("new_items_now"),
+                    n("not_found_now"),
+                    n("failed_now"),
+                    n("newest"),
+                ],
             )
         })
         .collect()

@@ -321,18 +321,18 @@ impl Store {
             RecordFilter::Changed => {
                 // A number this code computed, never text from a request.
                 changed = format!(
-                    " AND EXISTS (SELECT 1 FROM items i WHERE i.record_id = r.id \
-                     AND i.first_seen_at > {})",
+                    " AND r.last_found_at > {}",
                     changed_since.unwrap_or(i64::MAX)
                 );
                 changed.as_str()
             }
             // Kept on each record (migration 0028), read through an index
-            // of the records that match.
+            // of the records that match; so is the newest item above.
             RecordFilter::Unreviewed => " AND r.new_items > 0",
             RecordFilter::NothingFound => " AND r.items_count = 0 AND r.not_found_attempts > 0",
+            // Only records with failed attempts are looked into.
             RecordFilter::Errors => {
-                " AND EXISTS (SELECT 1 FROM connector_history h WHERE h.record_id = r.id \
+                " AND r.failed_attempts > 0 AND EXISTS (SELECT 1 FROM connector_history h WHERE h.record_id = r.id \
                  AND h.outcome IN ('error', 'unknown', 'rate_limited') AND NOT EXISTS \
                  (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.intent = h.intent))"
             }

@@ -21,13 +21,13 @@ use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::{BroadcastStream, WatchStream};
 
 use engine::store::Owned;
+use engine::tenancy::credentials::Held;
 
 use super::error::ErrorBody;
 use super::extract::{ApiQuery, Caller};
 use super::ApiError;
 use crate::auth::Watching;
 use crate::router::AppState;
-use engine::tenancy::credentials::Held;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -181,10 +181,7 @@ pub async fn stream(
     };
     let live = LiveEvents {
         received: BroadcastStream::new(live),
-        wanted: Wanted {
-            record_set: params.record_set,
-            workspace,
-        },
+        wanted,
         replayed_to,
         json: state.event_json.clone(),
         ids: engine.event_ids(),
