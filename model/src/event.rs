@@ -91,9 +91,17 @@ pub const MAX_VIEWERS_NAMED: usize = 20;
 impl EventKind {
     /// The presence news of a set's viewers: the first ones by name, and
     /// how many in all.
-    pub fn presence(mut viewers: Vec<String>) -> Self {
+    pub fn presence(viewers: Vec<String>) -> Self {
         let count = viewers.len();
-        viewers.truncate(MAX_VIEWERS_NAMED);
-        EventKind::Presence { viewers, count }
+        Self::presence_of(viewers, count)
+    }
+
+    /// The same from the viewers in order (only the first ones are read)
+    /// and how many there are.
+    pub fn presence_of(viewers: impl IntoIterator<Item = String>, count: usize) -> Self {
+        EventKind::Presence {
+            viewers: viewers.into_iter().take(MAX_VIEWERS_NAMED).collect(),
+            count,
+        }
     }
 }

@@ -35,7 +35,7 @@ pub struct Presence {
 struct News {
     events: EventBus,
     every: Duration,
-    recent: Arc<Mutex<HashMap<i64, Option<Vec<String>>>>>,
+    recent: Arc<Mutex<HashMap<i64, Option<EventKind>>>>,
 }
 
 impl News {
@@ -47,17 +47,16 @@ impl News {
         }
     }
 
-    /// Tells a set's viewers now, or at the end of the window its last news
-    /// opened (the latest list then).
-    fn tell(&self, record_set_id: i64, viewers: Vec<String>) {
+    /// Tells a set's viewers (a presence event) now, or at the end of the
+    /// window its last news opened (the latest news then).
+    fn tell(&self, record_set_id: i64, news: EventKind) {
         let mut recent = lock(&self.recent);
         if let Some(waiting) = recent.get_mut(&record_set_id) {
-            *waiting = Some(viewers);
+            *waiting = Some(news);
             return;
         }
         // Published under the lock: news of one set keeps its order.
-        self.events
-            .publish(Some(record_set_id), EventKind::presence(viewers));
+        self.events.publish(Some(record_set_id), news);
         // Outside a runtime (a guard dropped as it ends) nothing waits.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             recent.insert(record_set_id, None);
@@ -70,8 +69,8 @@ impl News {
     async fn window(self, record_set_id: i64) {
         tokio::time::sleep(self.every).await;
         let waiting = lock(&self.recent).remove(&record_set_id).flatten();
-        if let Some(viewers) = waiting {
-            self.tell(record_set_id, viewers);
+        if let Some(news) = waiting {
+            self.tell(record_set_id, news);
         }
     }
 }
@@ -196,7 +195,7 @@ impl Presence {
         let now = store.now_ms();
         for set in store.drop_viewers(now, owner.map(Owner::as_str)).await? {
             let viewers = store.viewers(set, now).await?;
-            self.news.tell(set, viewers);
+            self.news.tell(set, EventKind::presence(viewers));
         }
         Ok(())
     }
@@ -210,7 +209,9 @@ impl Presence {
     ) {
         match &self.counts {
             Counts::Local(open) => {
-                let viewers = {
+                {
+                    // Told under the lock, so news of two changes cannot
+                    // cross: the last told is the last state.
                     let mut open = lock(open);
                     let set = open.entry(record_set_id).or_default();
                     let count = set.entry(viewer.to_owned()).or_insert(0);
@@ -222,13 +223,14 @@ impl Presence {
                             set.remove(viewer);
                         }
                     }
-                    let viewers: Vec<String> = set.keys().cloned().collect();
+                    // The first names only: a thousand viewers' list is not
+                    // copied for each arrival.
+                    let news = EventKind::presence_of(set.keys().cloned(), set.len());
                     if set.is_empty() {
                         open.remove(&record_set_id);
                     }
-                    viewers
-                };
-                self.news.tell(record_set_id, viewers);
+                    self.news.tell(record_set_id, news);
+                }
                 if let Some(published) = published {
                     let _ = published.send(());
                 }
@@ -274,7 +276,7 @@ impl Presence {
             })
             .await;
             match written {
-                Ok(viewers) => news.tell(change.record_set_id, viewers),
+                Ok(viewers) => news.tell(change.record_set_id, EventKind::presence(viewers)),
                 Err(e) => {
                     tracing::warn!(error = %e, set = change.record_set_id, "Cannot record who views a record set.")
                 }
