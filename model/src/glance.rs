@@ -102,15 +102,22 @@ pub const STATE_ORDER: [&str; 7] = [
 
 /// Counts chip states into a pack's facet, in [`STATE_ORDER`].
 pub fn count_states<'a>(states: impl IntoIterator<Item = &'a ChipState>) -> Vec<(String, i64)> {
-    let mut counts = [0i64; STATE_ORDER.len()];
-    for state in states {
-        if let Some(i) = STATE_ORDER.iter().position(|s| *s == state.name()) {
-            counts[i] += 1;
+    tally_states(states.into_iter().map(|s| (s.name(), 1)))
+}
+
+/// Adds up how many chips are in each state into a pack's facet: one
+/// entry per state that has any, in [`STATE_ORDER`]. Names of no state
+/// are left out.
+pub fn tally_states<'a>(counts: impl IntoIterator<Item = (&'a str, i64)>) -> Vec<(String, i64)> {
+    let mut sums = [0i64; STATE_ORDER.len()];
+    for (state, n) in counts {
+        if let Some(i) = STATE_ORDER.iter().position(|s| *s == state) {
+            sums[i] += n;
         }
     }
     STATE_ORDER
         .iter()
-        .zip(counts)
+        .zip(sums)
         .filter(|(_, n)| *n > 0)
         .map(|(s, n)| ((*s).to_owned(), n))
         .collect()
@@ -277,6 +284,20 @@ mod tests {
                 ("not_found".to_owned(), 1),
                 ("idle".to_owned(), 2)
             ]
+        );
+    }
+
+    #[test]
+    fn tallies_add_up_one_state_told_twice_and_drop_empty_and_unknown_ones() {
+        assert_eq!(
+            tally_states([
+                ("idle", 2),
+                ("error", 0),
+                ("found", 3),
+                ("idle", 1),
+                ("nope", 9)
+            ]),
+            vec![("found".to_owned(), 3), ("idle".to_owned(), 3)]
         );
     }
 }

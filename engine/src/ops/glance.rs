@@ -1,7 +1,7 @@
 //! Operations for big sets at a glance: the compact view's lines (one per
 //! record: its chips and its best candidate) and the set's facets.
 
-use model::glance::{best_candidate, candidate, count_states};
+use model::glance::{best_candidate, candidate};
 use model::{CompactLine, CompactPage, FilterCount, PackFacet, RecordFilter, SetFacets};
 
 use crate::read_models::PageAsked;
@@ -10,9 +10,6 @@ use crate::tenancy::Principal;
 use crate::Engine;
 
 use super::OpError;
-
-/// How many records' chips one step of the facets reads.
-const FACET_STEP: usize = 500;
 
 /// The filters a set's facets count the same for everyone (each person's
 /// "new since my last visit" is counted for them).
@@ -133,15 +130,7 @@ impl Engine {
         }
         let scope = self.dispatcher.scope(set.workspace_id).await?;
         let packs = scope.packs_of(&set.bundle_id);
-        // Every record's chip states, a step at a time, counted per pack.
-        let mut counted: Vec<Vec<(String, i64)>> = vec![Vec::new(); packs.len()];
-        for ids in self.store.all_record_ids(set_id).await?.chunks(FACET_STEP) {
-            let states = self.dispatcher.chip_states(&scope, ids, &packs).await?;
-            for (i, sum) in counted.iter_mut().enumerate() {
-                let step = count_states(states.values().filter_map(|s| s.get(i)));
-                add_counts(sum, step);
-            }
-        }
+        let counted = self.dispatcher.chip_counts(&scope, &set, &packs).await?;
         let packs = packs
             .iter()
             .zip(counted)
@@ -161,16 +150,4 @@ impl Engine {
             items_triaged,
         })
     }
-}
-
-/// Adds one step's counts to the sum, keeping [`model::glance::STATE_ORDER`].
-fn add_counts(sum: &mut Vec<(String, i64)>, step: Vec<(String, i64)>) {
-    for (state, n) in step {
-        match sum.iter_mut().find(|(s, _)| *s == state) {
-            Some((_, total)) => *total += n,
-            None => sum.push((state, n)),
-        }
-    }
-    let order = |s: &str| model::glance::STATE_ORDER.iter().position(|o| *o == s);
-    sum.sort_by_key(|(s, _)| order(s));
 }

@@ -31,6 +31,7 @@ pub use catalog::CatalogKind;
 pub use connector_log::StatusChange;
 pub use credentials::TokenInfo;
 pub use events::{EventSpan, NewEvent, EVENTS_CHANNEL};
+pub use facets::ChipCount;
 pub use health::StoredHealth;
 pub use history::{Closed, FireContext, FireEnd, FireStatus, Lease};
 pub use items::TriageError;

@@ -289,17 +289,6 @@ impl Store {
         rows.iter().map(record).collect()
     }
 
-    /// The ids of every record of a set (8 bytes each: 100,000 records are
-    /// under a megabyte), for reads that go over all of them in steps.
-    pub async fn all_record_ids(&self, record_set_id: i64) -> Result<Vec<i64>, StoreError> {
-        Ok(
-            sqlx::query_scalar("SELECT id FROM records WHERE record_set_id = $1")
-                .bind(record_set_id)
-                .fetch_all(self.pool())
-                .await?,
-        )
-    }
-
     /// A page of the records matching a filter and a name search, and how
     /// many match in all. `changed_since` is when the person's previous
     /// visit ended, for [`RecordFilter::Changed`] (none: nothing changed).

@@ -147,48 +147,35 @@ impl Dispatcher {
         })
     }
 
-    /// Only the states of many records' chips for the given packs, in pack
-    /// order (what counting them needs: no chain is resolved).
-    pub async fn chip_states(
+    /// How many of `set`'s chips for each pack are in each state, in pack
+    /// order and each in [`model::glance::STATE_ORDER`]: those attempts and
+    /// items made, as the database keeps them per record and intent, and
+    /// the set's other records idle, or `needs_env` when nothing in the
+    /// pack's chain can fire for want of variables (as
+    /// [`chip_state`] says of a chip without attempts).
+    pub async fn chip_counts(
         &self,
         scope: &Scope,
-        record_ids: &[i64],
+        set: &RecordSetSummary,
         packs: &[PackConfig],
-    ) -> Result<HashMap<i64, Vec<ChipState>>, StoreError> {
-        let history = self.store.chip_history_of(record_ids).await?;
-        let counts = self.store.item_counts(record_ids).await?;
+    ) -> Result<Vec<Vec<(String, i64)>>, StoreError> {
+        let kept = self.store.chip_counts(set.id, self.store.now_ms()).await?;
         let candidates = scope.candidates(&self.registry);
-        let needs_env: Vec<Option<Vec<String>>> = packs
+        Ok(packs
             .iter()
-            .map(|p| pack_needs_env(p, &candidates))
-            .collect();
-        let now = self.store.now_ms();
-        let empty: Vec<HistoryEntry> = Vec::new();
-        Ok(record_ids
-            .iter()
-            .map(|id| {
-                let attempts = history.get(id).unwrap_or(&empty);
-                let states = packs
+            .map(|pack| {
+                let intent = pack.intent.name();
+                let fired: Vec<(&str, i64)> = kept
                     .iter()
-                    .zip(&needs_env)
-                    .map(|(pack, needs)| {
-                        let mine: Vec<HistoryEntry> = attempts
-                            .iter()
-                            .filter(|a| a.intent == pack.intent)
-                            .cloned()
-                            .collect();
-                        chip_state(ChipInputs {
-                            attempts: &mine,
-                            item_count: counts
-                                .get(&(*id, pack.intent.name().to_owned()))
-                                .copied()
-                                .unwrap_or(0),
-                            needs_env: needs.as_deref(),
-                            now,
-                        })
-                    })
+                    .filter(|c| c.intent == intent)
+                    .map(|c| (c.state.as_str(), c.records))
                     .collect();
-                (*id, states)
+                let never = set.records - fired.iter().map(|(_, n)| n).sum::<i64>();
+                let waiting = match pack_needs_env(pack, &candidates) {
+                    Some(vars) if !vars.is_empty() => "needs_env",
+                    _ => "idle",
+                };
+                model::glance::tally_states(fired.into_iter().chain([(waiting, never.max(0))]))
             })
             .collect())
     }
