@@ -23,6 +23,7 @@ mod events;
 mod facets;
 mod manifests;
 mod migrations;
+mod name_search;
 mod overrides;
 mod personal_chains;
 pub use accounts::{Owned, Removal, UserRow};

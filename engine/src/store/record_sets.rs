@@ -326,36 +326,22 @@ impl Store {
                  (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.intent = h.intent))"
             }
         };
-        // LIKE's wildcards in the search are matched literally; no search,
-        // no LIKE (it would read every name of the set).
-        let searching = !search.trim().is_empty();
-        let (searched, page) = if searching {
-            (
-                " AND LOWER(r.name) LIKE $2 ESCAPE '\\'",
-                "LIMIT $3 OFFSET $4",
-            )
+        let search = self.name_search(search).await?;
+        let page = if search.text().is_some() {
+            "LIMIT $3 OFFSET $4"
         } else {
-            ("", "LIMIT $2 OFFSET $3")
+            "LIMIT $2 OFFSET $3"
         };
-        let pattern = format!(
-            "%{}%",
-            search
-                .trim()
-                .to_lowercase()
-                .replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_")
-        );
-        let from = format!("FROM records r WHERE r.record_set_id = $1{searched}{condition}");
+        let from = format!("FROM records r WHERE {}{condition}", search.condition());
         let count_sql = format!("SELECT COUNT(*) {from}");
         let mut count = sqlx::query_scalar(&count_sql).bind(record_set_id);
         let page_sql = format!(
             "SELECT r.id, r.record_set_id, r.name, r.fields {from} ORDER BY r.position, r.id {page}"
         );
         let mut rows = sqlx::query(&page_sql).bind(record_set_id);
-        if searching {
-            count = count.bind(pattern.as_str());
-            rows = rows.bind(pattern.as_str());
+        if let Some(text) = search.text() {
+            count = count.bind(text);
+            rows = rows.bind(text);
         }
         let total: i64 = count.fetch_one(self.pool()).await?;
         let rows = rows.bind(limit).bind(offset).fetch_all(self.pool()).await?;
