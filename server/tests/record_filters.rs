@@ -3,7 +3,8 @@
 //! newest item was found), which the database
 //! keeps as items and attempts change: after fires, decisions, an undo, a
 //! second connector and a set's removal, on SQLite and PostgreSQL, the kept
-//! numbers equal what the items and attempts say, and the filters answer
+//! numbers (and what each record's chips keep per intent) equal what the
+//! items and attempts say, and the filters answer
 //! the records they name; a name search finds the same names through
 //! either back-end's trigram index as without it.
 
@@ -82,6 +83,51 @@ async fn kept_and_counted(server: &TestServer, set: i64) -> Vec<(i64, [i64; 5], 
         .collect()
 }
 
+/// What each record's chips keep per intent (items, failed attempts,
+/// attempts in flight) beside the same numbers counted again; every
+/// intent with items or attempts has its row.
+async fn chips_kept_and_counted(
+    server: &TestServer,
+    set: i64,
+) -> Vec<(i64, String, [i64; 3], [i64; 3])> {
+    let pool = server.state.engine.store().pool();
+    let unkept: i64 = sqlx::query_scalar(
+        "SELECT CAST(COUNT(*) AS BIGINT) FROM (SELECT record_id, intent FROM items \
+         UNION SELECT record_id, intent FROM connector_history) c \
+         JOIN records r ON r.id = c.record_id WHERE r.record_set_id = $1 AND NOT EXISTS \
+         (SELECT 1 FROM chip_facts f WHERE f.record_id = c.record_id AND f.intent = c.intent)",
+    )
+    .bind(set)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(unkept, 0, "every chip with items or attempts is kept");
+    let rows = sqlx::query(
+        "SELECT f.record_id, f.intent, f.items, f.failed, f.in_flight, \
+         (SELECT COUNT(*) FROM items i WHERE i.record_id = f.record_id AND i.intent = f.intent) AS items_now, \
+         (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = f.record_id \
+          AND h.intent = f.intent AND h.outcome IN ('error', 'unknown', 'rate_limited')) AS failed_now, \
+         (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = f.record_id \
+          AND h.intent = f.intent AND h.outcome IS NULL) AS in_flight_now \
+         FROM chip_facts f WHERE f.record_set_id = $1 ORDER BY f.record_id, f.intent",
+    )
+    .bind(set)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    rows.iter()
+        .map(|r| {
+            let n = |c: &str| r.try_get::<i64, _>(c).unwrap();
+            (
+                n("record_id"),
+                r.try_get::<String, _>("intent").unwrap(),
+                [n("items"), n("failed"), n("in_flight")],
+                [n("items_now"), n("failed_now"), n("in_flight_now")],
+            )
+        })
+        .collect()
+}
+
 async fn filtered(server: &TestServer, set: i64, filter: RecordFilter) -> (Vec<i64>, i64) {
     let filter = serde_json::to_value(filter).unwrap();
     let (code, page) = server
@@ -121,6 +167,11 @@ async fn filters_follow_fires_decisions_and_undo_through_what_each_record_keeps(
         for (id, kept, counted) in kept_and_counted(&server, set).await {
             assert_eq!(kept, counted, "record {id}: kept against counted");
         }
+        let chips = chips_kept_and_counted(&server, set).await;
+        assert_eq!(chips.len(), 6, "{chips:?}");
+        for (id, intent, kept, counted) in chips {
+            assert_eq!(kept, counted, "record {id}, {intent}: kept against counted");
+        }
         let (unreviewed, total) = filtered(&server, set, RecordFilter::Unreviewed).await;
         assert_eq!(unreviewed, [ids[0], ids[1], ids[2], ids[5]]);
         assert_eq!(total, 4);
@@ -157,6 +208,7 @@ async fn filters_follow_fires_decisions_and_undo_through_what_each_record_keeps(
         let (code, body) = server.delete(&format!("/api/record-sets/{set}")).await;
         assert!(code == 200 || code == 204, "{code} {body}");
         assert!(kept_and_counted(&server, set).await.is_empty());
+        assert!(chips_kept_and_counted(&server, set).await.is_empty());
         server.stop().await;
     })
     .await;
@@ -200,9 +252,15 @@ async fn a_search_finds_the_names_holding_it_whatever_their_case_and_its_letters
     on_every_backend(|db| async {
         let server = server(db).await;
         let me = server.me();
-        let csv =
-            "name\nAcme Ltd\nACME Labs\n\"Bolt \"\"100%\"\" Co\"\nCore_Works\nDune\nNew Dune\n";
-        let set = me.import("Companies", "test", csv).await.id;
+        let mut csv = String::from(
+            "name\nAcme Ltd\nACME Labs\n\"Bolt \"\"100%\"\" Co\"\nCore_Works\nDune\nNew Dune\n",
+        );
+        // Enough other names that the index is worth reading for a few
+        // matches (a small set's names are read directly).
+        for i in 0..200 {
+            csv.push_str(&format!("Filler {i:03}\n"));
+        }
+        let set = me.import("Companies", "test", &csv).await.id;
         let ids = me.record_ids(set).await;
         // Another set's names are never found in this one.
         me.import("Others", "test", "name\nAcme Other\nDune Other\n")

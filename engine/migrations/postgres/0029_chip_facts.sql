@@ -10,6 +10,8 @@ CREATE TABLE chip_facts (
     record_set_id  BIGINT NOT NULL,
     items          BIGINT NOT NULL DEFAULT 0,
     in_flight      BIGINT NOT NULL DEFAULT 0,
+    -- Attempts that failed: error, unknown or rate-limited.
+    failed         BIGINT NOT NULL DEFAULT 0,
     -- The newest finished attempt's that was not cancelled.
     last_outcome   TEXT,
     retry_until    BIGINT,
@@ -33,9 +35,10 @@ SELECT DISTINCT h.record_id, h.intent, r.record_set_id
 FROM connector_history h JOIN records r ON r.id = h.record_id
 ON CONFLICT (record_id, intent) DO NOTHING;
 
-UPDATE chip_facts f SET in_flight = c.n
-FROM (SELECT record_id, intent, COUNT(*) AS n FROM connector_history
-      WHERE outcome IS NULL GROUP BY record_id, intent) c
+UPDATE chip_facts f SET in_flight = c.in_flight, failed = c.failed
+FROM (SELECT record_id, intent, COUNT(*) FILTER (WHERE outcome IS NULL) AS in_flight,
+             COUNT(*) FILTER (WHERE outcome IN ('error', 'unknown', 'rate_limited')) AS failed
+      FROM connector_history GROUP BY record_id, intent) c
 WHERE c.record_id = f.record_id AND c.intent = f.intent;
 
 UPDATE chip_facts f SET last_outcome = l.outcome, retry_until = l.retry_after
@@ -45,6 +48,10 @@ FROM (SELECT DISTINCT ON (record_id, intent) record_id, intent, outcome, retry_a
 WHERE l.record_id = f.record_id AND l.intent = f.intent;
 
 CREATE INDEX chip_facts_by_set ON chip_facts(record_set_id, intent, state);
+-- The records whose attempts for an intent failed and found nothing (the
+-- records view's errors filter).
+CREATE INDEX chip_facts_failing ON chip_facts(record_set_id, record_id)
+    WHERE failed > 0 AND items = 0;
 -- The rate-limited chips, by when their wait ends (one that has ended is idle).
 CREATE INDEX chip_facts_waiting ON chip_facts(record_set_id, intent, retry_until)
     WHERE state = 'rate_limited';
@@ -90,6 +97,9 @@ BEGIN
         in_flight = (SELECT COUNT(*) FROM connector_history h
                      WHERE h.record_id = chip_record AND h.intent = chip_intent
                      AND h.outcome IS NULL),
+        failed = (SELECT COUNT(*) FROM connector_history h
+                     WHERE h.record_id = chip_record AND h.intent = chip_intent
+                     AND h.outcome IN ('error', 'unknown', 'rate_limited')),
         (last_outcome, retry_until) = (SELECT h.outcome, h.retry_after FROM connector_history h
                      WHERE h.record_id = chip_record AND h.intent = chip_intent
                      AND h.outcome <> 'cancelled' ORDER BY h.fired_at DESC, h.id DESC LIMIT 1)

@@ -10,6 +10,8 @@ CREATE TABLE chip_facts (
     record_set_id  BIGINT NOT NULL,
     items          BIGINT NOT NULL DEFAULT 0,
     in_flight      BIGINT NOT NULL DEFAULT 0,
+    -- Attempts that failed: error, unknown or rate-limited.
+    failed         BIGINT NOT NULL DEFAULT 0,
     -- The newest finished attempt's that was not cancelled.
     last_outcome   TEXT,
     retry_until    BIGINT,
@@ -37,11 +39,18 @@ UPDATE chip_facts SET
     in_flight = (SELECT COUNT(*) FROM connector_history h
                  WHERE h.record_id = chip_facts.record_id AND h.intent = chip_facts.intent
                  AND h.outcome IS NULL),
+    failed = (SELECT COUNT(*) FROM connector_history h
+                 WHERE h.record_id = chip_facts.record_id AND h.intent = chip_facts.intent
+                 AND h.outcome IN ('error', 'unknown', 'rate_limited')),
     (last_outcome, retry_until) = (SELECT h.outcome, h.retry_after FROM connector_history h
                  WHERE h.record_id = chip_facts.record_id AND h.intent = chip_facts.intent
                  AND h.outcome <> 'cancelled' ORDER BY h.fired_at DESC, h.id DESC LIMIT 1);
 
 CREATE INDEX chip_facts_by_set ON chip_facts(record_set_id, intent, state);
+-- The records whose attempts for an intent failed and found nothing (the
+-- records view's errors filter).
+CREATE INDEX chip_facts_failing ON chip_facts(record_set_id, record_id)
+    WHERE failed > 0 AND items = 0;
 -- The rate-limited chips, by when their wait ends (one that has ended is idle).
 CREATE INDEX chip_facts_waiting ON chip_facts(record_set_id, intent, retry_until)
     WHERE state = 'rate_limited';
@@ -67,6 +76,9 @@ CREATE TRIGGER chip_attempts_in AFTER INSERT ON connector_history BEGIN
         in_flight = (SELECT COUNT(*) FROM connector_history h
                      WHERE h.record_id = NEW.record_id AND h.intent = NEW.intent
                      AND h.outcome IS NULL),
+        failed = (SELECT COUNT(*) FROM connector_history h
+                     WHERE h.record_id = NEW.record_id AND h.intent = NEW.intent
+                     AND h.outcome IN ('error', 'unknown', 'rate_limited')),
         (last_outcome, retry_until) = (SELECT h.outcome, h.retry_after FROM connector_history h
                      WHERE h.record_id = NEW.record_id AND h.intent = NEW.intent
                      AND h.outcome <> 'cancelled' ORDER BY h.fired_at DESC, h.id DESC LIMIT 1)
@@ -78,6 +90,9 @@ CREATE TRIGGER chip_attempts_changed AFTER UPDATE OF outcome, retry_after, fired
         in_flight = (SELECT COUNT(*) FROM connector_history h
                      WHERE h.record_id = NEW.record_id AND h.intent = NEW.intent
                      AND h.outcome IS NULL),
+        failed = (SELECT COUNT(*) FROM connector_history h
+                     WHERE h.record_id = NEW.record_id AND h.intent = NEW.intent
+                     AND h.outcome IN ('error', 'unknown', 'rate_limited')),
         (last_outcome, retry_until) = (SELECT h.outcome, h.retry_after FROM connector_history h
                      WHERE h.record_id = NEW.record_id AND h.intent = NEW.intent
                      AND h.outcome <> 'cancelled' ORDER BY h.fired_at DESC, h.id DESC LIMIT 1)
@@ -89,6 +104,9 @@ CREATE TRIGGER chip_attempts_out AFTER DELETE ON connector_history BEGIN
         in_flight = (SELECT COUNT(*) FROM connector_history h
                      WHERE h.record_id = OLD.record_id AND h.intent = OLD.intent
                      AND h.outcome IS NULL),
+        failed = (SELECT COUNT(*) FROM connector_history h
+                     WHERE h.record_id = OLD.record_id AND h.intent = OLD.intent
+                     AND h.outcome IN ('error', 'unknown', 'rate_limited')),
         (last_outcome, retry_until) = (SELECT h.outcome, h.retry_after FROM connector_history h
                      WHERE h.record_id = OLD.record_id AND h.intent = OLD.intent
                      AND h.outcome <> 'cancelled' ORDER BY h.fired_at DESC, h.id DESC LIMIT 1)

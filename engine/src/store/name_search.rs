@@ -1,16 +1,22 @@
 //! How the records view finds a set's records by a part of their name:
 //! on SQLite through the trigram index of every record's name (FTS5,
-//! migration 0030) when the part has three letters or more and is not in
-//! too many names; otherwise, and on PostgreSQL (whose trigram index
-//! serves the same `LIKE`, migration 0030), by `LIKE` over the names.
+//! migration 0030) when the part has three letters or more and few names
+//! hold it; otherwise, and on PostgreSQL (whose trigram index serves the
+//! same `LIKE`, migration 0030), by `LIKE` over the set's names.
 
 use super::{Backend, Store, StoreError};
 
 /// The most names of the whole database a search reads through the
-/// trigram index. Past it, the set's own names are read instead: a part
-/// that many names hold costs more through the index than over one set,
-/// and another workspace's names must not slow this one's search.
+/// trigram index. Past it, the set's own names are read instead.
 const MOST_MATCHES: i64 = 20_000;
+
+/// Reading a name through the trigram index (its match, its record, its
+/// place in the order) costs about as much as testing this many of the
+/// set's names with `LIKE` (SQLite, records_view bench): the index is
+/// read only when fewer names than the set's size over this hold the
+/// part. So a small set is never slowed by the names of a big one, which
+/// may be another workspace's.
+const MATCH_COST: i64 = 8;
 
 /// A name search, as the records' query reads it.
 pub(super) enum NameSearch {
@@ -48,24 +54,36 @@ impl NameSearch {
 }
 
 impl Store {
-    /// How to find the names holding `search` (trimmed; case does not
-    /// matter; `%`, `_`, `\` and `"` are letters like any other).
-    pub(super) async fn name_search(&self, search: &str) -> Result<NameSearch, StoreError> {
+    /// How to find the names of set `set_id` holding `search` (trimmed;
+    /// case does not matter; `%`, `_`, `\` and `"` are letters like any
+    /// other).
+    pub(super) async fn name_search(
+        &self,
+        set_id: i64,
+        search: &str,
+    ) -> Result<NameSearch, StoreError> {
         let search = search.trim();
         if search.is_empty() {
             return Ok(NameSearch::Everything);
         }
         if self.backend() == Backend::Sqlite && search.chars().count() >= 3 {
+            let set_size: i64 =
+                sqlx::query_scalar("SELECT record_count FROM record_sets WHERE id = $1")
+                    .bind(set_id)
+                    .fetch_optional(self.pool())
+                    .await?
+                    .unwrap_or(0);
+            let worth_it = (set_size / MATCH_COST).min(MOST_MATCHES);
             let phrase = format!("\"{}\"", search.replace('"', "\"\""));
             let matches: i64 = sqlx::query_scalar(
                 "SELECT COUNT(*) FROM (SELECT rowid FROM record_names \
                  WHERE record_names MATCH $1 LIMIT $2)",
             )
             .bind(phrase.as_str())
-            .bind(MOST_MATCHES + 1)
+            .bind(worth_it + 1)
             .fetch_one(self.pool())
             .await?;
-            if matches <= MOST_MATCHES {
+            if matches <= worth_it {
                 return Ok(NameSearch::Trigrams(phrase));
             }
         }

@@ -319,14 +319,14 @@ impl Store {
             // of the records that match; so is the newest item above.
             RecordFilter::Unreviewed => " AND r.new_items > 0",
             RecordFilter::NothingFound => " AND r.items_count = 0 AND r.not_found_attempts > 0",
-            // Only records with failed attempts are looked into.
+            // An intent whose attempts failed and found nothing, as each
+            // record's chips keep it (migration 0029).
             RecordFilter::Errors => {
-                " AND r.failed_attempts > 0 AND EXISTS (SELECT 1 FROM connector_history h WHERE h.record_id = r.id \
-                 AND h.outcome IN ('error', 'unknown', 'rate_limited') AND NOT EXISTS \
-                 (SELECT 1 FROM items i WHERE i.record_id = r.id AND i.intent = h.intent))"
+                " AND r.failed_attempts > 0 AND r.id IN (SELECT f.record_id FROM chip_facts f \
+                 WHERE f.record_set_id = $1 AND f.failed > 0 AND f.items = 0)"
             }
         };
-        let search = self.name_search(search).await?;
+        let search = self.name_search(record_set_id, search).await?;
         let page = if search.text().is_some() {
             "LIMIT $3 OFFSET $4"
         } else {
