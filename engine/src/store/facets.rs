@@ -1,8 +1,9 @@
-//! What a set adds up to, for its facets: its chips per intent and state
-//! (as the database keeps them per record, migration 0029); per connector
-//! the items it found, those nobody triaged, and the records where it
-//! found exactly one untriaged item (what the "single candidate" bulk
-//! selection takes); and the set's items triaged or not.
+//! What a set adds up to, for its facets, from what the database keeps
+//! per record: its chips per intent and state (migration 0029); per
+//! connector the items it found, those nobody triaged, and the records
+//! where it found exactly one untriaged item (what the "single candidate"
+//! bulk selection takes; migration 0031); and the set's items triaged or
+//! not (migration 0028).
 
 use model::ConnectorFacet;
 
@@ -67,19 +68,14 @@ impl Store {
     }
 
     /// Per connector that found something in set `set_id`, what it found,
-    /// by connector id.
+    /// by connector id: added up from what the database keeps per record
+    /// and connector (migration 0031).
     pub async fn connector_facets(&self, set_id: i64) -> Result<Vec<ConnectorFacet>, StoreError> {
-        // Per connector and record: its distinct items, and whether one of
-        // them is untriaged; then per connector.
         let rows: Vec<ConnectorRow> = sqlx::query_as(
-            "SELECT connector_id, CAST(SUM(n) AS BIGINT) AS items, \
-             CAST(SUM(open) AS BIGINT) AS untriaged, \
-             CAST(SUM(CASE WHEN n = 1 AND open = 1 THEN 1 ELSE 0 END) AS BIGINT) AS single \
-             FROM (SELECT e.connector_id, i.record_id, COUNT(DISTINCT i.id) AS n, \
-                   COUNT(DISTINCT CASE WHEN i.state = 'new' THEN i.id END) AS open \
-                   FROM item_evidence e JOIN items i ON i.id = e.item_id \
-                   JOIN records r ON r.id = i.record_id \
-                   WHERE r.record_set_id = $1 GROUP BY e.connector_id, i.record_id) per_record \
+            "SELECT connector_id, CAST(SUM(items) AS BIGINT) AS items, \
+             CAST(SUM(untriaged) AS BIGINT) AS untriaged, \
+             CAST(SUM(CASE WHEN items = 1 AND untriaged = 1 THEN 1 ELSE 0 END) AS BIGINT) AS single \
+             FROM connector_finds WHERE record_set_id = $1 AND items > 0 \
              GROUP BY connector_id ORDER BY connector_id",
         )
         .bind(set_id)
