@@ -52,6 +52,8 @@ mod history;
 mod history_reads;
 mod items;
 mod jobs;
+#[cfg(test)]
+mod kept_counts;
 mod leases;
 mod rates;
 mod record_caps;

@@ -1,0 +1,411 @@
+//! Proves that what the database keeps by triggers (each record's counts,
+//! each chip's facts, each connector's finds) equals a count from scratch
+//! of the attempts, items and sightings behind it, after every kind of
+//! write, in any order, on every back-end.
+
+use std::collections::BTreeMap;
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::batch::{Arg, Batch};
+use super::{testing, NewRecord, Store};
+
+/// A small deterministic generator (splitmix64): the same writes every run.
+struct Dice(u64);
+
+impl Dice {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        usize::try_from(z % n as u64).unwrap_or(0)
+    }
+
+    fn pick<T: Copy>(&mut self, of: &[T]) -> T {
+        of[self.below(of.len())]
+    }
+}
+
+const INTENTS: [&str; 2] = ["search.web", "social.facebook"];
+const CONNECTORS: [&str; 2] = ["alpha", "beta"];
+const OUTCOMES: [&str; 6] = [
+    "found",
+    "not_found",
+    "error",
+    "unknown",
+    "rate_limited",
+    "cancelled",
+];
+const STATES: [&str; 3] = ["new", "accepted", "rejected"];
+
+async fn ids(store: &Store, sql: &str) -> Vec<i64> {
+    sqlx::query_scalar(sql)
+        .fetch_all(store.pool())
+        .await
+        .expect(sql)
+}
+
+async fn rows(store: &Store, sql: &str) -> Vec<AnyRow> {
+    sqlx::query(sql).fetch_all(store.pool()).await.expect(sql)
+}
+
+/// Runs one statement in a transaction of its own, tried again as the
+/// engine tries its writes (PostgreSQL ends one of two transactions that
+/// wait for each other; see BENCHMARKS.md on the kept numbers' locks).
+async fn exec(store: &Store, sql: &str, args: Vec<Arg>) {
+    super::retrying(|| {
+        let mut batch = Batch::default();
+        batch.push(sql, args.clone());
+        batch.run(store)
+    })
+    .await
+    .expect(sql);
+}
+
+/// One write of the kinds the engine makes, and of those it makes rarely
+/// (an attempt written already ended, ended again, removed).
+async fn write(store: &Store, dice: &mut Dice, records: &[i64], clock: &mut i64) {
+    *clock += 1;
+    // Attempts in the same millisecond, and ends out of order, happen.
+    let at = *clock - i64::try_from(dice.below(3)).unwrap_or(0);
+    let record = dice.pick(records);
+    let intent = dice.pick(&INTENTS);
+    let connector = dice.pick(&CONNECTORS);
+    let outcome = dice.pick(&OUTCOMES);
+    let retry = (dice.below(2) == 0).then_some(at + 1_000);
+    let open = ids(
+        store,
+        "SELECT id FROM connector_history WHERE outcome IS NULL",
+    )
+    .await;
+    let ended = ids(
+        store,
+        "SELECT id FROM connector_history WHERE outcome IS NOT NULL",
+    )
+    .await;
+    let items = ids(store, "SELECT id FROM items").await;
+    let fires = ids(store, "SELECT id FROM fires").await;
+    let attempt =
+        "INSERT INTO connector_history (fire_id, record_id, pack_id, intent, connector_id, \
+                   triggered_by, actor, fired_at, outcome, retry_after) \
+                   SELECT id, record_id, pack_id, intent, $1, 'person', 'ana', $2, $3, $4 \
+                   FROM fires WHERE id = $5";
+    match dice.below(13) {
+        0 | 1 => {
+            let sql =
+                "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, status, \
+                       started_at) VALUES ($1, 'p', $2, 'person', 'ana', 'running', $3)";
+            exec(store, sql, vec![record.into(), intent.into(), at.into()]).await;
+        }
+        2 | 3 if !fires.is_empty() => {
+            let fire = dice.pick(&fires);
+            let args = vec![
+                connector.into(),
+                at.into(),
+                Arg::Text(None),
+                retry.into(),
+                fire.into(),
+            ];
+            exec(store, attempt, args).await;
+        }
+        4 if !fires.is_empty() => {
+            let fire = dice.pick(&fires);
+            let args = vec![
+                connector.into(),
+                at.into(),
+                outcome.into(),
+                retry.into(),
+                fire.into(),
+            ];
+            exec(store, attempt, args).await;
+        }
+        5..=7 if !open.is_empty() => {
+            let sql =
+                "UPDATE connector_history SET outcome = $1, retry_after = $2, finished_at = $3 \
+                       WHERE id = $4";
+            let args = vec![
+                outcome.into(),
+                retry.into(),
+                at.into(),
+                dice.pick(&open).into(),
+            ];
+            exec(store, sql, args).await;
+        }
+        8 if !ended.is_empty() => {
+            let ended = dice.pick(&ended);
+            match dice.below(2) {
+                0 => {
+                    let sql =
+                        "UPDATE connector_history SET outcome = $1, retry_after = $2 WHERE id = $3";
+                    exec(store, sql, vec![outcome.into(), retry.into(), ended.into()]).await;
+                }
+                _ => {
+                    let sql = "UPDATE connector_history SET fired_at = fired_at + 5 WHERE id = $1";
+                    exec(store, sql, vec![ended.into()]).await;
+                }
+            }
+        }
+        9 if !open.is_empty() || !ended.is_empty() => {
+            let attempts: Vec<i64> = open.iter().chain(&ended).copied().collect();
+            let attempt = dice.pick(&attempts);
+            exec(
+                store,
+                "DELETE FROM connector_history WHERE id = $1",
+                vec![attempt.into()],
+            )
+            .await;
+        }
+        10 | 11 if !fires.is_empty() => {
+            let fire = dice.pick(&fires);
+            sight(store, dice, fire, connector, at).await;
+        }
+        _ if !items.is_empty() => {
+            let sql = "UPDATE items SET state = $1 WHERE id = $2";
+            let args = vec![dice.pick(&STATES).into(), dice.pick(&items).into()];
+            exec(store, sql, args).await;
+        }
+        _ => {}
+    }
+}
+
+/// A connector's answer in a fire: one of three addresses, kept as an item
+/// of the fire's record and intent (once), with the sighting.
+async fn sight(store: &Store, dice: &mut Dice, fire: i64, connector: &str, at: i64) {
+    let key = format!("site-{}", dice.below(3));
+    super::retrying(|| {
+        let mut batch = Batch::default();
+        batch.push(
+            "INSERT INTO items (record_id, intent, url, url_key, title, snippet, first_seen_at) \
+             SELECT record_id, intent, $1, $1, 't', 's', $2 FROM fires WHERE id = $3 \
+             ON CONFLICT (record_id, intent, url_key) DO NOTHING",
+            vec![key.clone().into(), at.into(), fire.into()],
+        );
+        batch.push(
+            "INSERT INTO item_evidence (item_id, fire_id, connector_id, triggered_by, found_at) \
+             SELECT i.id, f.id, $1, 'person', $2 FROM fires f \
+             JOIN items i ON i.record_id = f.record_id AND i.intent = f.intent AND i.url_key = $3 \
+             WHERE f.id = $4 ON CONFLICT (item_id, fire_id, connector_id) DO NOTHING",
+            vec![connector.into(), at.into(), key.clone().into(), fire.into()],
+        );
+        batch.run(store)
+    })
+    .await
+    .expect("a sighting");
+}
+
+type Kept = BTreeMap<String, String>;
+
+/// Each chip's facts as kept, and as counted from scratch.
+async fn chips(store: &Store) -> (Kept, Kept) {
+    let mut kept = Kept::new();
+    for r in rows(
+        store,
+        "SELECT record_id, intent, items, in_flight, failed, last_outcome, \
+                           retry_until, state FROM chip_facts",
+    )
+    .await
+    {
+        let key = format!(
+            "{} {}",
+            r.get::<i64, _>("record_id"),
+            r.get::<String, _>("intent")
+        );
+        let facts = format!(
+            "items {} in flight {} failed {} last {:?} until {:?} state {:?}",
+            r.get::<i64, _>("items"),
+            r.get::<i64, _>("in_flight"),
+            r.get::<i64, _>("failed"),
+            r.get::<Option<String>, _>("last_outcome"),
+            r.get::<Option<i64>, _>("retry_until"),
+            r.get::<Option<String>, _>("state"),
+        );
+        kept.insert(key, facts);
+    }
+    let mut counted = Kept::new();
+    let chips = rows(
+        store,
+        "SELECT record_id, intent FROM connector_history \
+                             UNION SELECT record_id, intent FROM items",
+    )
+    .await;
+    for c in chips {
+        let (record, intent) = (c.get::<i64, _>("record_id"), c.get::<String, _>("intent"));
+        let n = |sql: &'static str| {
+            let intent = intent.clone();
+            async move {
+                sqlx::query_scalar::<_, i64>(sql)
+                    .bind(record)
+                    .bind(intent)
+                    .fetch_one(store.pool())
+                    .await
+                    .expect(sql)
+            }
+        };
+        let items = n("SELECT COUNT(*) FROM items WHERE record_id = $1 AND intent = $2").await;
+        let in_flight = n(
+            "SELECT COUNT(*) FROM connector_history WHERE record_id = $1 \
+                           AND intent = $2 AND outcome IS NULL",
+        )
+        .await;
+        let failed = n(
+            "SELECT COUNT(*) FROM connector_history WHERE record_id = $1 AND intent = $2 \
+                        AND outcome IN ('error', 'unknown', 'rate_limited')",
+        )
+        .await;
+        let last = sqlx::query(
+            "SELECT outcome, retry_after FROM connector_history WHERE record_id = $1 \
+             AND intent = $2 AND outcome <> 'cancelled' ORDER BY fired_at DESC, id DESC LIMIT 1",
+        )
+        .bind(record)
+        .bind(intent.clone())
+        .fetch_optional(store.pool())
+        .await
+        .expect("the newest ended attempt");
+        let (outcome, until) = last.map_or((None, None), |l| {
+            (
+                Some(l.get::<String, _>("outcome")),
+                l.get::<Option<i64>, _>("retry_after"),
+            )
+        });
+        let state = match outcome.as_deref() {
+            _ if in_flight > 0 => Some("firing"),
+            _ if items > 0 => Some("found"),
+            Some("error" | "unknown") => Some("error"),
+            Some("rate_limited") => Some("rate_limited"),
+            Some("found" | "not_found") => Some("not_found"),
+            _ => None,
+        };
+        counted.insert(
+            format!("{record} {intent}"),
+            format!(
+                "items {items} in flight {in_flight} failed {failed} last {outcome:?} until {until:?} \
+                 state {:?}",
+                state.map(str::to_owned)
+            ),
+        );
+    }
+    (kept, counted)
+}
+
+/// Each record's and each connector's counts as kept, and from scratch.
+async fn finds(store: &Store) -> (Kept, Kept) {
+    let kept_sql = "SELECT 'record ' || id AS k, items_count || ' ' || new_items || ' ' || \
+                    not_found_attempts || ' ' || failed_attempts || ' ' || COALESCE(last_found_at, -1) AS v \
+                    FROM records \
+                    UNION ALL SELECT 'finds ' || record_id || ' ' || connector_id, \
+                    items || ' ' || untriaged FROM connector_finds WHERE items > 0";
+    let counted_sql = "SELECT 'record ' || r.id AS k, \
+        (SELECT COUNT(*) FROM items i WHERE i.record_id = r.id) || ' ' || \
+        (SELECT COUNT(*) FROM items i WHERE i.record_id = r.id AND i.state = 'new') || ' ' || \
+        (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = r.id AND h.outcome = 'not_found') || ' ' || \
+        (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = r.id \
+         AND h.outcome IN ('error', 'unknown', 'rate_limited')) || ' ' || \
+        COALESCE((SELECT MAX(first_seen_at) FROM items i WHERE i.record_id = r.id), -1) AS v FROM records r \
+        UNION ALL SELECT 'finds ' || i.record_id || ' ' || e.connector_id, \
+        COUNT(DISTINCT i.id) || ' ' || COUNT(DISTINCT CASE WHEN i.state = 'new' THEN i.id END) \
+        FROM items i JOIN item_evidence e ON e.item_id = i.id GROUP BY i.record_id, e.connector_id";
+    let read = |sql| async move {
+        rows(store, sql)
+            .await
+            .iter()
+            .map(|r| (r.get::<String, _>("k"), r.get::<String, _>("v")))
+            .collect::<Kept>()
+    };
+    (read(kept_sql).await, read(counted_sql).await)
+}
+
+#[tokio::test]
+async fn kept_counts_equal_a_count_from_scratch_after_any_writes() {
+    for db in testing::all().await {
+        let store = Store::connect(&db.url).await.unwrap();
+        let (ws, _) = store.ensure_workspace("w").await.unwrap();
+        let records: Vec<NewRecord> = ["Acme", "Globex"]
+            .iter()
+            .map(|name| NewRecord {
+                name: (*name).into(),
+                fields: Vec::new(),
+            })
+            .collect();
+        let set = store
+            .create_record_set(ws, "S", "b", false, &records)
+            .await
+            .unwrap();
+        let records = ids(
+            &store,
+            &format!("SELECT id FROM records WHERE record_set_id = {set}"),
+        )
+        .await;
+        let mut dice = Dice(35);
+        let mut clock = 1_000;
+        for step in 0..300 {
+            write(&store, &mut dice, &records, &mut clock).await;
+            let (kept, counted) = chips(&store).await;
+            // A chip's row stays when its last attempt is removed: all zero.
+            let kept: Kept = kept
+                .into_iter()
+                .filter(|(k, v)| {
+                    counted.contains_key(k)
+                        || !v.starts_with("items 0 in flight 0 failed 0 last None")
+                })
+                .collect();
+            assert_eq!(kept, counted, "{}: chips after write {step}", db.kind());
+            let (kept, counted) = finds(&store).await;
+            assert_eq!(
+                kept,
+                counted,
+                "{}: records and finds after write {step}",
+                db.kind()
+            );
+        }
+    }
+}
+
+/// Writers at the same time (on PostgreSQL, in transactions that overlap:
+/// the same items sighted, decided and the same chips' attempts ended
+/// together) keep the same counts.
+#[tokio::test]
+async fn kept_counts_hold_with_writers_at_the_same_time() {
+    for db in testing::all().await {
+        let store = Store::connect(&db.url).await.unwrap();
+        let (ws, _) = store.ensure_workspace("w").await.unwrap();
+        let record = NewRecord {
+            name: "Acme".into(),
+            fields: Vec::new(),
+        };
+        let set = store
+            .create_record_set(ws, "S", "b", false, &[record])
+            .await
+            .unwrap();
+        let records = ids(
+            &store,
+            &format!("SELECT id FROM records WHERE record_set_id = {set}"),
+        )
+        .await;
+        let writers = (0..6u64).map(|n| {
+            let (store, records) = (store.clone(), records.clone());
+            tokio::spawn(async move {
+                let mut dice = Dice(n * 1_000 + 7);
+                let mut clock = 1_000;
+                for _ in 0..60 {
+                    write(&store, &mut dice, &records, &mut clock).await;
+                }
+            })
+        });
+        for writer in futures::future::join_all(writers).await {
+            writer.expect("a writer");
+        }
+        let (kept, counted) = chips(&store).await;
+        let kept: Kept = kept
+            .into_iter()
+            .filter(|(k, v)| {
+                counted.contains_key(k) || !v.starts_with("items 0 in flight 0 failed 0")
+            })
+            .collect();
+        assert_eq!(kept, counted, "{}: chips", db.kind());
+        let (kept, counted) = finds(&store).await;
+        assert_eq!(kept, counted, "{}: records and finds", db.kind());
+    }
+}
