@@ -26,7 +26,8 @@ CREATE FUNCTION recount_chip(chip_record BIGINT, chip_intent TEXT) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO chip_facts (record_id, intent, record_set_id)
-    SELECT chip_record, chip_intent, r.record_set_id FROM records r WHERE r.id = chip_record
+    SELECT chip_record, chip_intent, r.record_set_id FROM records r
+    WHERE r.id = chip_record FOR NO KEY UPDATE OF r
     ON CONFLICT (record_id, intent) DO UPDATE SET in_flight = chip_facts.in_flight;
     UPDATE chip_facts SET
         in_flight = (SELECT COUNT(*) FROM connector_history h
@@ -73,7 +74,7 @@ BEGIN
         SELECT NEW.record_id, NEW.intent, r.record_set_id, starts, fails,
                CASE WHEN ended THEN NEW.outcome END, CASE WHEN ended THEN NEW.retry_after END,
                CASE WHEN ended THEN NEW.fired_at END, CASE WHEN ended THEN NEW.id END
-        FROM records r WHERE r.id = NEW.record_id
+        FROM records r WHERE r.id = NEW.record_id FOR NO KEY UPDATE OF r
         ON CONFLICT (record_id, intent) DO UPDATE SET
             in_flight = c.in_flight + starts,
             failed = c.failed + fails,
@@ -85,6 +86,7 @@ BEGIN
                 FROM (SELECT ended AND (c.last_attempt IS NULL
                       OR (c.last_fired_at, c.last_attempt) < (NEW.fired_at, NEW.id)) AS newer) n);
     ELSE
+        PERFORM 1 FROM records WHERE id = NEW.record_id FOR NO KEY UPDATE;
         UPDATE chip_facts AS c SET
             in_flight = c.in_flight + starts,
             failed = c.failed + fails,
@@ -105,9 +107,9 @@ END $$;
 
 -- A sighting: the connector's first of an item counts it for the record
 -- (and as untriaged while it is new). A sighting the connector made before
--- changes nothing. The record's row for the connector is taken first, and
--- only then is the sighting known to be the first: one made meanwhile in
--- another transaction has then committed.
+-- changes nothing. The record's row is taken first (with the record's row
+-- for the connector), and only then is the sighting known to be the
+-- first: one made meanwhile in another transaction has then committed.
 CREATE OR REPLACE FUNCTION keep_connector_finds() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     found_in BIGINT;
@@ -118,13 +120,51 @@ BEGIN
     END IF;
     SELECT record_id INTO found_in FROM items WHERE id = NEW.item_id;
     INSERT INTO connector_finds (record_id, connector_id, record_set_id)
-    SELECT found_in, NEW.connector_id, r.record_set_id FROM records r WHERE r.id = found_in
+    SELECT found_in, NEW.connector_id, r.record_set_id FROM records r
+    WHERE r.id = found_in FOR NO KEY UPDATE OF r
     ON CONFLICT (record_id, connector_id) DO UPDATE SET items = connector_finds.items;
     IF NOT EXISTS (SELECT 1 FROM item_evidence e WHERE e.item_id = NEW.item_id
                    AND e.connector_id = NEW.connector_id AND e.id <> NEW.id) THEN
         UPDATE connector_finds SET items = items + 1,
             untriaged = untriaged + (SELECT (state = 'new')::int FROM items WHERE id = NEW.item_id)
         WHERE record_id = found_in AND connector_id = NEW.connector_id;
+    END IF;
+    RETURN NULL;
+END $$;
+
+-- Every writer of a record's kept numbers (its counts, its chips' facts,
+-- its connectors' finds) takes the record's row first, so transactions
+-- that change the same record's numbers wait for each other in one order,
+-- never each for the other. Triggers fire in the order of their names and
+-- a fire's end is several statements: without the one first lock a fire's
+-- new items took their chip and then the record, an attempt's end the
+-- record and then the chip, a decision the connector's finds and then the
+-- record, and two of them at once could end in "deadlock detected", one
+-- lost after a second's wait. (A decision takes the record's row before
+-- the item's, in Store::triage_in_batch, for the same reason.)
+CREATE OR REPLACE FUNCTION keep_chip_items() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO chip_facts (record_id, intent, record_set_id, items)
+        SELECT NEW.record_id, NEW.intent, r.record_set_id, 1 FROM records r
+        WHERE r.id = NEW.record_id FOR NO KEY UPDATE OF r
+        ON CONFLICT (record_id, intent) DO UPDATE SET items = chip_facts.items + 1;
+    ELSE
+        PERFORM 1 FROM records WHERE id = OLD.record_id FOR NO KEY UPDATE;
+        UPDATE chip_facts SET items = items - 1
+        WHERE record_id = OLD.record_id AND intent = OLD.intent;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION keep_connector_finds_triaged() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF (OLD.state = 'new') <> (NEW.state = 'new') THEN
+        PERFORM 1 FROM records WHERE id = NEW.record_id FOR NO KEY UPDATE;
+        UPDATE connector_finds
+        SET untriaged = untriaged + (NEW.state = 'new')::int - (OLD.state = 'new')::int
+        WHERE record_id = NEW.record_id
+        AND connector_id IN (SELECT connector_id FROM item_evidence WHERE item_id = NEW.id);
     END IF;
     RETURN NULL;
 END $$;

@@ -7,7 +7,7 @@ use model::{Capability, Evidence, Gone, Item, Revision, TriageState, TriageVerb,
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
-use super::{Store, StoreError};
+use super::{Backend, Store, StoreError};
 
 /// An item's columns (`i`) and its newest revision's (`rv_`).
 macro_rules! item_columns {
@@ -310,6 +310,19 @@ impl Store {
         };
         let now = self.now_ms();
         let mut tx = self.pool().begin().await.map_err(StoreError::from)?;
+        if self.backend() == Backend::Postgres {
+            // The record's row before the item's: every writer of a record's
+            // kept numbers takes it first (migration 0032), so a decision and
+            // a fire's end on one record wait for each other in one order.
+            sqlx::query(
+                "SELECT 1 FROM records WHERE id = (SELECT record_id FROM items WHERE id = $1) \
+                 FOR NO KEY UPDATE",
+            )
+            .bind(item_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreError::from)?;
+        }
         let updated = sqlx::query(
             "UPDATE items SET state = $1, version = version + 1, triaged_by = $2, triaged_at = $3 \
              WHERE id = $4 AND version = $5",
