@@ -109,7 +109,10 @@ END $$;
 -- (and as untriaged while it is new). A sighting the connector made before
 -- changes nothing. The record's row is taken first (with the record's row
 -- for the connector), and only then is the sighting known to be the
--- first: one made meanwhile in another transaction has then committed.
+-- first, and the item's state read: a sighting made meanwhile in another
+-- transaction has then committed, and so has a decision on the item (a
+-- decision takes the record's row before the item's, and its trigger, run
+-- after, sees this sighting when this one committed first).
 CREATE OR REPLACE FUNCTION keep_connector_finds() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     found_in BIGINT;

@@ -67,105 +67,60 @@ async fn exec(store: &Store, sql: &str, args: Vec<Arg>) {
     batch.run(store).await.expect(sql);
 }
 
+/// What the database holds now, to write to.
+struct Rows {
+    open: Vec<i64>,
+    ended: Vec<i64>,
+    items: Vec<i64>,
+    fires: Vec<i64>,
+}
+
+impl Rows {
+    async fn read(store: &Store) -> Self {
+        Self {
+            open: ids(
+                store,
+                "SELECT id FROM connector_history WHERE outcome IS NULL",
+            )
+            .await,
+            ended: ids(
+                store,
+                "SELECT id FROM connector_history WHERE outcome IS NOT NULL",
+            )
+            .await,
+            items: ids(store, "SELECT id FROM items").await,
+            fires: ids(store, "SELECT id FROM fires").await,
+        }
+    }
+}
+
 /// One write of the kinds the engine makes, and of those it makes rarely
 /// (an attempt written already ended, ended again, removed).
 async fn write(store: &Store, dice: &mut Dice, records: &[i64], clock: &mut i64) {
     *clock += 1;
     // Attempts in the same millisecond, and ends out of order, happen.
     let at = *clock - i64::try_from(dice.below(3)).unwrap_or(0);
-    let record = dice.pick(records);
-    let intent = dice.pick(&INTENTS);
-    let connector = dice.pick(&CONNECTORS);
-    let outcome = dice.pick(&OUTCOMES);
-    let retry = (dice.below(2) == 0).then_some(at + 1_000);
-    let open = ids(
-        store,
-        "SELECT id FROM connector_history WHERE outcome IS NULL",
-    )
-    .await;
-    let ended = ids(
-        store,
-        "SELECT id FROM connector_history WHERE outcome IS NOT NULL",
-    )
-    .await;
-    let items = ids(store, "SELECT id FROM items").await;
-    let fires = ids(store, "SELECT id FROM fires").await;
-    let attempt =
-        "INSERT INTO connector_history (fire_id, record_id, pack_id, intent, connector_id, \
-                   triggered_by, actor, fired_at, outcome, retry_after) \
-                   SELECT id, record_id, pack_id, intent, $1, 'human-refire', 'ana', $2, $3, $4 \
-                   FROM fires WHERE id = $5";
+    let rows = Rows::read(store).await;
     match dice.below(13) {
         0 | 1 => {
-            let sql =
-                "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, status, \
-                       started_at) VALUES ($1, 'p', $2, 'human-refire', 'ana', 'running', $3)";
-            exec(store, sql, vec![record.into(), intent.into(), at.into()]).await;
-        }
-        2 | 3 if !fires.is_empty() => {
-            let fire = dice.pick(&fires);
+            let sql = "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, \
+                       status, started_at) \
+                       VALUES ($1, 'p', $2, 'human-refire', 'ana', 'running', $3)";
             let args = vec![
-                connector.into(),
+                dice.pick(records).into(),
+                dice.pick(&INTENTS).into(),
                 at.into(),
-                Arg::Text(None),
-                retry.into(),
-                fire.into(),
-            ];
-            exec(store, attempt, args).await;
-        }
-        4 if !fires.is_empty() => {
-            let fire = dice.pick(&fires);
-            let args = vec![
-                connector.into(),
-                at.into(),
-                outcome.into(),
-                retry.into(),
-                fire.into(),
-            ];
-            exec(store, attempt, args).await;
-        }
-        5..=7 if !open.is_empty() => {
-            let sql =
-                "UPDATE connector_history SET outcome = $1, retry_after = $2, finished_at = $3 \
-                       WHERE id = $4";
-            let args = vec![
-                outcome.into(),
-                retry.into(),
-                at.into(),
-                dice.pick(&open).into(),
             ];
             exec(store, sql, args).await;
         }
-        8 if !ended.is_empty() => {
-            let ended = dice.pick(&ended);
-            match dice.below(2) {
-                0 => {
-                    let sql =
-                        "UPDATE connector_history SET outcome = $1, retry_after = $2 WHERE id = $3";
-                    exec(store, sql, vec![outcome.into(), retry.into(), ended.into()]).await;
-                }
-                _ => {
-                    let sql = "UPDATE connector_history SET fired_at = fired_at + 5 WHERE id = $1";
-                    exec(store, sql, vec![ended.into()]).await;
-                }
-            }
-        }
-        9 if !open.is_empty() || !ended.is_empty() => {
-            let attempts: Vec<i64> = open.iter().chain(&ended).copied().collect();
-            let attempt = dice.pick(&attempts);
-            exec(
-                store,
-                "DELETE FROM connector_history WHERE id = $1",
-                vec![attempt.into()],
-            )
-            .await;
-        }
-        10 | 11 if !fires.is_empty() => {
-            let fire = dice.pick(&fires);
+        2..=9 => write_attempt(store, dice, &rows, at).await,
+        10 | 11 if !rows.fires.is_empty() => {
+            let fire = dice.pick(&rows.fires);
+            let connector = dice.pick(&CONNECTORS);
             sight(store, dice, fire, connector, at).await;
         }
-        _ if !items.is_empty() => {
-            let item = dice.pick(&items);
+        _ if !rows.items.is_empty() => {
+            let item = dice.pick(&rows.items);
             let verb = dice.pick(&VERBS);
             let version = store.item(item).await.expect("an item").version;
             match store.triage(item, verb, version, "ana").await {
@@ -177,10 +132,79 @@ async fn write(store: &Store, dice: &mut Dice, records: &[i64], clock: &mut i64)
     }
 }
 
+/// An attempt started (in flight, or written already ended), ended,
+/// changed after its end, or removed.
+async fn write_attempt(store: &Store, dice: &mut Dice, rows: &Rows, at: i64) {
+    let connector = dice.pick(&CONNECTORS);
+    let outcome = dice.pick(&OUTCOMES);
+    let retry = (dice.below(2) == 0).then_some(at + 1_000);
+    let attempt = "INSERT INTO connector_history (fire_id, record_id, pack_id, intent, \
+                   connector_id, triggered_by, actor, fired_at, outcome, retry_after) \
+                   SELECT id, record_id, pack_id, intent, $1, 'human-refire', 'ana', $2, $3, $4 \
+                   FROM fires WHERE id = $5";
+    match dice.below(8) {
+        0 | 1 if !rows.fires.is_empty() => {
+            let fire = dice.pick(&rows.fires);
+            let args = vec![
+                connector.into(),
+                at.into(),
+                Arg::Text(None),
+                retry.into(),
+                fire.into(),
+            ];
+            exec(store, attempt, args).await;
+        }
+        2 if !rows.fires.is_empty() => {
+            let fire = dice.pick(&rows.fires);
+            let args = vec![
+                connector.into(),
+                at.into(),
+                outcome.into(),
+                retry.into(),
+                fire.into(),
+            ];
+            exec(store, attempt, args).await;
+        }
+        3..=5 if !rows.open.is_empty() => {
+            let sql = "UPDATE connector_history SET outcome = $1, retry_after = $2, \
+                       finished_at = $3 WHERE id = $4";
+            let open = dice.pick(&rows.open);
+            exec(
+                store,
+                sql,
+                vec![outcome.into(), retry.into(), at.into(), open.into()],
+            )
+            .await;
+        }
+        6 if !rows.ended.is_empty() => {
+            let ended = dice.pick(&rows.ended);
+            if dice.below(2) == 0 {
+                let sql =
+                    "UPDATE connector_history SET outcome = $1, retry_after = $2 WHERE id = $3";
+                exec(store, sql, vec![outcome.into(), retry.into(), ended.into()]).await;
+            } else {
+                let sql = "UPDATE connector_history SET fired_at = fired_at + 5 WHERE id = $1";
+                exec(store, sql, vec![ended.into()]).await;
+            }
+        }
+        7 if !rows.open.is_empty() || !rows.ended.is_empty() => {
+            let attempts: Vec<i64> = rows.open.iter().chain(&rows.ended).copied().collect();
+            let sql = "DELETE FROM connector_history WHERE id = $1";
+            exec(store, sql, vec![dice.pick(&attempts).into()]).await;
+        }
+        _ => {}
+    }
+}
+
 /// A connector's answer in a fire: one of three addresses, kept as an item
 /// of the fire's record and intent (once), with the sighting.
 async fn sight(store: &Store, dice: &mut Dice, fire: i64, connector: &str, at: i64) {
     let key = format!("site-{}", dice.below(3));
+    sight_key(store, fire, connector, key, at).await;
+}
+
+/// The answer of [`sight`] for address `key`.
+async fn sight_key(store: &Store, fire: i64, connector: &str, key: String, at: i64) {
     let mut batch = Batch::default();
     batch.push(
         "INSERT INTO items (record_id, intent, url, url_key, title, snippet, first_seen_at) \
@@ -399,6 +423,31 @@ async fn kept_counts_hold_with_writers_at_the_same_time() {
         });
         for writer in futures::future::join_all(writers).await {
             writer.expect("a writer");
+        }
+        // An item one connector found, sighted by another in six fires at
+        // once: its first sighting through that one counts once.
+        for round in 0..10 {
+            let key = format!("together-{round}");
+            let mut fires = Vec::new();
+            for _ in 0..6 {
+                let sql = "INSERT INTO fires (record_id, pack_id, intent, triggered_by, actor, \
+                           status, started_at) \
+                           VALUES ($1, 'p', 'search.web', 'human-refire', 'ana', 'running', 1)";
+                exec(&store, sql, vec![records[0].into()]).await;
+                fires.push(ids(&store, "SELECT MAX(id) FROM fires").await[0]);
+            }
+            sight_key(&store, fires[0], "beta", key.clone(), 1).await;
+            let start = std::sync::Arc::new(tokio::sync::Barrier::new(fires.len()));
+            let sightings = fires.into_iter().map(|fire| {
+                let (store, start, key) = (store.clone(), start.clone(), key.clone());
+                tokio::spawn(async move {
+                    start.wait().await;
+                    sight_key(&store, fire, "alpha", key, 1).await;
+                })
+            });
+            for sighting in futures::future::join_all(sightings).await {
+                sighting.expect("a sighting");
+            }
         }
         let (kept, counted) = chips(&store).await;
         let kept: Kept = kept
