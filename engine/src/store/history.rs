@@ -298,6 +298,16 @@ impl Store {
     ) -> Result<Closed, StoreError> {
         let now = self.now_ms();
         let mut batch = Batch::default();
+        if self.backend() == Backend::Postgres && !results.is_empty() {
+            // The record's row before its items' (a result can change an
+            // item's row: a revision), as a decision takes them and as every
+            // writer of a record's kept numbers takes the record's row first
+            // (migration 0032): the two then wait for each other in one order.
+            batch.push(
+                "SELECT 1 FROM records WHERE id = $1 FOR NO KEY UPDATE",
+                vec![attempt.record_id.into()],
+            );
+        }
         let keys = super::results::push_results(
             &mut batch,
             attempt.record_id,
