@@ -10,7 +10,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::batch::{Arg, Batch};
-use super::{testing, NewRecord, Store, TriageError};
+use super::{testing, Store, TriageError};
 
 /// A small deterministic generator (splitmix64): the same writes every run.
 struct Dice(u64);
@@ -346,24 +346,7 @@ async fn finds(store: &Store) -> (Kept, Kept) {
 #[tokio::test]
 async fn kept_counts_equal_a_count_from_scratch_after_any_writes() {
     for db in testing::all().await {
-        let store = Store::connect(&db.url).await.unwrap();
-        let (ws, _) = store.ensure_workspace("w").await.unwrap();
-        let records: Vec<NewRecord> = ["Acme", "Globex"]
-            .iter()
-            .map(|name| NewRecord {
-                name: (*name).into(),
-                fields: Vec::new(),
-            })
-            .collect();
-        let set = store
-            .create_record_set(ws, "S", "b", false, &records)
-            .await
-            .unwrap();
-        let records = ids(
-            &store,
-            &format!("SELECT id FROM records WHERE record_set_id = {set}"),
-        )
-        .await;
+        let (store, _, records) = testing::store_with_records(&db.url, &["Acme", "Globex"]).await;
         let mut dice = Dice(35);
         let mut clock = 1_000;
         for step in 0..300 {
@@ -396,21 +379,7 @@ async fn kept_counts_equal_a_count_from_scratch_after_any_writes() {
 #[tokio::test]
 async fn kept_counts_hold_with_writers_at_the_same_time() {
     for db in testing::all().await {
-        let store = Store::connect(&db.url).await.unwrap();
-        let (ws, _) = store.ensure_workspace("w").await.unwrap();
-        let record = NewRecord {
-            name: "Acme".into(),
-            fields: Vec::new(),
-        };
-        let set = store
-            .create_record_set(ws, "S", "b", false, &[record])
-            .await
-            .unwrap();
-        let records = ids(
-            &store,
-            &format!("SELECT id FROM records WHERE record_set_id = {set}"),
-        )
-        .await;
+        let (store, _, records) = testing::store_with_records(&db.url, &["Acme"]).await;
         let writers = (0..6u64).map(|n| {
             let (store, records) = (store.clone(), records.clone());
             tokio::spawn(async move {

@@ -215,7 +215,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{testing, NewRecord};
+    use crate::store::testing;
 
     const CENT: i64 = 10_000;
 
@@ -225,22 +225,8 @@ mod tests {
 
     /// A store with one workspace and one record in it.
     async fn one_record(url: &str) -> (Store, i64, i64) {
-        let store = Store::connect(url).await.unwrap();
-        let (ws, _) = store.ensure_workspace("w").await.unwrap();
-        let record = NewRecord {
-            name: "Acme".into(),
-            fields: Vec::new(),
-        };
-        let set = store
-            .create_record_set(ws, "S", "b", false, &[record])
-            .await
-            .unwrap();
-        let id: i64 = sqlx::query_scalar("SELECT id FROM records WHERE record_set_id = $1")
-            .bind(set)
-            .fetch_one(store.pool())
-            .await
-            .unwrap();
-        (store, ws, id)
+        let (store, ws, records) = testing::store_with_records(url, &["Acme"]).await;
+        (store, ws, records[0])
     }
 
     #[tokio::test]

@@ -156,3 +156,31 @@ pub async fn engine(db: &TestDatabase) -> crate::Engine {
         crate::EngineConfig::default(),
     )
 }
+
+/// A store over `url` with workspace `w` holding a set of records named
+/// `names`: the workspace, the set and the records' ids in that order.
+///
+/// # Panics
+/// When the database cannot be opened or written.
+pub async fn store_with_records(url: &str, names: &[&str]) -> (super::Store, i64, Vec<i64>) {
+    let store = super::Store::connect(url).await.expect("a test database");
+    let (ws, _) = store.ensure_workspace("w").await.expect("a workspace");
+    let records: Vec<super::NewRecord> = names
+        .iter()
+        .map(|name| super::NewRecord {
+            name: (*name).into(),
+            fields: Vec::new(),
+        })
+        .collect();
+    let set = store
+        .create_record_set(ws, "S", "b", false, &records)
+        .await
+        .expect("a record set");
+    let ids =
+        sqlx::query_scalar("SELECT id FROM records WHERE record_set_id = $1 ORDER BY position")
+            .bind(set)
+            .fetch_all(store.pool())
+            .await
+            .expect("the set's records");
+    (store, ws, ids)
+}
