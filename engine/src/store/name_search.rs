@@ -13,10 +13,11 @@ const MOST_MATCHES: i64 = 20_000;
 /// Reading a name through the trigram index (its match, its record, its
 /// place in the order) costs about as much as testing 13 of the set's
 /// names with `LIKE` (SQLite, records_view bench: 10,000 matches through
-/// the index took 77 ms, 100,000 names by `LIKE` 59 ms). The index is
-/// read only when fewer names than the set's size over this hold the
-/// part: a small set is never slowed by the names of a big one, which may
-/// be another workspace's.
+/// the index took 77 ms, 100,000 names by `LIKE` 59 ms); rounded up, so
+/// the index is read only where it clearly wins. It is read only when
+/// fewer names than the set's size over this hold the part: a small set
+/// is never slowed by the names of a big one, which may be another
+/// workspace's.
 const MATCH_COST: i64 = 16;
 
 /// A name search, as the records' query reads it.
