@@ -125,8 +125,9 @@ impl Engine {
     /// Takes over what dead processes left (work whose lease expired) and
     /// starts the heartbeat: every `leases.heartbeat` this process renews its
     /// leases, stops its jobs that were cancelled elsewhere, and takes over
-    /// work whose lease expired since; and the database probe open streams
-    /// hear (`live::database`). Call once, after registering
+    /// work whose lease expired since; the database probe open streams
+    /// hear (`live::database`); and, on a SQLite file, the checkpoints of its
+    /// log (`store::wal`). Call once, after registering
     /// connectors.
     pub async fn recover(&self) -> Result<Reclaimed, StoreError> {
         let reclaimed = self.reclaim().await?;
@@ -136,6 +137,8 @@ impl Engine {
         tokio::spawn(async move { engine.follow_ended_jobs().await });
         let engine = self.clone();
         tokio::spawn(async move { engine.follow_database().await });
+        let (store, stop) = (self.store.clone(), self.upkeep.clone());
+        tokio::spawn(async move { store.keep_log_small(stop).await });
         if self.store.backend() == crate::store::Backend::Postgres {
             let engine = self.clone();
             tokio::spawn(async move { engine.follow_saved_manifests().await });

@@ -47,6 +47,7 @@ pub use results::usable_results;
 pub use settings::{WorkspaceSettings, FRESH_FOR};
 pub use spend::{ChargeRow, Reservation, Taken, CALLS};
 pub use visits::VISIT_GAP;
+pub use wal::{Checkpoint, CHECKPOINT_EVERY};
 mod health;
 mod history;
 mod history_reads;
@@ -68,6 +69,7 @@ pub mod testing;
 mod usage;
 mod viewers;
 mod visits;
+mod wal;
 
 /// What went wrong talking to the database.
 #[derive(Debug, thiserror::Error)]
@@ -197,6 +199,14 @@ impl Store {
                         sqlx::query("PRAGMA synchronous = NORMAL")
                             .execute(&mut *conn)
                             .await?;
+                        // Serving processes checkpoint off the write path
+                        // (`wal`); a commit does only past this.
+                        sqlx::query(&format!(
+                            "PRAGMA wal_autocheckpoint = {}",
+                            wal::COMMIT_CHECKPOINT_PAGES
+                        ))
+                        .execute(&mut *conn)
+                        .await?;
                     }
                     Ok(())
                 })
