@@ -10,7 +10,8 @@ use crate::real::Served;
 
 /// The release server on `database_url`, with the deployment in `dir`.
 /// `SERVER_UNDER="heaptrack -o /tmp/x"` runs it under a profiler (its
-/// memory figures are then the profiler's).
+/// memory figures are then the profiler's); `SERVER_LOG` is its `RUST_LOG`
+/// (warnings only unless set).
 pub fn serve(database_url: &str, dir: &Path, name: &str) -> Served {
     let mut cmd = match std::env::var("SERVER_UNDER") {
         Ok(under) if !under.trim().is_empty() => {
@@ -24,7 +25,10 @@ pub fn serve(database_url: &str, dir: &Path, name: &str) -> Served {
     cmd.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
         .env("DATABASE_URL", database_url)
         .env("SWITCHYARD_FETCH_ALLOW", "127.0.0.1")
-        .env("RUST_LOG", "warn")
+        .env(
+            "RUST_LOG",
+            std::env::var("SERVER_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         // One token reads as fast as the server answers: what is measured
         // is the server's work, not the per-token limit (100 a second),
         // which a fast read series reaches.

@@ -1,0 +1,211 @@
+//! A fire through REST against a bare call to the same provider: imports a
+//! set through REST into the release server, then, record after record,
+//! makes three requests side by side from one client: the bare call a
+//! connector makes (`GET /search?q=` on the local provider, which answers
+//! at once), an authenticated read that does nothing (`GET /api/me`, the
+//! REST door's floor: routing, the token, the layers) and a fire of the
+//! record (`POST /api/records/{id}/fire`, which answers when the fire has
+//! ended and its results are written). Interleaving the three puts the
+//! machine's noise on all of them alike. The figure is what the fire adds
+//! over the bare call at p50 and p99 (the goal: at most 1 ms and 3 ms).
+//!
+//! ```sh
+//! cargo bench -p server --bench rest_fire                        # SQLite
+//! ./scripts/with-postgres.sh cargo bench -p server --bench rest_fire
+//! ACCEPT_ENCODING=identity cargo bench -p server --bench rest_fire  # Chromium's by default
+//! FIRES=20 SERVER_LOG="warn,sqlx::query=debug,tower_http=debug" cargo bench -p server --bench rest_fire
+//! ```
+//!
+//! The last prints the server's log after the figures: each statement and
+//! each request with its time. For a profile, attach `perf record -p` to the
+//! server's process while it runs (under `SERVER_UNDER` perf would lose its
+//! data: the benchmark ends the server with a kill).
+
+#[path = "common/measure.rs"]
+mod measure;
+#[path = "../../engine/tests/common/provider.rs"]
+mod provider;
+#[allow(dead_code)] // the tests' helpers; this uses a few
+#[path = "../tests/common/real.rs"]
+mod real;
+#[path = "common/release.rs"]
+mod release;
+
+use std::time::{Duration, Instant};
+
+use measure::{percentile, setting};
+use provider::{Behaviour, FakeProvider};
+use real::write_deployment;
+use serde_json::{json, Value};
+
+/// What Chromium sends as `Accept-Encoding`.
+const BROWSER_ACCEPTS: &str = "gzip, deflate, br, zstd";
+
+/// Rounds before the measured ones: connections opened, caches warm.
+const WARM_UP: usize = 100;
+
+/// The times of one kind of request, and their summary.
+#[derive(Default)]
+struct Times(Vec<Duration>);
+
+impl Times {
+    fn quantile(&mut self, p: f64) -> Duration {
+        self.0.sort();
+        percentile(&self.0, p)
+    }
+
+    fn row(&mut self, name: &str) -> (Duration, Duration) {
+        let (p50, p90, p99) = (self.quantile(0.5), self.quantile(0.9), self.quantile(0.99));
+        println!(
+            "rest_fire: | {name} | {:.3} ms | {:.3} ms | {:.3} ms |",
+            ms(p50),
+            ms(p90),
+            ms(p99)
+        );
+        (p50, p99)
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Times one request: it must succeed; its body is read to the end.
+async fn timed(request: reqwest::RequestBuilder, what: &str) -> Duration {
+    let started = Instant::now();
+    let res = request.send().await.expect("an answer");
+    let status = res.status();
+    let body = res.bytes().await.expect("the body");
+    let took = started.elapsed();
+    assert!(
+        status.is_success(),
+        "{what}: {status} {}",
+        String::from_utf8_lossy(&body)
+    );
+    took
+}
+
+/// The client: it asks for what Chromium asks for (`ACCEPT_ENCODING`
+/// overrides it) and leaves the answer as it came, so a compressed answer
+/// costs the server its compression and the client nothing.
+fn client() -> reqwest::Client {
+    let accept = std::env::var("ACCEPT_ENCODING").unwrap_or_else(|_| BROWSER_ACCEPTS.to_owned());
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::ACCEPT_ENCODING,
+        accept.parse().expect("ACCEPT_ENCODING is a header value"),
+    );
+    reqwest::Client::builder()
+        .no_gzip()
+        .no_brotli()
+        .default_headers(headers)
+        .build()
+        .expect("a client")
+}
+
+/// Imports `records` records named `Company {i}`; their ids in order.
+async fn import(http: &reqwest::Client, url: &str, token: &str, records: usize) -> Vec<i64> {
+    let mut csv = String::from("name,city\n");
+    for i in 0..records {
+        csv.push_str(&format!("Company {i},City {}\n", i % 50));
+    }
+    let res = http
+        .post(format!("{url}/api/record-sets"))
+        .query(&[("name", "Fires"), ("bundle", real::BUNDLE)])
+        .bearer_auth(token)
+        .header("content-type", "text/csv")
+        .body(csv)
+        .send()
+        .await
+        .expect("import");
+    let set: Value = res.json().await.expect("the set");
+    let set = set["id"].as_i64().expect("a set id");
+    let mut ids = Vec::with_capacity(records);
+    while ids.len() < records {
+        let page: Value = http
+            .get(format!(
+                "{url}/api/record-sets/{set}/records?limit=500&offset={}",
+                ids.len()
+            ))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("a page")
+            .json()
+            .await
+            .expect("JSON");
+        let got = page["records"].as_array().cloned().unwrap_or_default();
+        assert!(!got.is_empty(), "the set's records: {page}");
+        ids.extend(got.iter().filter_map(|r| r["id"].as_i64()));
+    }
+    ids
+}
+
+#[tokio::main]
+async fn main() {
+    let fires = setting("FIRES", 1000) as usize;
+    let db = match engine::store::testing::postgres().await {
+        Some(db) => db,
+        None => engine::store::testing::sqlite(),
+    };
+    let dir = std::env::temp_dir().join(format!("switchyard-rest-fire-{}", std::process::id()));
+    let provider = FakeProvider::start(Behaviour::unlimited(Duration::ZERO)).await;
+    write_deployment(&dir, &provider.manifest("fake", "/search", None));
+    let token = release::tokens(&db.url, "fires", 1).await.remove(0);
+    let served = release::serve(&db.url, &dir, "fires");
+    let http = client();
+    let url = served.url.clone();
+    let records = import(&http, &url, &token, WARM_UP + fires).await;
+    println!(
+        "rest_fire: {fires} fires, each beside a bare call and an authenticated read ({}, release build)",
+        db.kind()
+    );
+
+    let (mut bare, mut floor, mut fire) = (Times::default(), Times::default(), Times::default());
+    for (n, record) in records.iter().enumerate() {
+        let query = format!("Company {}", n);
+        let took = [
+            timed(
+                http.get(format!("{}/search", provider.url))
+                    .query(&[("q", query.as_str())]),
+                "the bare call",
+            )
+            .await,
+            timed(
+                http.get(format!("{url}/api/me")).bearer_auth(&token),
+                "/api/me",
+            )
+            .await,
+            timed(
+                http.post(format!("{url}/api/records/{record}/fire"))
+                    .bearer_auth(&token)
+                    .json(&json!({"pack": "web"})),
+                "the fire",
+            )
+            .await,
+        ];
+        if n >= WARM_UP {
+            bare.0.push(took[0]);
+            floor.0.push(took[1]);
+            fire.0.push(took[2]);
+        }
+    }
+    println!("rest_fire: | request | p50 | p90 | p99 |");
+    let bare = bare.row("bare call to the provider");
+    let floor = floor.row("GET /api/me (authenticated, does nothing)");
+    let fire = fire.row("POST /api/records/{id}/fire");
+    println!(
+        "rest_fire: a fire adds {:.3} ms at p50 and {:.3} ms at p99 over the bare call (goal: 1 and 3)",
+        ms(fire.0.saturating_sub(bare.0)),
+        ms(fire.1.saturating_sub(bare.1)),
+    );
+    println!(
+        "rest_fire: the REST door's floor adds {:.3} ms at p50 over the bare call",
+        ms(floor.0.saturating_sub(bare.0)),
+    );
+    if std::env::var_os("SERVER_LOG").is_some() {
+        print!("{}", served.log());
+    }
+    drop(served);
+    let _ = std::fs::remove_dir_all(&dir);
+}
