@@ -13,21 +13,29 @@ use server::{operator, serve, shutdown_signal, startup, Config};
 /// server at 700 MiB to 2.8 GB resident. A fixed threshold keeps blocks of
 /// 1 MiB and more in their own mappings, returned to the system when freed
 /// (it held at 36 MiB).
+///
+/// Fixing it also fixes the trim threshold at its 128 KiB default: each
+/// compressed answer's encoder (a few hundred KiB) was given back to the
+/// system when freed and faulted in page by page for the next answer, which
+/// made compressing a 4 KB answer cost 520 us and a 66 KB one 1.6 ms (brotli;
+/// `cargo bench -p server --bench compression` with the same settings). An
+/// arena keeps up to 4 MiB free at its top instead: 76 us and 615 us.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn give_large_blocks_back() {
+fn tune_the_allocator() {
     // SAFETY: mallopt only sets a parameter of the C allocator, under its
     // own lock; it touches no memory of ours.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 4 << 20);
     }
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn give_large_blocks_back() {}
+fn tune_the_allocator() {}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    give_large_blocks_back();
+    tune_the_allocator();
     // A missing .env is normal; a broken one is worth saying.
     if let Err(e) = dotenvy::dotenv() {
         if !e.not_found() {
