@@ -155,7 +155,7 @@ async fn main() {
     let served = release::serve(&db.url, &dir, "fires");
     let http = client();
     let url = served.url.clone();
-    let records = import(&http, &url, &token, WARM_UP + fires).await;
+    let records = import(&reqwest::Client::new(), &url, &token, WARM_UP + fires).await;
     println!(
         "rest_fire: {fires} fires, each beside a bare call and an authenticated read ({}, release build)",
         db.kind()
