@@ -149,6 +149,10 @@ impl FromStr for Backend {
 /// The longest a request waits for a database connection.
 pub const ACQUIRE_AT_MOST: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// A connection idle this long is asked whether it answers before it is
+/// handed out (the database may have gone away meanwhile).
+const PING_IDLE_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The database handle shared by the whole process.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -184,6 +188,20 @@ impl Store {
             // While the database is away a request waits this long for a
             // connection, then answers 503 (not the 30 s default).
             .acquire_timeout(ACQUIRE_AT_MOST)
+            // sqlx pings every connection it hands out, by default: one more
+            // round trip before each statement (a thread's wake-up on SQLite,
+            // the network on PostgreSQL). It also pings each connection it
+            // takes back, so one that was handed back moments ago is known
+            // to answer; only one idle for a while is asked again first.
+            .test_before_acquire(false)
+            .before_acquire(|conn, idle| {
+                Box::pin(async move {
+                    if idle.idle_for >= PING_IDLE_FOR {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             // An idle in-memory database would vanish with its connection.
             .idle_timeout(None)
             .max_lifetime(None)
