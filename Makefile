@@ -40,13 +40,15 @@ e2e: test-tools site server
 	@echo "==> Browser tests (Playwright driving /usr/bin/chromium)"
 	cd end2end && npx playwright test
 
-## bench: the benchmarks recorded in BENCHMARKS.md (engine fire path; what PostgreSQL's kept-number triggers cost a fire; fan-outs against a rate-limited provider; processes sharing PostgreSQL; drop folder; the 200-person load test; one workspace at full abuse beside another; page load and triage speed on the release build).
+## bench: the benchmarks recorded in BENCHMARKS.md (engine fire path; what PostgreSQL's kept-number triggers cost a fire; fan-outs against a rate-limited provider; processes sharing PostgreSQL; drop folder; a fire through REST against a bare call; what compressing an answer costs; the 200-person load test; one workspace at full abuse beside another; page load and triage speed on the release build).
 bench: build test-tools
 	./scripts/with-postgres.sh cargo bench -p engine --features test-support --bench fire_path
 	./scripts/with-postgres.sh ./scripts/bench-kept-counts.sh
 	./scripts/with-postgres.sh cargo bench -p engine --features test-support --bench processes
 	cargo bench -p engine --features test-support --bench fanout_provider
 	cargo bench -p engine --bench drop_folder
+	cargo bench -p server --bench rest_fire
+	cargo bench -p server --bench compression
 	cargo bench -p server --bench load
 	cargo bench -p server --bench neighbours
 	./scripts/with-postgres.sh cargo bench -p server --bench operations

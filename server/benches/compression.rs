@@ -5,8 +5,15 @@
 //! client may ask for. Prints the median time per answer (handler, layer
 //! and the whole body read) and the bytes sent.
 //!
+//! Most of a small answer's cost is its compressor's memory, so the figures
+//! depend on the allocator's settings: the bench keeps glibc's defaults;
+//! the server sets its own (`server/src/main.rs`), which the environment
+//! can reproduce:
+//!
 //! ```sh
 //! cargo bench -p server --bench compression
+//! GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1048576:glibc.malloc.trim_threshold=4194304 \
+//!     cargo bench -p server --bench compression      # as the server runs
 //! ```
 
 use std::time::{Duration, Instant};

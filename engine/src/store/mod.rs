@@ -47,7 +47,7 @@ pub use results::usable_results;
 pub use settings::{WorkspaceSettings, FRESH_FOR};
 pub use spend::{ChargeRow, Reservation, Taken, CALLS};
 pub use visits::VISIT_GAP;
-pub use wal::{Checkpoint, CHECKPOINT_EVERY};
+pub use wal::Checkpoint;
 mod health;
 mod history;
 mod history_reads;
