@@ -13,7 +13,7 @@
 //! ```sh
 //! cargo bench -p server --bench rest_fire                        # SQLite
 //! ./scripts/with-postgres.sh cargo bench -p server --bench rest_fire
-//! ACCEPT_ENCODING=identity cargo bench -p server --bench rest_fire  # Chromium's by default
+//! ACCEPT_ENCODING=identity cargo bench -p server --bench rest_fire  # nothing compressed (Chromium's encodings by default)
 //! FIRES=20 SERVER_LOG="warn,sqlx::query=debug,tower_http=debug" cargo bench -p server --bench rest_fire
 //! ```
 //!

@@ -34,7 +34,7 @@ pub struct Checkpoint {
 
 impl Store {
     /// Whether this store is a SQLite file (whose log is worth keeping small).
-    pub fn is_sqlite_file(&self) -> bool {
+    fn is_sqlite_file(&self) -> bool {
         sqlite_file(&self.url).is_some()
     }
 
