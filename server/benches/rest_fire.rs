@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use measure::{percentile, setting};
 use provider::{Behaviour, FakeProvider};
 use real::write_deployment;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// What Chromium sends as `Accept-Encoding`.
 const BROWSER_ACCEPTS: &str = "gzip, deflate, br, zstd";
@@ -104,44 +104,6 @@ fn client() -> reqwest::Client {
         .expect("a client")
 }
 
-/// Imports `records` records named `Company {i}`; their ids in order.
-async fn import(http: &reqwest::Client, url: &str, token: &str, records: usize) -> Vec<i64> {
-    let mut csv = String::from("name,city\n");
-    for i in 0..records {
-        csv.push_str(&format!("Company {i},City {}\n", i % 50));
-    }
-    let res = http
-        .post(format!("{url}/api/record-sets"))
-        .query(&[("name", "Fires"), ("bundle", real::BUNDLE)])
-        .bearer_auth(token)
-        .header("content-type", "text/csv")
-        .body(csv)
-        .send()
-        .await
-        .expect("import");
-    let set: Value = res.json().await.expect("the set");
-    let set = set["id"].as_i64().expect("a set id");
-    let mut ids = Vec::with_capacity(records);
-    while ids.len() < records {
-        let page: Value = http
-            .get(format!(
-                "{url}/api/record-sets/{set}/records?limit=500&offset={}",
-                ids.len()
-            ))
-            .bearer_auth(token)
-            .send()
-            .await
-            .expect("a page")
-            .json()
-            .await
-            .expect("JSON");
-        let got = page["records"].as_array().cloned().unwrap_or_default();
-        assert!(!got.is_empty(), "the set's records: {page}");
-        ids.extend(got.iter().filter_map(|r| r["id"].as_i64()));
-    }
-    ids
-}
-
 #[tokio::main]
 async fn main() {
     let fires = setting("FIRES", 1000) as usize;
@@ -156,7 +118,14 @@ async fn main() {
     let served = release::serve(&db.url, &dir, "fires");
     let http = client();
     let url = served.url.clone();
-    let records = import(&reqwest::Client::new(), &url, &token, WARM_UP + fires).await;
+    let (_, records) = release::import_companies(
+        &reqwest::Client::new(),
+        &url,
+        &token,
+        "Fires",
+        WARM_UP + fires,
+    )
+    .await;
     println!(
         "rest_fire: {fires} fires, each beside a bare call, a health check and a signed-in read ({}, release build)",
         db.kind()

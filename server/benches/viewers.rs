@@ -107,51 +107,6 @@ async fn watch(
     }
 }
 
-/// The set everyone watches, imported by the first viewer: its id and
-/// its records' ids.
-async fn watched_set(
-    http: &reqwest::Client,
-    url: &str,
-    token: &str,
-    records: usize,
-) -> (i64, Vec<i64>) {
-    let mut csv = String::from("name,city\n");
-    for i in 0..records {
-        csv.push_str(&format!("Company {i},City {i}\n"));
-    }
-    let set: Value = http
-        .post(format!("{url}/api/record-sets"))
-        .query(&[("name", "Watched"), ("bundle", real::BUNDLE)])
-        .bearer_auth(token)
-        .header("content-type", "text/csv")
-        .body(csv)
-        .send()
-        .await
-        .expect("import")
-        .json()
-        .await
-        .expect("the set");
-    let set = set["id"].as_i64().expect("a set id");
-    let page: Value = http
-        .get(format!(
-            "{url}/api/record-sets/{set}/records?limit={records}"
-        ))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("records")
-        .json()
-        .await
-        .expect("a page");
-    let ids = page["records"]
-        .as_array()
-        .expect("records")
-        .iter()
-        .filter_map(|r| r["id"].as_i64())
-        .collect();
-    (set, ids)
-}
-
 /// The fire-to-news figures.
 fn print_delays(delays: &[Duration], missing: usize) {
     if delays.is_empty() {
@@ -201,7 +156,8 @@ async fn main() {
     let http = reqwest::Client::new();
     let first = &tokens[0];
 
-    let (set, records) = watched_set(&http, &url, first, fires).await;
+    // The set everyone watches, imported by the first viewer.
+    let (set, records) = release::import_companies(&http, &url, first, "Watched", fires).await;
 
     let rss_before = rss_kib(pid);
     let heard = Arc::new(Mutex::new(Heard {
