@@ -158,7 +158,7 @@ pub async fn engine(db: &TestDatabase) -> crate::Engine {
 }
 
 /// A store over `url` with workspace `w` holding a set of records named
-/// `names`: the workspace, the set and the records' ids in that order.
+/// `names`: the store, the workspace and the records' ids in that order.
 ///
 /// # Panics
 /// When the database cannot be opened or written.
