@@ -82,18 +82,16 @@ impl Store {
 mod tests {
     use super::*;
 
-    /// Writes that stay below the commits' valve leave the log to the
-    /// checkpoints; a checkpoint copies all of it.
-    #[tokio::test]
-    async fn a_checkpoint_copies_the_log_the_commits_left() {
+    /// A SQLite file holding about 1,500 pages written one commit each: past
+    /// SQLite's default of 1,000, where a commit would have checkpointed the
+    /// log itself. The database (kept while the store is open) and the store.
+    async fn written_past_the_default() -> (crate::store::testing::TestDatabase, Store) {
         let db = crate::store::testing::sqlite();
         let store = Store::connect(&db.url).await.expect("store");
         sqlx::query("CREATE TABLE wal_probe (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
             .execute(store.pool())
             .await
             .expect("a table");
-        // About 1,500 pages, one commit each: past SQLite's default of 1,000,
-        // where a commit would have checkpointed the log itself.
         for n in 0..1_500 {
             sqlx::query("INSERT INTO wal_probe (body) VALUES ($1)")
                 .bind(format!("{n:04000}"))
@@ -101,6 +99,14 @@ mod tests {
                 .await
                 .expect("a row");
         }
+        (db, store)
+    }
+
+    /// Writes that stay below the commits' valve leave the log to the
+    /// checkpoints; a checkpoint copies all of it.
+    #[tokio::test]
+    async fn a_checkpoint_copies_the_log_the_commits_left() {
+        let (_db, store) = written_past_the_default().await;
         let first = store
             .checkpoint()
             .await
@@ -118,6 +124,35 @@ mod tests {
             .expect("checkpoint")
             .expect("a file");
         assert_eq!(again.copied, again.logged, "{again:?}");
+    }
+
+    /// What a serving process runs: the database file takes in what the
+    /// commits left in the log without anyone asking, until it is stopped.
+    #[tokio::test]
+    async fn the_checkpoints_run_by_themselves_until_stopped() {
+        let (db, store) = written_past_the_default().await;
+        let file = sqlite_file(&db.url).expect("a file").to_owned();
+        let size = || std::fs::metadata(&file).expect("the database file").len();
+        let before = size();
+        let stop = CancellationToken::new();
+        let running = tokio::spawn({
+            let (store, stop) = (store.clone(), stop.clone());
+            async move { store.keep_log_small(stop).await }
+        });
+        let deadline = tokio::time::Instant::now() + 20 * CHECKPOINT_EVERY;
+        while size() < before + 5_000_000 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the file stayed at {} bytes (from {before})",
+                size()
+            );
+            tokio::time::sleep(CHECKPOINT_EVERY / 5).await;
+        }
+        stop.cancel();
+        tokio::time::timeout(2 * CHECKPOINT_EVERY, running)
+            .await
+            .expect("the checkpoints stop when told")
+            .expect("the task");
     }
 
     #[tokio::test]
