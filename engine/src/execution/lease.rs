@@ -126,7 +126,8 @@ impl Engine {
     /// starts the heartbeat: every `leases.heartbeat` this process renews its
     /// leases, stops its jobs that were cancelled elsewhere, and takes over
     /// work whose lease expired since; the database probe open streams
-    /// hear (`live::database`); and, on a SQLite file, the checkpoints of its
+    /// hear (`live::database`); the folding of the sets' tallies
+    /// (`store::tallies`); and, on a SQLite file, the checkpoints of its
     /// log (`store::wal`). Call once, after registering
     /// connectors.
     pub async fn recover(&self) -> Result<Reclaimed, StoreError> {
@@ -139,6 +140,8 @@ impl Engine {
         tokio::spawn(async move { engine.follow_database().await });
         let (store, stop) = (self.store.clone(), self.upkeep.clone());
         tokio::spawn(async move { store.keep_log_small(stop).await });
+        let (store, stop) = (self.store.clone(), self.upkeep.clone());
+        tokio::spawn(async move { store.keep_tallies_folded(stop).await });
         if self.store.backend() == crate::store::Backend::Postgres {
             let engine = self.clone();
             tokio::spawn(async move { engine.follow_saved_manifests().await });

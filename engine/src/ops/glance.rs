@@ -120,17 +120,20 @@ impl Engine {
     /// workspace's labels, no "new since my last visit").
     async fn facets_for_all(&self, set_id: i64) -> Result<SetFacets, OpError> {
         let set = self.store.record_set(set_id).await?;
-        let mut filters = Vec::with_capacity(FOR_ALL.len());
-        for filter in FOR_ALL {
-            let (_, records) = self
-                .store
-                .records_matching(set_id, filter, None, "", 0, 1)
-                .await?;
-            filters.push(FilterCount { filter, records });
-        }
+        let tallies = self.store.set_tallies(set_id).await?;
+        let filters = FOR_ALL
+            .into_iter()
+            .map(|filter| FilterCount {
+                filter,
+                records: tallies.records_in(filter).unwrap_or(set.records),
+            })
+            .collect();
         let scope = self.dispatcher.scope(set.workspace_id).await?;
         let packs = scope.packs_of(&set.bundle_id);
-        let counted = self.dispatcher.chip_counts(&scope, &set, &packs).await?;
+        let counted = self
+            .dispatcher
+            .chip_counts(&scope, &set, &packs, &tallies)
+            .await?;
         let packs = packs
             .iter()
             .zip(counted)
@@ -140,12 +143,12 @@ impl Engine {
                 states,
             })
             .collect();
-        let (items_untriaged, items_triaged) = self.store.triage_counts(set_id).await?;
+        let (items_untriaged, items_triaged) = tallies.triage_counts();
         Ok(SetFacets {
             records: set.records,
             filters,
             packs,
-            connectors: self.store.connector_facets(set_id).await?,
+            connectors: tallies.connector_facets(),
             items_untriaged,
             items_triaged,
         })

@@ -319,7 +319,8 @@ async fn chips(store: &Store) -> (Kept, Kept) {
 /// Each record's and each connector's counts as kept, and from scratch.
 async fn finds(store: &Store) -> (Kept, Kept) {
     let kept_sql = "SELECT 'record ' || id AS k, items_count || ' ' || new_items || ' ' || \
-                    not_found_attempts || ' ' || failed_attempts || ' ' || COALESCE(last_found_at, -1) AS v \
+                    not_found_attempts || ' ' || failed_attempts || ' ' || COALESCE(last_found_at, -1) \
+                    || ' ' || failing_chips AS v \
                     FROM records \
                     UNION ALL SELECT 'finds ' || record_id || ' ' || connector_id, \
                     items || ' ' || untriaged FROM connector_finds WHERE items > 0";
@@ -329,7 +330,9 @@ async fn finds(store: &Store) -> (Kept, Kept) {
         (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = r.id AND h.outcome = 'not_found') || ' ' || \
         (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = r.id \
          AND h.outcome IN ('error', 'unknown', 'rate_limited')) || ' ' || \
-        COALESCE((SELECT MAX(first_seen_at) FROM items i WHERE i.record_id = r.id), -1) AS v FROM records r \
+        COALESCE((SELECT MAX(first_seen_at) FROM items i WHERE i.record_id = r.id), -1) || ' ' || \
+        (SELECT COUNT(*) FROM chip_facts f WHERE f.record_id = r.id AND f.failed > 0 AND f.items = 0) \
+        AS v FROM records r \
         UNION ALL SELECT 'finds ' || i.record_id || ' ' || e.connector_id, \
         COUNT(DISTINCT i.id) || ' ' || COUNT(DISTINCT CASE WHEN i.state = 'new' THEN i.id END) \
         FROM items i JOIN item_evidence e ON e.item_id = i.id GROUP BY i.record_id, e.connector_id";
@@ -341,6 +344,60 @@ async fn finds(store: &Store) -> (Kept, Kept) {
             .collect::<Kept>()
     };
     (read(kept_sql).await, read(counted_sql).await)
+}
+
+/// Each set's tallies as kept (folded or not), and as added up from what
+/// its records keep (which [`chips`] and [`finds`] count from scratch).
+async fn tallies(store: &Store) -> (Kept, Kept) {
+    let mut kept = Kept::new();
+    for set in ids(store, "SELECT id FROM record_sets").await {
+        let tallies = store.set_tallies(set).await.expect("tallies");
+        for filter in [
+            model::RecordFilter::Unreviewed,
+            model::RecordFilter::NothingFound,
+            model::RecordFilter::Errors,
+        ] {
+            let n = tallies.records_in(filter).expect("a kept filter");
+            kept.insert(format!("{set} {filter:?}"), n.to_string());
+        }
+        let (open, decided) = tallies.triage_counts();
+        kept.insert(format!("{set} triage"), format!("{open} {decided}"));
+        for c in tallies.chip_counts() {
+            kept.insert(
+                format!("{set} chip {} {}", c.intent, c.state),
+                c.records.to_string(),
+            );
+        }
+        for f in tallies.connector_facets() {
+            kept.insert(
+                format!("{set} finds {}", f.connector_id),
+                format!("{} {} {}", f.items, f.untriaged, f.single),
+            );
+        }
+    }
+    let counted_sql = "SELECT s.id || ' Unreviewed' AS k, \
+        (SELECT COUNT(*) FROM records r WHERE r.record_set_id = s.id AND r.new_items > 0) || '' AS v \
+        FROM record_sets s \
+        UNION ALL SELECT s.id || ' NothingFound', (SELECT COUNT(*) FROM records r \
+        WHERE r.record_set_id = s.id AND r.items_count = 0 AND r.not_found_attempts > 0) || '' \
+        FROM record_sets s \
+        UNION ALL SELECT s.id || ' Errors', (SELECT COUNT(DISTINCT f.record_id) FROM chip_facts f \
+        WHERE f.record_set_id = s.id AND f.failed > 0 AND f.items = 0) || '' FROM record_sets s \
+        UNION ALL SELECT s.id || ' triage', \
+        (SELECT COALESCE(SUM(new_items), 0) FROM records r WHERE r.record_set_id = s.id) || ' ' || \
+        (SELECT COALESCE(SUM(items_count - new_items), 0) FROM records r \
+        WHERE r.record_set_id = s.id) FROM record_sets s \
+        UNION ALL SELECT record_set_id || ' chip ' || intent || ' ' || state, COUNT(*) || '' \
+        FROM chip_facts WHERE state IS NOT NULL GROUP BY record_set_id, intent, state \
+        UNION ALL SELECT record_set_id || ' finds ' || connector_id, SUM(items) || ' ' || \
+        SUM(untriaged) || ' ' || SUM(CASE WHEN items = 1 AND untriaged = 1 THEN 1 ELSE 0 END) \
+        FROM connector_finds GROUP BY record_set_id, connector_id HAVING SUM(items) > 0";
+    let counted = rows(store, counted_sql)
+        .await
+        .iter()
+        .map(|r| (r.get::<String, _>("k"), r.get::<String, _>("v")))
+        .collect();
+    (kept, counted)
 }
 
 #[tokio::test]
@@ -368,7 +425,25 @@ async fn kept_counts_equal_a_count_from_scratch_after_any_writes() {
                 "{}: records and finds after write {step}",
                 db.kind()
             );
+            if dice.below(5) == 0 {
+                store.fold_set_tallies().await.expect("a fold");
+            }
+            let (kept, counted) = tallies(&store).await;
+            assert_eq!(kept, counted, "{}: tallies after write {step}", db.kind());
         }
+        // A set deleted takes its tallies along, folded or not.
+        let set: i64 = ids(&store, "SELECT MIN(id) FROM record_sets").await[0];
+        store.delete_record_set(set).await.expect("the set deleted");
+        store.fold_set_tallies().await.expect("a fold");
+        let mut left = ids(&store, "SELECT COUNT(*) FROM set_tallies").await;
+        if store.backend() == super::Backend::Postgres {
+            left.extend(ids(&store, "SELECT COUNT(*) FROM set_tally_changes").await);
+        }
+        assert!(
+            left.iter().all(|n| *n == 0),
+            "{}: nothing of a deleted set: {left:?}",
+            db.kind()
+        );
     }
 }
 
@@ -428,5 +503,7 @@ async fn kept_counts_hold_with_writers_at_the_same_time() {
         assert_eq!(kept, counted, "{}: chips", db.kind());
         let (kept, counted) = finds(&store).await;
         assert_eq!(kept, counted, "{}: records and finds", db.kind());
+        let (kept, counted) = tallies(&store).await;
+        assert_eq!(kept, counted, "{}: tallies", db.kind());
     }
 }

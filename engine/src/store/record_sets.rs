@@ -320,11 +320,8 @@ impl Store {
             RecordFilter::Unreviewed => " AND r.new_items > 0",
             RecordFilter::NothingFound => " AND r.items_count = 0 AND r.not_found_attempts > 0",
             // An intent whose attempts failed and found nothing, as each
-            // record's chips keep it (migration 0029).
-            RecordFilter::Errors => {
-                " AND r.failed_attempts > 0 AND r.id IN (SELECT f.record_id FROM chip_facts f \
-                 WHERE f.record_set_id = $1 AND f.failed > 0 AND f.items = 0)"
-            }
+            // record keeps its chips that do (migration 0033).
+            RecordFilter::Errors => " AND r.failing_chips > 0",
         };
         let search = self.name_search(record_set_id, search).await?;
         let page = if search.text().is_some() {
@@ -343,7 +340,15 @@ impl Store {
             count = count.bind(text);
             rows = rows.bind(text);
         }
-        let total: i64 = count.fetch_one(self.pool()).await?;
+        // A filter's count without a search is kept for the whole set.
+        let kept = match search.text() {
+            None => self.set_tallies(record_set_id).await?.records_in(filter),
+            Some(_) => None,
+        };
+        let total: i64 = match kept {
+            Some(total) => total,
+            None => count.fetch_one(self.pool()).await?,
+        };
         let rows = rows.bind(limit).bind(offset).fetch_all(self.pool()).await?;
         Ok((rows.iter().map(record).collect::<Result<_, _>>()?, total))
     }

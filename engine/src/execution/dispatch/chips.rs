@@ -12,7 +12,7 @@ use crate::connectors::registry::ConnectorHandle;
 use crate::packs::chain::{self, Candidate, ChainRequest};
 use crate::packs::chip::{chip_state, ChipInputs};
 use crate::packs::PackConfig;
-use crate::store::{StoreError, StoredRecord};
+use crate::store::{SetTallies, StoreError, StoredRecord};
 
 /// What the chips of one read share: one registry snapshot (the
 /// candidates and the names they show), the records' overrides and item
@@ -149,7 +149,7 @@ impl Dispatcher {
 
     /// How many of `set`'s chips for each pack are in each state, in pack
     /// order and each in [`model::glance::STATE_ORDER`]: those attempts and
-    /// items made, as the database keeps them per record and intent, and
+    /// items made, as the set's `tallies` keep them, and
     /// the set's other records idle, or `needs_env` when nothing in the
     /// pack's chain can fire for want of variables (as
     /// [`chip_state`] says of a chip without attempts).
@@ -158,8 +158,12 @@ impl Dispatcher {
         scope: &Scope,
         set: &RecordSetSummary,
         packs: &[PackConfig],
+        tallies: &SetTallies,
     ) -> Result<Vec<Vec<(String, i64)>>, StoreError> {
-        let kept = self.store.chip_counts(set.id, self.store.now_ms()).await?;
+        let kept = self
+            .store
+            .chip_counts(set.id, tallies, self.store.now_ms())
+            .await?;
         let candidates = scope.candidates(&self.registry);
         Ok(packs
             .iter()
