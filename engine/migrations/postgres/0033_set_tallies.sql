@@ -25,8 +25,27 @@ UPDATE records r SET failing_chips = f.n
 FROM (SELECT record_id, COUNT(*) AS n FROM chip_facts WHERE failed > 0 AND items = 0
       GROUP BY record_id) f
 WHERE f.record_id = r.id;
-DROP INDEX records_failed;
 CREATE INDEX records_failing ON records(record_set_id, position) WHERE failing_chips > 0;
+
+-- What the errors filter read before: nobody reads it now.
+DROP INDEX records_failed;
+CREATE OR REPLACE FUNCTION count_record_attempts() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    not_found INT := 0;
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        not_found := not_found - (OLD.outcome IS NOT DISTINCT FROM 'not_found')::int;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        not_found := not_found + (NEW.outcome IS NOT DISTINCT FROM 'not_found')::int;
+    END IF;
+    IF not_found <> 0 THEN
+        UPDATE records SET not_found_attempts = not_found_attempts + not_found
+        WHERE id = COALESCE(NEW.record_id, OLD.record_id);
+    END IF;
+    RETURN NULL;
+END $$;
+ALTER TABLE records DROP COLUMN failed_attempts;
 
 INSERT INTO set_tallies (record_set_id, tally, subject, n)
 SELECT record_set_id, t, '', n FROM (

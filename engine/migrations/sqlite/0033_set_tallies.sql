@@ -34,8 +34,13 @@ END;
 ALTER TABLE records ADD COLUMN failing_chips BIGINT NOT NULL DEFAULT 0;
 UPDATE records SET failing_chips = (SELECT COUNT(*) FROM chip_facts f
     WHERE f.record_id = records.id AND f.failed > 0 AND f.items = 0);
-DROP INDEX records_failed;
 CREATE INDEX records_failing ON records(record_set_id, position) WHERE failing_chips > 0;
+-- What the errors filter read before: nobody reads it now.
+DROP INDEX records_failed;
+DROP TRIGGER failed_counted_in;
+DROP TRIGGER failed_counted;
+DROP TRIGGER failed_counted_out;
+ALTER TABLE records DROP COLUMN failed_attempts;
 
 INSERT INTO set_tallies (record_set_id, tally, subject, n)
 SELECT record_set_id, t, '', n FROM (

@@ -319,7 +319,7 @@ async fn chips(store: &Store) -> (Kept, Kept) {
 /// Each record's and each connector's counts as kept, and from scratch.
 async fn finds(store: &Store) -> (Kept, Kept) {
     let kept_sql = "SELECT 'record ' || id AS k, items_count || ' ' || new_items || ' ' || \
-                    not_found_attempts || ' ' || failed_attempts || ' ' || COALESCE(last_found_at, -1) \
+                    not_found_attempts || ' ' || COALESCE(last_found_at, -1) \
                     || ' ' || failing_chips AS v \
                     FROM records \
                     UNION ALL SELECT 'finds ' || record_id || ' ' || connector_id, \
@@ -328,8 +328,6 @@ async fn finds(store: &Store) -> (Kept, Kept) {
         (SELECT COUNT(*) FROM items i WHERE i.record_id = r.id) || ' ' || \
         (SELECT COUNT(*) FROM items i WHERE i.record_id = r.id AND i.state = 'new') || ' ' || \
         (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = r.id AND h.outcome = 'not_found') || ' ' || \
-        (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = r.id \
-         AND h.outcome IN ('error', 'unknown', 'rate_limited')) || ' ' || \
         COALESCE((SELECT MAX(first_seen_at) FROM items i WHERE i.record_id = r.id), -1) || ' ' || \
         (SELECT COUNT(*) FROM chip_facts f WHERE f.record_id = r.id AND f.failed > 0 AND f.items = 0) \
         AS v FROM records r \

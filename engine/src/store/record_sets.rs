@@ -4,7 +4,7 @@ use model::{Field, RecordFilter, RecordSetSummary};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{Store, StoreError};
+use super::{SetTallies, Store, StoreError};
 
 /// A record about to be stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -341,13 +341,12 @@ impl Store {
             rows = rows.bind(text);
         }
         // A filter's count without a search is kept for the whole set.
-        let kept = match search.text() {
-            None => self.set_tallies(record_set_id).await?.records_in(filter),
-            Some(_) => None,
-        };
-        let total: i64 = match kept {
-            Some(total) => total,
-            None => count.fetch_one(self.pool()).await?,
+        let kept = search.text().is_none() && SetTallies::keep(filter);
+        let total: i64 = if kept {
+            let tallies = self.set_tallies(record_set_id).await?;
+            tallies.records_in(filter).unwrap_or_default()
+        } else {
+            count.fetch_one(self.pool()).await?
         };
         let rows = rows.bind(limit).bind(offset).fetch_all(self.pool()).await?;
         Ok((rows.iter().map(record).collect::<Result<_, _>>()?, total))

@@ -43,17 +43,26 @@ impl SetTallies {
             .unwrap_or(0)
     }
 
-    /// How many records a filter shows, for the filters counted per set
-    /// (`None` for the others: every record is the set's own count, and
-    /// "changed" depends on who asks).
+    /// The tally of the records a filter shows, for the filters counted
+    /// per set (not every record, the set's own count, nor "changed",
+    /// which depends on who asks).
+    fn tally_of(filter: RecordFilter) -> Option<&'static str> {
+        match filter {
+            RecordFilter::Unreviewed => Some("unreviewed"),
+            RecordFilter::NothingFound => Some("nothing_found"),
+            RecordFilter::Errors => Some("errors"),
+            RecordFilter::All | RecordFilter::Changed => None,
+        }
+    }
+
+    /// Whether the records a filter shows are counted per set.
+    pub fn keep(filter: RecordFilter) -> bool {
+        Self::tally_of(filter).is_some()
+    }
+
+    /// How many records a filter shows, for the filters counted per set.
     pub fn records_in(&self, filter: RecordFilter) -> Option<i64> {
-        let tally = match filter {
-            RecordFilter::Unreviewed => "unreviewed",
-            RecordFilter::NothingFound => "nothing_found",
-            RecordFilter::Errors => "errors",
-            RecordFilter::All | RecordFilter::Changed => return None,
-        };
-        Some(self.get(tally, ""))
+        Self::tally_of(filter).map(|tally| self.get(tally, ""))
     }
 
     /// How many of the set's items nobody has triaged, and how many
