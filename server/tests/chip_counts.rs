@@ -115,11 +115,27 @@ async fn in_flight(server: &TestServer, record: i64, connector: &str) -> i64 {
     panic!("waited 30 s for record {record}'s attempt to be in flight");
 }
 
-async fn cancel(server: &TestServer, fire: i64) {
+/// Cancels `record`'s fire `fire` and waits for its end to be written (a
+/// cancel is asked for at once; the fire's walk writes its end as it stops).
+async fn cancel(server: &TestServer, record: i64, fire: i64) {
     let (code, body) = server
         .post_json(&format!("/api/fires/{fire}/cancel"), json!({}))
         .await;
     assert_eq!(code, 200, "{body}");
+    for _ in 0..3_000 {
+        let (_, history) = server
+            .get_json(&format!("/api/records/{record}/history"))
+            .await;
+        let open = history.as_array().is_none_or(|h| {
+            h.iter()
+                .any(|e| e["fire_id"].as_i64() == Some(fire) && e["finished_at"].is_null())
+        });
+        if !open {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("waited 30 s for fire {fire} to end after its cancel");
 }
 
 #[tokio::test]
@@ -137,7 +153,7 @@ async fn chip_counts_are_the_chips_in_every_state() {
         me.fire(ids[4], "web", Some("gamma")).await;
         let fern = in_flight(&server, ids[5], "delta").await;
         let gold = in_flight(&server, ids[6], "epsilon").await;
-        cancel(&server, gold).await;
+        cancel(&server, ids[6], gold).await;
         // Haze was never fired; Gold's only attempt was cancelled.
         assert_eq!(
             web_counts(&server, set).await,
@@ -166,7 +182,7 @@ async fn chip_counts_are_the_chips_in_every_state() {
         );
 
         // Fern's fire is cancelled: its chip is idle, as before it.
-        cancel(&server, fern).await;
+        cancel(&server, ids[5], fern).await;
         let web = web_counts(&server, set).await;
         assert!(web.contains(&("idle".to_owned(), 4)), "{web:?}");
         assert!(!web.iter().any(|(s, _)| s == "firing"), "{web:?}");

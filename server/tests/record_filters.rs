@@ -1,6 +1,6 @@
 //! The records view's filters read what each record keeps (its items, its
-//! untriaged items, its attempts that found nothing or failed, when its
-//! newest item was found), which the database
+//! untriaged items, its attempts that found nothing, its chips that failed
+//! and found nothing, when its newest item was found), which the database
 //! keeps as items and attempts change: after fires, decisions, an undo, a
 //! second connector and a set's removal, on SQLite and PostgreSQL, the kept
 //! numbers (and what each record's chips keep per intent) equal what the
@@ -44,14 +44,14 @@ async fn server(db: engine::store::testing::TestDatabase) -> TestServer {
 /// Each record's kept numbers beside the same numbers counted again.
 async fn kept_and_counted(server: &TestServer, set: i64) -> Vec<(i64, [i64; 5], [i64; 5])> {
     let rows = sqlx::query(
-        "SELECT r.id, r.items_count, r.new_items, r.not_found_attempts, r.failed_attempts, \
+        "SELECT r.id, r.items_count, r.new_items, r.not_found_attempts, r.failing_chips, \
          COALESCE(r.last_found_at, -1) AS last_found_at, \
          (SELECT COUNT(*) FROM items i WHERE i.record_id = r.id) AS items, \
          (SELECT COUNT(*) FROM items i WHERE i.record_id = r.id AND i.state = 'new') AS new_items_now, \
          (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = r.id \
           AND h.outcome = 'not_found') AS not_found_now, \
-         (SELECT COUNT(*) FROM connector_history h WHERE h.record_id = r.id \
-          AND h.outcome IN ('error', 'unknown', 'rate_limited')) AS failed_now, \
+         (SELECT COUNT(*) FROM chip_facts f WHERE f.record_id = r.id \
+          AND f.failed > 0 AND f.items = 0) AS failing_now, \
          COALESCE((SELECT MAX(i.first_seen_at) FROM items i WHERE i.record_id = r.id), -1) AS newest \
          FROM records r WHERE r.record_set_id = $1 ORDER BY r.position",
     )
@@ -68,14 +68,14 @@ async fn kept_and_counted(server: &TestServer, set: i64) -> Vec<(i64, [i64; 5], 
                     n("items_count"),
                     n("new_items"),
                     n("not_found_attempts"),
-                    n("failed_attempts"),
+                    n("failing_chips"),
                     n("last_found_at"),
                 ],
                 [
                     n("items"),
                     n("new_items_now"),
                     n("not_found_now"),
-                    n("failed_now"),
+                    n("failing_now"),
                     n("newest"),
                 ],
             )

@@ -341,7 +341,7 @@ impl Store {
             rows = rows.bind(text);
         }
         // A filter's count without a search is kept for the whole set.
-        let kept = search.text().is_none() && SetTallies::keep(filter);
+        let kept = search.text().is_none() && SetTallies::counts(filter);
         let total: i64 = if kept {
             let tallies = self.set_tallies(record_set_id).await?;
             tallies.records_in(filter).unwrap_or_default()

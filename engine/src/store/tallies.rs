@@ -55,8 +55,8 @@ impl SetTallies {
         }
     }
 
-    /// Whether the records a filter shows are counted per set.
-    pub fn keep(filter: RecordFilter) -> bool {
+    /// Whether the tallies count the records a filter shows.
+    pub fn counts(filter: RecordFilter) -> bool {
         Self::tally_of(filter).is_some()
     }
 
