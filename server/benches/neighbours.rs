@@ -34,6 +34,8 @@ mod provider;
 #[allow(dead_code)] // the tests' helpers; this uses a few
 #[path = "../tests/common/real.rs"]
 mod real;
+#[path = "common/release.rs"]
+mod release;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -279,49 +281,6 @@ fn heavy_manifest(provider: &FakeProvider) -> String {
         .replace("\"$.hits[*]\"", "\"$..hits[*]\"")
 }
 
-/// Imports B's set through `http`; its record ids.
-async fn set_of_b(http: &reqwest::Client, url: &str) -> Vec<i64> {
-    let mut csv = String::from("name\n");
-    for i in 0..RECORDS_OF_B {
-        csv.push_str(&format!("Neighbour {i}\n"));
-    }
-    let set: Value = http
-        .post(format!("{url}/api/record-sets"))
-        .query(&[("name", "B's set"), ("bundle", BUNDLE)])
-        .header("content-type", "text/csv")
-        .body(csv)
-        .send()
-        .await
-        .expect("B's import")
-        .json()
-        .await
-        .expect("B's set");
-    let set = set["id"].as_i64().expect("a set id");
-    let mut ids = Vec::new();
-    while ids.len() < RECORDS_OF_B {
-        let page: Value = http
-            .get(format!(
-                "{url}/api/record-sets/{set}/records?limit=500&offset={}",
-                ids.len()
-            ))
-            .send()
-            .await
-            .expect("B's records")
-            .json()
-            .await
-            .expect("a page");
-        let batch: Vec<i64> = page["records"]
-            .as_array()
-            .map(|rs| rs.iter().filter_map(|r| r["id"].as_i64()).collect())
-            .unwrap_or_default();
-        if batch.is_empty() {
-            break;
-        }
-        ids.extend(batch);
-    }
-    ids
-}
-
 fn report(name: &str, c: &Clicks) -> Duration {
     let mut sorted = c.took.clone();
     sorted.sort();
@@ -405,7 +364,7 @@ async fn main() {
         "{}",
         saved.text().await.unwrap_or_default()
     );
-    let ids = set_of_b(&b[0], &url).await;
+    let (_, ids) = release::import_companies(&b[0], &url, None, "B's set", RECORDS_OF_B).await;
     assert_eq!(ids.len(), RECORDS_OF_B, "B's set");
     let records = Arc::new(Unfired {
         ids,

@@ -121,7 +121,7 @@ async fn main() {
     let (_, records) = release::import_companies(
         &reqwest::Client::new(),
         &url,
-        &token,
+        Some(&token),
         "Fires",
         WARM_UP + fires,
     )

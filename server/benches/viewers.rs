@@ -157,7 +157,8 @@ async fn main() {
     let first = &tokens[0];
 
     // The set everyone watches, imported by the first viewer.
-    let (set, records) = release::import_companies(&http, &url, first, "Watched", fires).await;
+    let (set, records) =
+        release::import_companies(&http, &url, Some(first), "Watched", fires).await;
 
     let rss_before = rss_kib(pid);
     let heard = Arc::new(Mutex::new(Heard {
