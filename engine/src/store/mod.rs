@@ -66,6 +66,7 @@ mod spend;
 mod tallies;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
+mod upkeep;
 mod usage;
 mod viewers;
 mod visits;

@@ -211,17 +211,9 @@ impl Store {
         if self.backend() == Backend::Sqlite {
             return;
         }
-        let mut every = tokio::time::interval(FOLD_EVERY);
-        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = every.tick() => {}
-                () = stop.cancelled() => return,
-            }
-            if let Err(e) = self.fold_set_tallies().await {
-                tracing::warn!(error = %e, "Cannot fold the sets' tallies; trying again.");
-            }
-        }
+        let fold = || async { self.fold_set_tallies().await.map(|_| ()) };
+        let failed = "Cannot fold the sets' tallies; trying again.";
+        super::upkeep::every(FOLD_EVERY, &stop, failed, fold).await;
     }
 }
 

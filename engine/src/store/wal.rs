@@ -64,17 +64,9 @@ impl Store {
         if !self.is_sqlite_file() {
             return;
         }
-        let mut every = tokio::time::interval(CHECKPOINT_EVERY);
-        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = every.tick() => {}
-                () = stop.cancelled() => return,
-            }
-            if let Err(e) = self.checkpoint().await {
-                tracing::warn!(error = %e, "Cannot checkpoint the SQLite log; commits will.");
-            }
-        }
+        let checkpoint = || async { self.checkpoint().await.map(|_| ()) };
+        let failed = "Cannot checkpoint the SQLite log; commits will.";
+        super::upkeep::every(CHECKPOINT_EVERY, &stop, failed, checkpoint).await;
     }
 }
 
