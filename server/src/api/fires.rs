@@ -67,7 +67,11 @@ pub struct Cancelled {
     pub cancelled: bool,
 }
 
-/// `POST /api/fires/{id}/cancel`
+/// `POST /api/fires/{id}/cancel`: asks a fire in flight to stop. The answer
+/// comes at once; the fire's end follows as its walk stops (its own
+/// `POST /api/records/{id}/fire` answers `cancelled`, and its viewers get
+/// the attempt's end): read the record's history or chips after that, not
+/// after this answer.
 #[utoipa::path(
     post, path = "/api/fires/{id}/cancel", tag = "records",
     params(("id" = i64, Path, description = "The fire")),
