@@ -1,5 +1,5 @@
 // The test object every spec uses: baseURL is the server global-setup started,
-// and a test fails on any error the page logs (a hydration mismatch, a panic).
+// and a test fails on any error its pages log (a hydration mismatch, a panic).
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { test as base, expect } from "@playwright/test";
@@ -19,37 +19,72 @@ export const test = base.extend<{
   pageErrors: [
     async ({ page }, use) => {
       const errors: string[] = [];
-      page.on("pageerror", (e) => errors.push(e.message));
-      page.on("console", (m) => {
-        if (m.type() !== "error") return;
-        // A page that answers 404 on purpose is not a broken page.
-        const documentStatus =
-          m.text().startsWith("Failed to load resource") && m.location().url === page.url();
-        if (!documentStatus) errors.push(`${m.text()} (${m.location().url})`);
-      });
+      watchErrors(page, errors);
       await use(errors);
       expect(errors, "errors logged by the page").toEqual([]);
     },
     { auto: true },
   ],
-  signedIn: async ({ browser, baseURL }, use) => {
+  signedIn: async ({ browser, baseURL, pageErrors }, use) => {
     const opened: BrowserContext[] = [];
     await use(async (name) => {
       const context = await browser.newContext({ baseURL, storageState: authFile(name) });
       opened.push(context);
-      return context.newPage();
+      const page = await context.newPage();
+      watchErrors(page, pageErrors, `${name}: `);
+      return page;
     });
     // A page left open would keep its viewer present for the next tests.
     for (const context of opened) await context.close();
   },
 });
 
+/** What each watched page has logged as an error and the requests it has
+ * in flight, for a failed wait to say why. */
+const watched = new WeakMap<Page, { errors: string[]; inFlight: Set<string> }>();
+
+/** Adds what `page` logs as an error (a panic, a hydration mismatch, a
+ * failed request) to `errors`, each prefixed with `who`. */
+function watchErrors(page: Page, errors: string[], who = "") {
+  const inFlight = new Set<string>();
+  watched.set(page, { errors, inFlight });
+  page.on("request", (r) => inFlight.add(`${r.method()} ${r.url()}`));
+  page.on("requestfinished", (r) => inFlight.delete(`${r.method()} ${r.url()}`));
+  page.on("requestfailed", (r) => {
+    inFlight.delete(`${r.method()} ${r.url()}`);
+    if (r.failure()?.errorText !== "net::ERR_ABORTED") {
+      errors.push(`${who}${r.method()} ${r.url()} failed: ${r.failure()?.errorText}`);
+    }
+  });
+  page.on("pageerror", (e) => errors.push(`${who}${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() !== "error") return;
+    // A refusal (4xx) is an answer the page shows, as is a page that
+    // answers 404 on purpose; a 5xx is not.
+    const refused = /^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text());
+    if (!refused) errors.push(`${who}${m.text()} (${m.location().url})`);
+  });
+}
+
 export { expect };
 export { USERS, PASSWORD, authFile } from "./users";
 
 /** Waits until the wasm bundle has hydrated the server-rendered page. */
-export async function hydrated(page: import("@playwright/test").Page) {
-  await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true");
+export async function hydrated(page: Page) {
+  try {
+    await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true");
+  } catch (e) {
+    // Say what the page was doing: a hydration that never ends has left
+    // no trace of its own (and CI keeps only the log).
+    const seen = watched.get(page);
+    const state = await page
+      .evaluate(() => `readyState ${document.readyState}, body ${document.body.getAttributeNames().join(" ")}`)
+      .catch((err) => `(could not read the page: ${err})`);
+    throw new Error(
+      `${page.url()} did not hydrate: ${state}; requests in flight: ${[...(seen?.inFlight ?? [])].join(", ") || "none"}; ` +
+        `errors logged: ${seen?.errors.join(" | ") || "none"}\n${e}`,
+    );
+  }
 }
 
 /** Opens the demo record set (made-up companies) and waits for its live stream. */
