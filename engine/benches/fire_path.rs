@@ -5,7 +5,10 @@
 //! allows. Runs on SQLite, and on
 //! PostgreSQL when SWITCHYARD_TEST_POSTGRES_URL is set (`make bench` sets it).
 //!
-//! `make bench` runs it; the figures go to BENCHMARKS.md.
+//! `make bench` runs it; the figures go to BENCHMARKS.md. `FANOUT_ONLY=5000`
+//! runs only the SQLite fan-out without a hint, over that many records (long
+//! enough to profile: `perf record -g` on the bench binary), and prints the
+//! statements with their times under `RUST_LOG=sqlx::query=debug`.
 
 use std::time::{Duration, Instant};
 
@@ -36,6 +39,14 @@ members = [{ pack = "web" }]
 const RECORDS: usize = 300;
 const FIRES: usize = 600;
 
+/// The records of each set: `FANOUT_ONLY`'s number, or [`RECORDS`].
+fn records() -> usize {
+    std::env::var("FANOUT_ONLY")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(RECORDS)
+}
+
 /// An engine over `db` with connector `zero`, hinted at `per_second`; when
 /// `priced`, each call costs 0.001 USD against a monthly budget too large
 /// to stop it, so every fire takes its cost from the count and records it.
@@ -60,7 +71,7 @@ async fn engine(db: &TestDatabase, per_second: Option<f64>, priced: bool) -> (En
         .register(reg, ScriptedConnector::new("zero", [Step::Found(3)]))
         .expect("register");
     let mut csv = String::from("name,city\n");
-    for i in 0..RECORDS {
+    for i in 0..records() {
         csv.push_str(&format!("Company {i},City {i}\n"));
     }
     let parsed = parse_csv(csv.as_bytes(), ImportLimits::default()).expect("csv");
@@ -169,6 +180,16 @@ async fn fanout(db: &TestDatabase, per_second: Option<f64>) {
 #[tokio::main]
 async fn main() {
     // `cargo bench` passes --bench; nothing else is read.
+    if std::env::var_os("FANOUT_ONLY").is_some() {
+        // `RUST_LOG=sqlx::query=debug` prints each statement with its time.
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+        let db = testing::sqlite();
+        fanout(&db, None).await;
+        return;
+    }
     for db in testing::all().await {
         let free = fire_latency(&db, false).await;
         let priced = fire_latency(&db, true).await;
