@@ -646,10 +646,20 @@ async fn a_database_that_fails_mid_fire_is_retried_then_the_fire_ends_as_an_erro
         loop {
             match events.try_recv() {
                 Ok(event) => {
-                    if let model::EventKind::ChipChanged { chip, .. } = &event.kind {
-                        if matches!(chip, ChipState::Error { .. }) {
-                            break;
-                        }
+                    if let model::EventKind::FireNews {
+                        chip: Some(ChipState::Error { .. }),
+                        attempts,
+                        ..
+                    } = &event.kind
+                    {
+                        // With the attempt the failure closed.
+                        assert!(
+                            attempts
+                                .iter()
+                                .any(|a| a.end.outcome == Some(FireOutcome::Error)),
+                            "{event:?}"
+                        );
+                        break;
                     }
                 }
                 Err(_) => waited.tick().await,

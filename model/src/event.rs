@@ -26,19 +26,29 @@ pub struct Event {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
-    /// A chip changed: firing, found, not found...
-    ChipChanged {
+    /// What a fire changed, told at once: the attempts it opened or closed
+    /// (an open one has no outcome), the items their results became, and
+    /// its chip when that changed. A fire sends one when it starts (its
+    /// chip firing, its first attempt open), one each time its chain walks
+    /// on to the next connector, and one when it ends (its last attempt,
+    /// its items, its chip): two for most fires, however many items they
+    /// find. A fire a stopped process left sends one too when another
+    /// process closes it (its chip only). Apply in that order: attempts,
+    /// items, chip.
+    FireNews {
         record_id: i64,
         pack_id: String,
-        chip: ChipState,
-        /// Who caused it.
+        /// Who fired it (the system, closing a stopped process's fire).
         actor: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attempts: Vec<HistoryEntry>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        items: Vec<Item>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chip: Option<ChipState>,
     },
-    /// One connector attempt finished (or started, without an outcome).
-    Attempt {
-        entry: HistoryEntry,
-    },
-    /// An item was added, found again or triaged.
+    /// An item was triaged, or its page found gone (what a fire finds
+    /// comes in its [`EventKind::FireNews`]).
     ItemChanged {
         item: Item,
         actor: String,

@@ -95,7 +95,7 @@ async fn watch(
             let mut heard = heard.lock().unwrap();
             heard.events[n] += 1;
             match event["type"].as_str() {
-                Some("chip_changed") => {
+                Some("fire_news") => {
                     if let Some(record) = event["record_id"].as_i64() {
                         heard.fired[n].push((record, now));
                     }

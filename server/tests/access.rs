@@ -535,8 +535,9 @@ async fn no_read_write_fire_event_or_export_crosses_workspaces() {
             .unwrap();
         server.me().fire(record_one, "web", None).await;
         let seen = common::events_until(stream, |e| {
-            e["type"] == "chip_changed"
+            e["type"] == "fire_news"
                 && e["record_id"] == record_one
+                && e["chip"].is_object()
                 && e["chip"]["state"] != "firing"
         })
         .await;

@@ -340,7 +340,7 @@ async fn a_fire_outlives_a_client_that_disconnects() {
         );
 
         let events = read_events(stream, |e| {
-            e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+            e["type"] == "fire_news" && e["chip"]["state"] == "found"
         })
         .await;
         assert_eq!(events.last().unwrap().1["chip"]["count"], 2);
@@ -416,7 +416,7 @@ async fn viewers_of_a_record_set_see_its_chips_change_live_and_resume_after_a_dr
         server.me().fire(record_b, "web", None).await;
         server.me().fire(record_a, "web", None).await;
         let events = read_events(stream, |e| {
-            e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+            e["type"] == "fire_news" && e["chip"]["state"] == "found"
         })
         .await;
         assert!(
@@ -429,19 +429,25 @@ async fn viewers_of_a_record_set_see_its_chips_change_live_and_resume_after_a_dr
             .iter()
             .map(|(_, e)| e["type"].as_str().unwrap())
             .collect();
-        // The viewer's own arrival comes first, then firing.
-        assert_eq!(kinds[..2], ["presence", "chip_changed"], "{kinds:?}");
+        // The viewer's own arrival comes first, then the fire's news: two
+        // events for a fire of one attempt, however many items it finds.
+        assert_eq!(kinds, ["presence", "fire_news", "fire_news"], "{kinds:?}");
         assert_eq!(
             events[0].1["viewers"],
             serde_json::json!([common::TEST_EMAIL])
         );
-        assert!(
-            kinds.contains(&"attempt") && kinds.contains(&"item_changed"),
-            "{kinds:?}"
-        );
-        let last = events.last().unwrap();
-        assert_eq!(last.1["record_id"], record_a);
-        assert_eq!(last.1["chip"]["count"], 2);
+        let started = &events[1].1;
+        assert_eq!(started["record_id"], record_a);
+        assert_eq!(started["chip"]["state"], "firing");
+        assert_eq!(started["attempts"].as_array().unwrap().len(), 1);
+        assert!(started["attempts"][0]["outcome"].is_null(), "{started}");
+        assert!(started.get("items").is_none(), "{started}");
+        let ended = &events[2].1;
+        assert_eq!(ended["record_id"], record_a);
+        assert_eq!(ended["attempts"][0]["outcome"], "found", "{ended}");
+        assert_eq!(ended["attempts"][0]["id"], started["attempts"][0]["id"]);
+        assert_eq!(ended["items"].as_array().unwrap().len(), 2, "{ended}");
+        assert_eq!(ended["chip"]["count"], 2);
 
         // A browser that dropped after the first event gets the rest on reconnect.
         let first_id = events[0].0;
@@ -453,7 +459,7 @@ async fn viewers_of_a_record_set_see_its_chips_change_live_and_resume_after_a_dr
             .await
             .unwrap();
         let replayed = read_events(resumed, |e| {
-            e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+            e["type"] == "fire_news" && e["chip"]["state"] == "found"
         })
         .await;
         let ids: Vec<u64> = replayed.iter().map(|(id, _)| *id).collect();
@@ -512,7 +518,7 @@ async fn an_event_between_the_page_s_read_and_its_stream_reaches_the_page() {
 
         let found = |record: i64| {
             move |e: &Value| {
-                e["type"] == "chip_changed"
+                e["type"] == "fire_news"
                     && e["record_id"] == record
                     && e["chip"]["state"] == "found"
             }
@@ -526,7 +532,7 @@ async fn an_event_between_the_page_s_read_and_its_stream_reaches_the_page() {
         let events = read_events(resumed, found(records[0])).await;
         assert!(events.iter().all(|(id, _)| *id > as_of), "{events:?}");
         assert!(
-            events.iter().any(|(_, e)| e["type"] == "chip_changed"
+            events.iter().any(|(_, e)| e["type"] == "fire_news"
                 && e["record_id"] == records[0]
                 && e["chip"]["state"] == "firing"),
             "{events:?}"

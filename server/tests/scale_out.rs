@@ -248,14 +248,14 @@ async fn three_processes_on_one_postgresql_behave_as_one() {
     let answered = Instant::now();
     let (found_at, _, found) = on_c
         .until(Duration::from_secs(5), |e| {
-            e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+            e["type"] == "fire_news" && e["chip"]["state"] == "found"
         })
         .await;
     assert_eq!(found["record_id"], record);
     let firing = on_c
         .seen
         .iter()
-        .position(|(_, _, e)| e["type"] == "chip_changed" && e["chip"]["state"] == "firing")
+        .position(|(_, _, e)| e["type"] == "fire_news" && e["chip"]["state"] == "firing")
         .expect("C saw the chip fire");
     let firing_heard = on_c.seen[firing].0.saturating_duration_since(sent);
     let found_heard = found_at.saturating_duration_since(answered);
@@ -273,7 +273,7 @@ async fn three_processes_on_one_postgresql_behave_as_one() {
     drop(on_c);
     let mut on_b = Stream::open(&api, &b, one, Some(resume_from)).await;
     on_b.until(Duration::from_secs(5), |e| {
-        e["type"] == "chip_changed" && e["chip"]["state"] == "found"
+        e["type"] == "fire_news" && e["chip"]["state"] == "found"
     })
     .await;
     let replayed: Vec<(u64, Value)> = on_b

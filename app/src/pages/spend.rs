@@ -147,9 +147,9 @@ pub fn SpendPage() -> impl IntoView {
     let stale = StoredValue::new(false);
     crate::live::subscribe("/api/events", move |event| {
         let billed = match &event.kind {
-            EventKind::Attempt { entry } => {
+            EventKind::FireNews { attempts, .. } => attempts.iter().any(|entry| {
                 entry.end.charge.is_some() || entry.end.outcome == Some(model::FireOutcome::Unknown)
-            }
+            }),
             EventKind::BudgetChanged { .. } => true,
             _ => false,
         };

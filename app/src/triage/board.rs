@@ -317,9 +317,7 @@ impl Board {
         }
         if matches!(
             event.kind,
-            EventKind::ChipChanged { .. }
-                | EventKind::Attempt { .. }
-                | EventKind::ItemChanged { .. }
+            EventKind::FireNews { .. } | EventKind::ItemChanged { .. }
         ) {
             self.heard.update_value(|heard| {
                 if heard.len() == HEARD_KEPT {
@@ -351,11 +349,12 @@ impl Board {
     /// Says in the activity line what people did.
     fn note_event(&self, kind: &EventKind) {
         match kind {
-            EventKind::ChipChanged {
+            EventKind::FireNews {
                 record_id,
                 pack_id,
-                chip,
+                chip: Some(chip),
                 actor,
+                ..
             } if self.slot(*record_id, pack_id).is_some() => {
                 let label = self
                     .labels
@@ -390,28 +389,32 @@ impl Board {
     /// Applies one event's change to the board's signals (again is harmless).
     fn apply(&self, kind: EventKind) {
         match kind {
-            EventKind::ChipChanged {
+            EventKind::FireNews {
                 record_id,
                 pack_id,
+                attempts,
+                items,
                 chip,
                 ..
             } => {
-                if let Some(slot) = self.slot(record_id, &pack_id) {
+                let slot = self.slot(record_id, &pack_id);
+                for entry in attempts {
+                    if let (Some(_), Some(charge)) = (entry.end.outcome, &entry.end.charge) {
+                        self.add_spent(entry.record_id, charge);
+                    }
+                    if let (None, Some(slot)) = (entry.end.outcome, slot) {
+                        slot.fire.set(Some(entry.fire_id));
+                        slot.state.set(ChipState::Firing);
+                    }
+                }
+                for item in items {
+                    self.put_item(item);
+                }
+                if let (Some(chip), Some(slot)) = (chip, slot) {
                     if chip != ChipState::Firing {
                         slot.fire.set(None);
                     }
                     slot.state.set(chip);
-                }
-            }
-            EventKind::Attempt { entry } => {
-                if let (Some(_), Some(charge)) = (entry.end.outcome, &entry.end.charge) {
-                    self.add_spent(entry.record_id, charge);
-                }
-                if entry.end.outcome.is_none() {
-                    if let Some(slot) = self.slot(entry.record_id, &entry.pack_id) {
-                        slot.fire.set(Some(entry.fire_id));
-                        slot.state.set(ChipState::Firing);
-                    }
                 }
             }
             EventKind::ItemChanged { item, .. } => self.put_item(item),

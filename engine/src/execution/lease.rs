@@ -357,11 +357,13 @@ impl Engine {
         };
         self.events.publish(
             Some(set.id),
-            EventKind::ChipChanged {
+            EventKind::FireNews {
                 record_id: record.id,
                 pack_id: fire.pack_id.clone(),
-                chip,
                 actor: SYSTEM_ACTOR.to_owned(),
+                attempts: Vec::new(),
+                items: Vec::new(),
+                chip: Some(chip),
             },
         );
         Ok(())

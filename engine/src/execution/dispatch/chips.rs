@@ -1,5 +1,5 @@
 //! Chips: what one record's pack shows now, and telling every viewer
-//! when a fire changes it.
+//! what a fire changes (its news: attempts, items, chip).
 
 use std::collections::HashMap;
 
@@ -12,7 +12,16 @@ use crate::connectors::registry::ConnectorHandle;
 use crate::packs::chain::{self, Candidate, ChainRequest};
 use crate::packs::chip::{chip_state, ChipInputs};
 use crate::packs::PackConfig;
-use crate::store::{SetTallies, StoreError, StoredRecord};
+use crate::store::{SetTallies, StoreError};
+
+/// A fire's news not yet told: what its next [`EventKind::FireNews`]
+/// carries.
+#[derive(Debug, Default)]
+pub(super) struct News {
+    pub(super) attempts: Vec<HistoryEntry>,
+    pub(super) items: Vec<Item>,
+    pub(super) chip: Option<ChipState>,
+}
 
 /// What the chips of one read share: one registry snapshot (the
 /// candidates and the names they show), the records' overrides and item
@@ -104,20 +113,6 @@ impl ChipReading<'_> {
 }
 
 impl Dispatcher {
-    /// Tells every viewer about the items an attempt's results became.
-    pub(super) fn publish_items(&self, walk: &mut Walk, set_id: i64, items: Vec<Item>) {
-        for item in &items {
-            self.events.publish(
-                Some(set_id),
-                EventKind::ItemChanged {
-                    item: item.clone(),
-                    actor: walk.ctx.actor.clone(),
-                },
-            );
-        }
-        walk.report.items.extend(items);
-    }
-
     /// The chip of one record and pack now.
     pub async fn chip_of(
         &self,
@@ -244,30 +239,26 @@ impl Dispatcher {
         Ok(out)
     }
 
-    pub(super) fn publish_chip(
-        &self,
-        set_id: i64,
-        record: &StoredRecord,
-        pack_id: &str,
-        chip: ChipState,
-        actor: &str,
-    ) {
+    /// Tells every viewer of the set what the fire changed since it last
+    /// told them, in one event (nothing when nothing did).
+    pub(super) fn tell(&self, set_id: i64, walk: &mut Walk) {
+        let News {
+            attempts,
+            items,
+            chip,
+        } = std::mem::take(&mut walk.news);
+        if attempts.is_empty() && items.is_empty() && chip.is_none() {
+            return;
+        }
         self.events.publish(
             Some(set_id),
-            EventKind::ChipChanged {
-                record_id: record.id,
-                pack_id: pack_id.to_owned(),
+            EventKind::FireNews {
+                record_id: walk.ctx.record_id,
+                pack_id: walk.ctx.pack_id.clone(),
+                actor: walk.ctx.actor.clone(),
+                attempts,
+                items,
                 chip,
-                actor: actor.to_owned(),
-            },
-        );
-    }
-
-    pub(super) fn publish_attempt(&self, set_id: i64, entry: &HistoryEntry) {
-        self.events.publish(
-            Some(set_id),
-            EventKind::Attempt {
-                entry: entry.clone(),
             },
         );
     }

@@ -1,6 +1,6 @@
 //! A fire's ledger: what its walk writes as it goes (the fire's row, each
-//! attempt, its items, its chip, its job task) and the events each write
-//! sends every viewer of the set.
+//! attempt, its items, its chip, its job task) and the news each write
+//! makes for every viewer of the set.
 
 use model::{ChipState, FireOutcome, RecordSetSummary, Skipped};
 
@@ -52,15 +52,10 @@ impl walk::Ledger for FireLedger<'_, '_> {
             }
         };
         if walk.report.attempts.is_empty() {
-            d.publish_chip(
-                self.set.id,
-                self.record,
-                &self.pack.pack_id,
-                ChipState::Firing,
-                &walk.ctx.actor,
-            );
+            walk.news.chip = Some(ChipState::Firing);
         }
-        d.publish_attempt(self.set.id, &attempt);
+        walk.news.attempts.push(attempt.clone());
+        d.tell(self.set.id, walk);
         walk.open = Some(attempt);
         Ok(())
     }
@@ -87,12 +82,18 @@ impl walk::Ledger for FireLedger<'_, '_> {
         .await?;
         walk.open = None;
         walk.closed = fire_end.is_some();
-        d.publish_attempt(self.set.id, &closed.attempt);
+        walk.news.attempts.push(closed.attempt.clone());
         walk.report.attempts.push(closed.attempt);
         if let Some((attempts, item_count)) = closed.chip {
             walk.chip = Some(d.chip_from(self.scope, self.pack, &attempts, item_count));
         }
-        d.publish_items(walk, self.set.id, closed.items);
+        walk.news.items.extend(closed.items.iter().cloned());
+        walk.report.items.extend(closed.items);
+        // The last attempt's news goes with the fire's chip, told as the
+        // fire ends (`Dispatcher::run`).
+        if !last {
+            d.tell(self.set.id, walk);
+        }
         // A full answer (nothing dropped, no page missing) may have left
         // out pages it found before: they are asked for themselves.
         if let (Some(page_checker), None, Some(FireOutcome::Found | FireOutcome::NotFound)) =

@@ -5,6 +5,7 @@
 use model::{ChipState, FireOutcome, FireReport, HistoryEntry, RecordSetSummary};
 use tokio_util::sync::CancellationToken;
 
+use super::chips::News;
 use super::in_flight::InFlight;
 use super::ledger::FireLedger;
 use super::{walk, Dispatcher, FireRequest, Prepared, Scope};
@@ -28,6 +29,8 @@ pub(super) struct Walk {
     pub(super) closed: bool,
     /// The chip as read with the end's write.
     pub(super) chip: Option<ChipState>,
+    /// What viewers have not been told yet.
+    pub(super) news: News,
     pub(super) in_flight: InFlight,
 }
 
@@ -66,6 +69,7 @@ impl Walk {
             cancelled: false,
             closed: false,
             chip: None,
+            news: News::default(),
             in_flight: InFlight::default(),
         }
     }
@@ -140,7 +144,7 @@ impl Dispatcher {
                 spend_more: req.spend_more,
             };
             if let Err(e) = self.walk(&mut walk, &chain, target, &mut first).await {
-                chip = Some(self.broken(&mut walk, set.id, &e).await);
+                chip = Some(self.broken(&mut walk, &e).await);
             }
         }
         drop(first);
@@ -156,13 +160,8 @@ impl Dispatcher {
         });
         self.end_task(&mut walk).await;
         if let Some(fire_id) = walk.fire_id {
-            self.publish_chip(
-                set.id,
-                &record,
-                &pack.pack_id,
-                walk.report.chip.clone(),
-                &walk.ctx.actor,
-            );
+            walk.news.chip = Some(walk.report.chip.clone());
+            self.tell(set.id, &mut walk);
             tracing::info!(
                 fire = fire_id,
                 pack = %pack.pack_id,
@@ -242,7 +241,7 @@ impl Dispatcher {
     /// Ends a fire the database failed under: what is still open is closed
     /// as an error if the database allows it now; if not, its lease expires
     /// and whichever process notices closes it as interrupted.
-    async fn broken(&self, walk: &mut Walk, set_id: i64, error: &StoreError) -> ChipState {
+    async fn broken(&self, walk: &mut Walk, error: &StoreError) -> ChipState {
         tracing::error!(fire = walk.fire_id, record = walk.ctx.record_id, error = %error, "The database failed during a fire; closing it as an error.");
         let reason = "stopped: the database failed while this fire was being stored".to_owned();
         walk.report.notes.push(reason.clone());
@@ -266,7 +265,7 @@ impl Dispatcher {
             open.end.outcome = Some(FireOutcome::Error);
             open.end.error = Some(reason.clone());
             open.finished_at = Some(self.store.now_ms());
-            self.publish_attempt(set_id, &open);
+            walk.news.attempts.push(open.clone());
             walk.report.attempts.push(open);
         }
         ChipState::Error { reason }
