@@ -384,10 +384,55 @@ async fn a_hanging_provider_is_cut_at_the_timeout_never_asked_again_and_the_chai
         register_manifest(&engine, &hanging.manifest("hanging", "/hang", None));
         register_manifest(&engine, &backup.manifest("backup", "/search", None));
         let set = record_set(&engine, "Hung", 3).await;
+        let mut events = engine.events().subscribe();
         let job = fan_out(&engine, set).await;
         let job = finished(&engine, job.id, Duration::from_secs(30)).await;
         assert_eq!(job.found, 3);
         let records = engine.store().records(set, 0, 10).await.unwrap();
+        // Viewers heard the chain walk on, each step once: the start, the
+        // hanging attempt closed, the backup's opened, and the end.
+        let mut news = Vec::new();
+        let mut waited = Deadline::new("the first record's fire to end in its news");
+        while news
+            .last()
+            .is_none_or(|(_, _, chip)| matches!(chip, None | Some(ChipState::Firing)))
+        {
+            match events.try_recv() {
+                Ok(event) => {
+                    if let model::EventKind::FireNews {
+                        record_id,
+                        attempts,
+                        items,
+                        chip,
+                        ..
+                    } = &event.kind
+                    {
+                        if *record_id == records[0].id {
+                            let steps: Vec<(String, Option<FireOutcome>)> = attempts
+                                .iter()
+                                .map(|a| (a.connector_id.clone(), a.end.outcome))
+                                .collect();
+                            news.push((steps, items.len(), chip.clone()));
+                        }
+                    }
+                }
+                Err(_) => waited.tick().await,
+            }
+        }
+        let step = |connector: &str, outcome| vec![(connector.to_owned(), outcome)];
+        assert_eq!(news.len(), 4, "{news:?}");
+        assert_eq!(news[0], (step("hanging", None), 0, Some(ChipState::Firing)));
+        assert_eq!(
+            news[1],
+            (step("hanging", Some(FireOutcome::Unknown)), 0, None)
+        );
+        assert_eq!(news[2], (step("backup", None), 0, None));
+        assert_eq!(news[3].0, step("backup", Some(FireOutcome::Found)));
+        assert!(news[3].1 > 0, "{news:?}");
+        assert!(
+            matches!(news[3].2, Some(ChipState::Found { .. })),
+            "{news:?}"
+        );
         for record in records {
             let history = engine.store().history(record.id).await.unwrap();
             // The call went out and no answer came: the provider may have

@@ -29,10 +29,10 @@ pub enum EventKind {
     /// What a fire changed, told at once: the attempts it opened or closed
     /// (an open one has no outcome), the items their results became, and
     /// its chip when that changed. A fire sends one when it starts (its
-    /// chip firing, its first attempt open), one each time its chain walks
-    /// on to the next connector, and one when it ends (its last attempt,
-    /// its items, its chip): two for most fires, however many items they
-    /// find. A fire a stopped process left sends one too when another
+    /// chip firing, its first attempt open), two each time its chain walks
+    /// on to the next connector (the attempt closed with its items, the
+    /// next one open), and one when it ends (its last attempt, its items,
+    /// its chip): two for most fires, however many items they find. A fire a stopped process left sends one too when another
     /// process closes it (its chip only). Apply in that order: attempts,
     /// items, chip.
     FireNews {
