@@ -92,6 +92,47 @@ async fn open_attempts(engine: &Engine) -> i64 {
         .unwrap()
 }
 
+/// One fire news as a test reads it: its attempts (connector and outcome),
+/// how many items it carries, and its chip.
+type Heard = (Vec<(String, Option<FireOutcome>)>, usize, Option<ChipState>);
+
+/// The fire news of `record` heard on `events`, in order, up to the one
+/// that ends its fire (a chip that is not firing).
+async fn fire_news_to_the_end(
+    events: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<model::Event>>,
+    record: i64,
+) -> Vec<Heard> {
+    let mut news: Vec<Heard> = Vec::new();
+    let mut waited = Deadline::new("a fire's news to tell its end");
+    while news
+        .last()
+        .is_none_or(|(_, _, chip)| matches!(chip, None | Some(ChipState::Firing)))
+    {
+        match events.try_recv() {
+            Ok(event) => {
+                if let model::EventKind::FireNews {
+                    record_id,
+                    attempts,
+                    items,
+                    chip,
+                    ..
+                } = &event.kind
+                {
+                    if *record_id == record {
+                        let steps = attempts
+                            .iter()
+                            .map(|a| (a.connector_id.clone(), a.end.outcome))
+                            .collect();
+                        news.push((steps, items.len(), chip.clone()));
+                    }
+                }
+            }
+            Err(_) => waited.tick().await,
+        }
+    }
+    news
+}
+
 #[tokio::test]
 async fn only_work_whose_lease_expired_is_taken_over_and_finished_fires_never_fire_again() {
     for db in testing::all().await {
@@ -391,34 +432,7 @@ async fn a_hanging_provider_is_cut_at_the_timeout_never_asked_again_and_the_chai
         let records = engine.store().records(set, 0, 10).await.unwrap();
         // Viewers heard the chain walk on, each step once: the start, the
         // hanging attempt closed, the backup's opened, and the end.
-        let mut news = Vec::new();
-        let mut waited = Deadline::new("the first record's fire to end in its news");
-        while news
-            .last()
-            .is_none_or(|(_, _, chip)| matches!(chip, None | Some(ChipState::Firing)))
-        {
-            match events.try_recv() {
-                Ok(event) => {
-                    if let model::EventKind::FireNews {
-                        record_id,
-                        attempts,
-                        items,
-                        chip,
-                        ..
-                    } = &event.kind
-                    {
-                        if *record_id == records[0].id {
-                            let steps: Vec<(String, Option<FireOutcome>)> = attempts
-                                .iter()
-                                .map(|a| (a.connector_id.clone(), a.end.outcome))
-                                .collect();
-                            news.push((steps, items.len(), chip.clone()));
-                        }
-                    }
-                }
-                Err(_) => waited.tick().await,
-            }
-        }
+        let news = fire_news_to_the_end(&mut events, records[0].id).await;
         let step = |connector: &str, outcome| vec![(connector.to_owned(), outcome)];
         assert_eq!(news.len(), 4, "{news:?}");
         assert_eq!(news[0], (step("hanging", None), 0, Some(ChipState::Firing)));
@@ -686,30 +700,17 @@ async fn a_database_that_fails_mid_fire_is_retried_then_the_fire_ends_as_an_erro
             matches!(&report.chip, ChipState::Error { reason } if reason.contains("database failed"))
         );
         assert_eq!(open_attempts(&engine).await, 0);
-        // Viewers saw it end too (on PostgreSQL through the database).
-        let mut waited = Deadline::new("viewers to see the chip end as an error");
-        loop {
-            match events.try_recv() {
-                Ok(event) => {
-                    if let model::EventKind::FireNews {
-                        chip: Some(ChipState::Error { .. }),
-                        attempts,
-                        ..
-                    } = &event.kind
-                    {
-                        // With the attempt the failure closed.
-                        assert!(
-                            attempts
-                                .iter()
-                                .any(|a| a.end.outcome == Some(FireOutcome::Error)),
-                            "{event:?}"
-                        );
-                        break;
-                    }
-                }
-                Err(_) => waited.tick().await,
-            }
-        }
+        // Viewers saw it end too (on PostgreSQL through the database),
+        // with the attempt the failure closed.
+        let news = fire_news_to_the_end(&mut events, records[0].id).await;
+        let (attempts, _, chip) = news.last().expect("news of its end");
+        assert!(matches!(chip, Some(ChipState::Error { .. })), "{news:?}");
+        assert!(
+            attempts
+                .iter()
+                .any(|(_, outcome)| *outcome == Some(FireOutcome::Error)),
+            "{news:?}"
+        );
         mend_items(&engine).await;
 
         if engine.store().backend() == Backend::Postgres {
