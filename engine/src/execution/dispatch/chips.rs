@@ -240,16 +240,14 @@ impl Dispatcher {
     }
 
     /// Tells every viewer of the set what the fire changed since it last
-    /// told them, in one event (nothing when nothing did).
+    /// told them, in one event (each caller has just added an attempt or
+    /// the chip).
     pub(super) fn tell(&self, set_id: i64, walk: &mut Walk) {
         let News {
             attempts,
             items,
             chip,
         } = std::mem::take(&mut walk.news);
-        if attempts.is_empty() && items.is_empty() && chip.is_none() {
-            return;
-        }
         self.events.publish(
             Some(set_id),
             EventKind::FireNews {
